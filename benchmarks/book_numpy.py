@@ -1,0 +1,211 @@
+"""Peer benchmark: the NumPy seq2seq code of "Deep Learning from Scratch 2".
+
+What it measures
+----------------
+The book's own code (oreilly-japan/deep-learning-from-scratch-2, MIT licence;
+not vendored here) trained exactly as its scripts do, so seqlab's numbers can
+be put side by side with it:
+
+* ``--task date``     -> ch08/train.py: AttentionSeq2seq on dataset/date.txt,
+  input reversed, wordvec 16, hidden 256, batch 128, Adam(), max_grad 5.0,
+  10 epochs by default.
+* ``--task addition`` -> ch07/train_seq2seq.py: wordvec 16, hidden 128,
+  batch 128, Adam(), max_grad 5.0, 25 epochs by default, with
+  ``--variant baseline`` (Seq2seq), ``reverse`` (Seq2seq, ``is_reverse=True``)
+  or ``peeky`` (PeekySeq2seq + reversed input).
+
+Data come from the book's ``sequence.load_data`` (shuffle seed 1984, last 10 %
+is the test split). Each epoch is one ``Trainer.fit(..., max_epoch=1)`` call
+followed by the book's ``eval_seq2seq`` over the whole test split, one sentence
+at a time (greedy decoding), exactly as the book's loop. Training and
+evaluation are timed separately with ``time.perf_counter``. The book's own
+progress prints (loss every 20 iterations, the first 10 test sentences) are
+kept unless ``--quiet``. The model is not saved and nothing is plotted; the
+book's modules are imported unchanged (only ``sys.path`` is set), and no seed
+is set beyond the one ``load_data`` sets, so runs match the book's scripts.
+
+Output: one line per epoch (epoch, train s, eval s, test accuracy %), the
+cumulative training seconds at the first epoch reaching >= 99 % and >= 99.9 %
+test accuracy, and with ``--json OUT`` a JSON record (task, variant,
+per-epoch rows, numpy/BLAS version, thread settings, date, machine).
+
+Requirements: numpy, and matplotlib because the book's ``common/trainer.py``
+imports ``matplotlib.pyplot`` at module level (the Agg backend is selected
+here). NumPy's default threading is used; no thread variable is changed.
+
+Example (book checkout at /tmp/dlfs2 with dataset/date.txt and addition.txt):
+
+    python benchmarks/book_numpy.py --book-repo /tmp/dlfs2 --task date \\
+        --epochs 10 --json /tmp/book_date.json
+    python benchmarks/book_numpy.py --book-repo /tmp/dlfs2 --task addition \\
+        --variant peeky --epochs 25 --quiet
+"""
+import argparse
+import contextlib
+import datetime
+import io
+import json
+import os
+import platform
+import sys
+import time
+
+# Per task: book script, data file, hyperparameters, book's default epochs.
+TASKS = {
+    'date': dict(script='ch08/train.py', data='date.txt', wordvec=16,
+                 hidden=256, batch=128, max_grad=5.0, epochs=10,
+                 variants=('attention',)),
+    'addition': dict(script='ch07/train_seq2seq.py', data='addition.txt',
+                     wordvec=16, hidden=128, batch=128, max_grad=5.0,
+                     epochs=25, variants=('baseline', 'reverse', 'peeky')),
+}
+
+
+def import_book(book_repo, task):
+    """Put the book on sys.path as its scripts expect and import its modules."""
+    os.environ.setdefault('MPLBACKEND', 'Agg')  # common/trainer.py imports pyplot
+    root = os.path.abspath(book_repo)
+    # ch08/train.py runs from ch08/ with '..' and '../ch07' on the path;
+    # ch07/train_seq2seq.py runs from ch07/ with '..' on the path.
+    chapter_dirs = ['ch08', 'ch07'] if task == 'date' else ['ch07']
+    for path in [root] + [os.path.join(root, d) for d in chapter_dirs]:
+        if path not in sys.path:
+            sys.path.insert(0, path)
+    from dataset import sequence
+    from common.optimizer import Adam
+    from common.trainer import Trainer
+    from common.util import eval_seq2seq
+    if task == 'date':
+        from attention_seq2seq import AttentionSeq2seq
+        models = {'attention': AttentionSeq2seq}
+    else:
+        from seq2seq import Seq2seq
+        from peeky_seq2seq import PeekySeq2seq
+        models = {'baseline': Seq2seq, 'reverse': Seq2seq,
+                  'peeky': PeekySeq2seq}
+    return sequence, Adam, Trainer, eval_seq2seq, models
+
+
+def blas_info():
+    import numpy
+    info = {}
+    try:
+        cfg = numpy.show_config(mode='dicts')
+        blas = cfg['Build Dependencies']['blas']
+        info = {k: blas.get(k) for k in ('name', 'version', 'openblas configuration')}
+    except Exception:  # older numpy: no dict mode
+        pass
+    try:
+        import threadpoolctl
+        info['threadpools'] = threadpoolctl.threadpool_info()
+    except ImportError:
+        pass
+    return info
+
+
+def first_epoch_reaching(rows, threshold):
+    for row in rows:
+        if row['acc'] >= threshold:
+            return row['epoch'], row['train_s_cum']
+    return None, None
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    ap.add_argument('--book-repo', required=True,
+                    help='checkout of oreilly-japan/deep-learning-from-scratch-2')
+    ap.add_argument('--task', choices=sorted(TASKS), default='date')
+    ap.add_argument('--variant', help='date: attention; addition: '
+                    'baseline|reverse|peeky (default: first of these)')
+    ap.add_argument('--epochs', type=int, help="default: the book's max_epoch")
+    ap.add_argument('--json', metavar='OUT', help='write the JSON record here')
+    ap.add_argument('--quiet', action='store_true',
+                    help="hide the book's own progress prints")
+    args = ap.parse_args(argv)
+
+    cfg = TASKS[args.task]
+    variant = args.variant or cfg['variants'][0]
+    if variant not in cfg['variants']:
+        ap.error('task %s has variants %s' % (args.task, ', '.join(cfg['variants'])))
+    epochs = args.epochs or cfg['epochs']
+    is_reverse = variant != 'baseline'  # ch08 and reverse/peeky reverse input
+
+    sequence, Adam, Trainer, eval_seq2seq, models = import_book(args.book_repo, args.task)
+    import numpy
+
+    # --- same statements, same order as the book's script ---
+    (x_train, t_train), (x_test, t_test) = sequence.load_data(cfg['data'])
+    char_to_id, id_to_char = sequence.get_vocab()
+    if is_reverse:
+        x_train, x_test = x_train[:, ::-1], x_test[:, ::-1]
+    model = models[variant](len(char_to_id), cfg['wordvec'], cfg['hidden'])
+    optimizer = Adam()
+    trainer = Trainer(model, optimizer)
+
+    book_out = io.StringIO() if args.quiet else sys.stdout
+    load_start = os.getloadavg()  # other CPU users skew BLAS-threaded timings
+    print('book %s task=%s variant=%s train=%d test=%d vocab=%d epochs=%d '
+          'loadavg=%.2f' % (cfg['script'], args.task, variant, len(x_train),
+                            len(x_test), len(char_to_id), epochs, load_start[0]),
+          flush=True)
+    rows, train_cum = [], 0.0
+    for epoch in range(1, epochs + 1):
+        with contextlib.redirect_stdout(book_out):
+            t0 = time.perf_counter()
+            trainer.fit(x_train, t_train, max_epoch=1,
+                        batch_size=cfg['batch'], max_grad=cfg['max_grad'])
+            t1 = time.perf_counter()
+            correct_num = 0
+            for i in range(len(x_test)):
+                question, correct = x_test[[i]], t_test[[i]]
+                verbose = i < 10
+                correct_num += eval_seq2seq(model, question, correct,
+                                            id_to_char, verbose, is_reverse)
+            t2 = time.perf_counter()
+        if args.quiet:
+            book_out.seek(0)
+            book_out.truncate()
+        acc = correct_num / len(x_test)
+        train_cum += t1 - t0
+        rows.append(dict(epoch=epoch, train_s=t1 - t0, eval_s=t2 - t1,
+                         train_s_cum=train_cum, acc=acc))
+        print('epoch %3d  train %8.2f s  eval %7.2f s  test acc %7.3f %%'
+              % (epoch, t1 - t0, t2 - t1, acc * 100), flush=True)
+
+    reach = {}
+    for name, thr in (('99', 0.99), ('99.9', 0.999)):
+        ep, secs = first_epoch_reaching(rows, thr)
+        reach[name] = dict(epoch=ep, train_s_cum=secs)
+        print('>= %s %% test acc: %s' % (name, 'not reached' if ep is None else
+              'epoch %d, %.2f s cumulative training' % (ep, secs)))
+
+    if args.json:
+        record = dict(
+            benchmark='book_numpy', book_script=cfg['script'],
+            book_repo=os.path.abspath(args.book_repo),
+            task=args.task, variant=variant, epochs=epochs,
+            hyperparams=dict(wordvec_size=cfg['wordvec'], hidden_size=cfg['hidden'],
+                             batch_size=cfg['batch'], max_grad=cfg['max_grad'],
+                             optimizer='Adam(lr=0.001)', reversed_input=is_reverse),
+            data=dict(file=cfg['data'], seed=1984, n_train=len(x_train),
+                      n_test=len(x_test), vocab=len(char_to_id)),
+            rows=rows, reach=reach,
+            total_train_s=train_cum, total_eval_s=sum(r['eval_s'] for r in rows),
+            numpy=numpy.__version__, blas=blas_info(),
+            threads=dict(cpu_count=os.cpu_count(),
+                         env={k: os.environ.get(k) for k in (
+                             'OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS',
+                             'MKL_NUM_THREADS')}),
+            loadavg_start=load_start, loadavg_end=os.getloadavg(),
+            date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'),
+            machine=dict(platform=platform.platform(), machine=platform.machine(),
+                         processor=platform.processor(),
+                         python=platform.python_version()),
+        )
+        with open(args.json, 'w') as f:
+            json.dump(record, f, indent=2, default=str)
+        print('wrote', args.json)
+
+
+if __name__ == '__main__':
+    main()

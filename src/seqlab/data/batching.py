@@ -1,0 +1,78 @@
+"""Token ids → padded batches, grouped by length under a token budget.
+
+Sentences of similar length go together, so little compute goes to padding;
+a batch holds as many sentences as fit in ``batch_tokens`` padded tokens
+(source + target). The order is random but fixed by ``(seed, epoch)``, so a
+resumed run sees exactly the batches an uninterrupted one would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from seqlab.tokenizer import EOS, PAD, SOS
+
+
+@dataclass
+class Batch:
+    """One training batch. Teacher forcing: the decoder reads ``trg_in`` and predicts ``trg_out``."""
+
+    src: torch.Tensor  # (batch, src_len): tokens + <eos>, then <pad>
+    trg_in: torch.Tensor  # (batch, trg_len): <sos> y1 .. yn, then <pad>
+    trg_out: torch.Tensor  # (batch, trg_len): y1 .. yn <eos>, then <pad>
+
+    @property
+    def num_target_tokens(self) -> int:
+        return int((self.trg_out != PAD).sum())
+
+
+def pad(seqs: Sequence[Sequence[int]]) -> torch.Tensor:
+    """Right-pad id lists with PAD into a (batch, max_len) tensor."""
+    out = torch.full((len(seqs), max(map(len, seqs))), PAD, dtype=torch.long)
+    for row, seq in enumerate(seqs):
+        out[row, : len(seq)] = torch.as_tensor(seq, dtype=torch.long)
+    return out
+
+
+def source_ids(tokens: Sequence[int]) -> list[int]:
+    """The encoder input of one sentence: its tokens, then <eos>."""
+    return [*tokens, EOS]
+
+
+def collate(src: Sequence[Sequence[int]], trg: Sequence[Sequence[int]]) -> Batch:
+    """Sources are already ``source_ids``; targets are bare token lists."""
+    return Batch(
+        src=pad(src),
+        trg_in=pad([[SOS, *t] for t in trg]),
+        trg_out=pad([[*t, EOS] for t in trg]),
+    )
+
+
+def length_batches(
+    src_lengths: Sequence[int], trg_lengths: Sequence[int], batch_tokens: int, seed: int
+) -> list[np.ndarray]:
+    """Index arrays of batches: random order, stably sorted by length, cut at the token budget, shuffled.
+
+    The cost of a batch is ``size × (longest source + longest target + 1)``.
+    A sentence longer than the budget still gets a batch of its own.
+    """
+    rng = np.random.default_rng(seed)
+    src_len = np.asarray(src_lengths)
+    trg_len = np.asarray(trg_lengths) + 1  # <sos>/<eos>
+    order = rng.permutation(len(src_len))
+    order = order[np.lexsort((trg_len[order], src_len[order]))]  # by source, then target length
+
+    batches, start, max_src, max_trg = [], 0, 0, 0
+    for pos, index in enumerate(order):
+        new_src, new_trg = max(max_src, src_len[index]), max(max_trg, trg_len[index])
+        if pos > start and (pos - start + 1) * (new_src + new_trg) > batch_tokens:
+            batches.append(order[start:pos])
+            start, new_src, new_trg = pos, src_len[index], trg_len[index]
+        max_src, max_trg = new_src, new_trg
+    batches.append(order[start:])
+    rng.shuffle(batches)
+    return batches

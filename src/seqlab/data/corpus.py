@@ -1,0 +1,216 @@
+"""Reading parallel corpora into ``(source, target)`` pairs.
+
+Formats (see :mod:`seqlab.config`): the book's ``question_answer`` files, TSV,
+two aligned line files, and CSV with named columns. Any file may be gzipped
+(``.gz`` suffix). Files are read as bytes and decoded as UTF-8 line by line,
+so an undecodable byte is reported with its line; a UTF-8 BOM is tolerated.
+
+Text: the line ending (``\\n`` or ``\\r\\n``) is removed and each side is
+stripped of surrounding whitespace (the book's space padding, stray blanks
+around a tab or comma); whitespace inside the text is kept.
+
+A malformed line (wrong field count, empty side) raises :class:`DataError` at
+the first one, or with ``skip_bad_lines`` is skipped and counted, and one
+warning sums them up.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import logging
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+from seqlab.config import AlignedCorpus, BookCorpus, Corpus, CsvCorpus, TaskCorpus, TsvCorpus
+from seqlab.data.tasks import generate_task
+
+Pair = tuple[str, str]
+
+DATA_ENV = "SEQLAB_DATA"
+DEFAULT_DATA_DIR = Path("data")
+
+logger = logging.getLogger("seqlab")
+
+
+class DataError(ValueError):
+    """Unusable data; the message starts with the file (``path:line:`` where there is a line) at fault."""
+
+
+def resolve_data_dir(explicit: str | Path | None = None) -> Path:
+    """The directory relative data paths are read from: ``explicit`` (--data-dir), else $SEQLAB_DATA, else ./data."""
+    if explicit is not None and str(explicit):
+        return Path(explicit).expanduser()
+    if os.environ.get(DATA_ENV):
+        return Path(os.environ[DATA_ENV]).expanduser()
+    return DEFAULT_DATA_DIR
+
+
+def _locate(name: str, data_dir: Path) -> Path:
+    """``name`` from a config: absolute as it is, relative under ``data_dir``; it must exist."""
+    given = Path(name).expanduser()
+    path = given if given.is_absolute() else data_dir / given
+    if not path.exists():
+        hint = "" if given.is_absolute() else (
+            f" (relative data paths are read from the data directory {data_dir}, which --data-dir"
+            f" or the {DATA_ENV} environment variable sets; default ./data)"
+        )
+        raise DataError(f"{path}: no such file{hint}")
+    return path
+
+
+def _open(path: Path) -> io.BufferedIOBase:
+    return gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")
+
+
+def _lines(path: Path, keep_ends: bool = False) -> Iterator[tuple[int, str]]:
+    """Yield ``(line number, text)`` from 1; the line ending is removed unless ``keep_ends``."""
+    try:
+        with _open(path) as f:
+            for lineno, raw in enumerate(f, 1):
+                if not keep_ends:
+                    raw = raw.removesuffix(b"\n").removesuffix(b"\r")
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise DataError(
+                        f"{path}:{lineno}: not valid UTF-8 (byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} of the line)"
+                    ) from None
+                yield lineno, text.removeprefix("\ufeff") if lineno == 1 else text
+    except (OSError, EOFError) as exc:  # unreadable, a directory, a broken or truncated gzip
+        raise DataError(f"{path}: cannot read: {exc}") from None
+
+
+class _BadLines:
+    """Raises at a bad line, or, when skipping, counts them and remembers the first."""
+
+    def __init__(self, skip: bool) -> None:
+        self.skip = skip
+        self.count = 0
+        self.first = ""
+
+    def __call__(self, path: Path, lineno: int, reason: str) -> None:
+        message = f"{path}:{lineno}: {reason}"
+        if not self.skip:
+            raise DataError(message)
+        self.count += 1
+        if self.count == 1:
+            self.first = message
+
+    def warn(self) -> None:
+        if self.count:
+            lines = "line" if self.count == 1 else "lines"
+            logger.warning("skipped %d bad %s; the first: %s", self.count, lines, self.first)
+
+
+def _empty_side(source: str, target: str) -> str | None:
+    """Why a stripped pair is unusable, or None."""
+    if not source:
+        return "empty source"
+    if not target:
+        return "empty target"
+    return None
+
+
+def _read_book(path: Path, bad: _BadLines) -> list[Pair]:
+    """``question_answer`` lines; split at the first ``_`` as the book does (``line.find('_')``)."""
+    pairs = []
+    for lineno, line in _lines(path):
+        idx = line.find("_")
+        if idx < 0:
+            bad(path, lineno, "no '_' between question and answer")
+            continue
+        source, target = line[:idx].strip(), line[idx + 1:].strip()
+        if reason := _empty_side(source, target):
+            bad(path, lineno, reason)
+            continue
+        pairs.append((source, target))
+    return pairs
+
+
+def _read_tsv(path: Path, bad: _BadLines) -> list[Pair]:
+    pairs = []
+    for lineno, line in _lines(path):
+        fields = line.split("\t")
+        if len(fields) != 2:
+            bad(path, lineno, f"expected 2 tab-separated fields, found {len(fields)}")
+            continue
+        source, target = fields[0].strip(), fields[1].strip()
+        if reason := _empty_side(source, target):
+            bad(path, lineno, reason)
+            continue
+        pairs.append((source, target))
+    return pairs
+
+
+def _read_aligned(source_path: Path, target_path: Path, bad: _BadLines) -> list[Pair]:
+    sources = [line for _, line in _lines(source_path)]
+    targets = [line for _, line in _lines(target_path)]
+    if len(sources) != len(targets):
+        raise DataError(
+            f"{source_path}: {len(sources)} lines, but {target_path}: {len(targets)} lines;"
+            " aligned files must have the same number of lines"
+        )
+    pairs = []
+    for lineno, (source, target) in enumerate(zip(sources, targets), 1):
+        source, target = source.strip(), target.strip()
+        if reason := _empty_side(source, target):
+            bad(source_path if not source else target_path, lineno, reason)
+            continue
+        pairs.append((source, target))
+    return pairs
+
+
+def _read_csv(path: Path, source_column: str, target_column: str, bad: _BadLines) -> list[Pair]:
+    """A header row, then records; a record may span lines (quoted newlines), reported at its first line."""
+    reader = csv.reader(text for _, text in _lines(path, keep_ends=True))
+    try:
+        header = next(reader, None)
+        if header is None:
+            raise DataError(f"{path}: empty file, expected a header row")
+        columns = [name.strip() for name in header]
+        for name in (source_column, target_column):
+            if name not in columns:
+                raise DataError(f"{path}:1: no column {name!r}; the columns are {', '.join(map(repr, columns))}")
+        s, t = columns.index(source_column), columns.index(target_column)
+        pairs = []
+        start = reader.line_num + 1
+        for row in reader:
+            if len(row) != len(columns):
+                bad(path, start, f"expected {len(columns)} comma-separated fields, found {len(row)}")
+            elif reason := _empty_side(row[s].strip(), row[t].strip()):
+                bad(path, start, reason)
+            else:
+                pairs.append((row[s].strip(), row[t].strip()))
+            start = reader.line_num + 1
+    except csv.Error as exc:
+        raise DataError(f"{path}:{reader.line_num}: not valid CSV: {exc}") from None
+    return pairs
+
+
+def read_corpus(spec: Corpus, data_dir: Path, skip_bad_lines: bool = False) -> list[Pair]:
+    """All pairs of one corpus, in file order; relative paths are read under ``data_dir``."""
+    if isinstance(spec, TaskCorpus):
+        return generate_task(spec.task, spec.size, spec.seed)
+    bad = _BadLines(skip_bad_lines)
+    if isinstance(spec, BookCorpus):
+        origin = _locate(spec.path, data_dir)
+        pairs = _read_book(origin, bad)
+    elif isinstance(spec, TsvCorpus):
+        origin = _locate(spec.path, data_dir)
+        pairs = _read_tsv(origin, bad)
+    elif isinstance(spec, AlignedCorpus):
+        origin = _locate(spec.source, data_dir)
+        pairs = _read_aligned(origin, _locate(spec.target, data_dir), bad)
+    elif isinstance(spec, CsvCorpus):
+        origin = _locate(spec.path, data_dir)
+        pairs = _read_csv(origin, spec.source_column, spec.target_column, bad)
+    else:
+        raise TypeError(f"not a corpus spec: {spec!r}")
+    bad.warn()
+    if not pairs:
+        why = f"all {bad.count} were bad lines, skipped" if bad.count else "no data lines"
+        raise DataError(f"{origin}: no pairs ({why})")
+    return pairs

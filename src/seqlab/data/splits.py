@@ -1,0 +1,51 @@
+"""Train/valid/test splits: carved out of one corpus by a seeded shuffle, or read from explicit files."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from seqlab.config import DataConfig, SplitConfig
+from seqlab.data.corpus import DataError, Pair, read_corpus
+
+
+def _size(value: float, n: int, name: str) -> int:
+    """How many of ``n`` pairs ``data.split.<name>`` asks for: a count if >= 1, else a fraction (rounded down)."""
+    if value >= 1:
+        if not float(value).is_integer():
+            raise DataError(f"data.split.{name}: {value} is a count (>= 1), so it must be a whole number")
+        return int(value)
+    return math.floor(round(value * n, 9))  # round first: 0.29 * 100 is 28.999999999999996
+
+
+def split_pairs(pairs: list[Pair], split: SplitConfig) -> dict[str, list[Pair]]:
+    """Shuffle indices with ``RandomState(split.seed)``; test is the last ``test``, valid the ``valid`` before it.
+
+    ``{valid: 0, test: 5000, seed: 1984}`` on the book's date.txt is the book's split
+    (``numpy.random.seed(1984); numpy.random.shuffle(indices)``, 45,000 train, 5,000 test).
+    """
+    n = len(pairs)
+    n_valid, n_test = _size(split.valid, n, "valid"), _size(split.test, n, "test")
+    n_train = n - n_valid - n_test
+    if n_train <= 0:
+        raise DataError(
+            f"data.split: valid {n_valid} + test {n_test} pairs leave no training data from a corpus of {n} pairs"
+        )
+    idx = np.arange(n)
+    np.random.RandomState(split.seed).shuffle(idx)
+    parts = {"train": idx[:n_train], "valid": idx[n_train:n - n_test], "test": idx[n - n_test:]}
+    return {name: [pairs[i] for i in part] for name, part in parts.items()}
+
+
+def load_splits(cfg: DataConfig, data_dir: Path) -> dict[str, list[Pair]]:
+    """``{"train", "valid", "test"}`` pairs of a data config; test is ``[]`` when explicit files name none."""
+    if cfg.corpus is not None:
+        return split_pairs(read_corpus(cfg.corpus, data_dir, cfg.skip_bad_lines), cfg.split)
+    assert cfg.train is not None and cfg.valid is not None  # DataConfig validates this
+    return {
+        "train": read_corpus(cfg.train, data_dir, cfg.skip_bad_lines),
+        "valid": read_corpus(cfg.valid, data_dir, cfg.skip_bad_lines),
+        "test": read_corpus(cfg.test, data_dir, cfg.skip_bad_lines) if cfg.test is not None else [],
+    }

@@ -1,0 +1,70 @@
+"""Scores of a model on a split: teacher-forced loss and perplexity, then greedy outputs
+scored by exact match and BLEU against the references."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from seqlab.data import Pair
+from seqlab.data.batching import collate, length_batches
+from seqlab.metrics import corpus_bleu, exact_match
+from seqlab.train.loss import token_nll_sum
+from seqlab.translator import Translator
+
+
+@dataclass
+class EncodedSplit:
+    """A split's text and its token ids, encoded once through the translator's tokenizers."""
+
+    sources: list[str]
+    references: list[str]  # normalised as the model would write them
+    src: list[list[int]]
+    trg: list[list[int]]
+
+    @classmethod
+    def build(cls, translator: Translator, pairs: list[Pair], name: str) -> "EncodedSplit":
+        sources = [s for s, _ in pairs]
+        targets = [t for _, t in pairs]
+        return cls(
+            sources=sources,
+            references=[translator.normalize_target(t) for t in targets],
+            src=translator.encode_sources(sources, name),
+            trg=translator.encode_targets(targets, name),
+        )
+
+
+@torch.no_grad()
+def teacher_forced_loss(translator: Translator, split: EncodedSplit, batch_tokens: int) -> float:
+    """Mean cross-entropy per target token (no label smoothing)."""
+    model = translator.model
+    was_training = model.training
+    model.eval()
+    total, tokens = 0.0, 0
+    try:
+        for indices in length_batches([len(s) for s in split.src], [len(t) for t in split.trg], batch_tokens, seed=0):
+            batch = collate([split.src[i] for i in indices], [split.trg[i] for i in indices])
+            with translator.autocast():
+                logits = model(batch.src, batch.trg_in)
+            total += float(token_nll_sum(logits, batch.trg_out))
+            tokens += batch.num_target_tokens
+    finally:
+        model.train(was_training)
+    return total / max(tokens, 1)
+
+
+def evaluate(translator: Translator, split: EncodedSplit, batch_tokens: int, decode_limit: int | None = None) -> dict:
+    """{'loss', 'perplexity', 'exact_match', 'bleu', 'sentences'}; ``decode_limit`` caps the decoded sentences."""
+    loss = teacher_forced_loss(translator, split, batch_tokens)
+    n = len(split.src) if decode_limit is None else min(decode_limit, len(split.src))
+    hypotheses = translator.translate_ids(split.src[:n])
+    references = split.references[:n]
+    return {
+        "loss": loss,
+        "perplexity": math.exp(min(loss, 50.0)),
+        "exact_match": exact_match(hypotheses, references),
+        "bleu": corpus_bleu(hypotheses, references),
+        "sentences": n,
+    }

@@ -1,0 +1,83 @@
+"""Scaled dot-product attention and multi-head attention (seeds 000, 001, 004).
+
+    Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V
+    MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O,  head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)
+
+Two paths compute the same thing: the plain reference below, which also
+returns the attention weights (for plots and tests), and PyTorch's fused
+``scaled_dot_product_attention`` for speed. Tests hold them equal.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+MASK_VALUE = -1e9  # seed 000: ``logits += mask * -1e9``
+
+
+def scaled_dot_product_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The reference path. q (..., q_len, d_k), k (..., k_len, d_k), v (..., k_len, d_v); mask True = hide.
+
+    Returns the output (..., q_len, d_v) and the weights (..., q_len, k_len).
+    """
+    logits = q @ k.transpose(-2, -1) / math.sqrt(k.size(-1))  # (..., q_len, k_len)
+    if mask is not None:
+        logits = logits + mask.to(logits.dtype) * MASK_VALUE
+    weights = torch.softmax(logits, dim=-1)
+    return weights @ v, weights
+
+
+class MultiHeadAttention(nn.Module):
+    """W_Q, W_K, W_V (d_model -> d_model), split into heads, attention, concat, W_O.
+
+    ``fused`` selects PyTorch's fused kernel; the reference path runs when it is
+    False or when the weights are asked for.
+    """
+
+    fused: bool = True
+
+    def __init__(self, d_model: int, num_heads: int) -> None:
+        super().__init__()
+        if d_model % num_heads:
+            raise ValueError(f"d_model ({d_model}) must be divisible by num_heads ({num_heads})")
+        self.num_heads = num_heads
+        self.depth = d_model // num_heads  # d_k = d_v
+        self.w_q = nn.Linear(d_model, d_model)
+        self.w_k = nn.Linear(d_model, d_model)
+        self.w_v = nn.Linear(d_model, d_model)
+        self.w_o = nn.Linear(d_model, d_model)
+
+    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        batch, length, _ = x.shape
+        return x.view(batch, length, self.num_heads, self.depth).transpose(1, 2)  # (batch, heads, len, depth)
+
+    def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
+        batch, _, length, _ = x.shape
+        return x.transpose(1, 2).reshape(batch, length, self.num_heads * self.depth)  # (batch, len, d_model)
+
+    def forward(
+        self,
+        query: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        need_weights: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """query (batch, q_len, d_model), key/value (batch, k_len, d_model), mask broadcastable to
+        (batch, heads, q_len, k_len). Returns (batch, q_len, d_model) and, if asked, the weights
+        (batch, heads, q_len, k_len) from the reference path."""
+        q = self.split_heads(self.w_q(query))
+        k = self.split_heads(self.w_k(key))
+        v = self.split_heads(self.w_v(value))
+        if need_weights or not self.fused:
+            out, weights = scaled_dot_product_attention(q, k, v, mask)
+        else:
+            additive = None if mask is None else mask.to(q.dtype) * MASK_VALUE
+            out, weights = F.scaled_dot_product_attention(q, k, v, attn_mask=additive), None
+        return self.w_o(self.merge_heads(out)), weights

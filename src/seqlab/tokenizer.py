@@ -1,0 +1,342 @@
+"""How text becomes token ids and back: the one path used everywhere.
+
+Training, evaluation, file translation, interactive use and the Python API all
+go through :class:`Tokenizer`, a thin wrapper around a Hugging Face
+``tokenizers.Tokenizer`` whose pipeline depends on ``TokenizerConfig.level``.
+
+Every level shares the same normalisation, so every level sees the same text:
+
+1. Unicode NFC (Korean typed or pasted in NFD becomes precomposed syllables);
+2. lowercase, when ``cfg.lowercase`` (then NFC again: lowercasing can make a
+   composable pair, e.g. ``"J\u030c"`` -> ``"\u01f0"``);
+3. every run of whitespace (what ``str.split()`` splits on: spaces, tabs,
+   newlines, NBSP, ideographic space, ...) becomes one ASCII space, and
+   leading/trailing whitespace is removed.
+
+It is done in Python (``unicodedata`` + ``str.split``), before the
+``tokenizers`` pipeline, because that is ~10x cheaper than the equivalent
+``tokenizers`` normalisers (which dominated the cost of encoding short strings).
+
+:meth:`Tokenizer.normalize` returns that canonical form, and the contract is
+``decode(encode([x]))[0] == normalize(x)`` for every text ``x`` the tokenizer
+covers (see below). So multiple consecutive spaces are collapsed to one, at
+every level, by design: the four levels agree on what a text is, and a
+prediction can be compared with ``normalize(reference)``.
+
+Per level (pre-tokeniser -> model -> decoder):
+
+``char``
+    Every code point (after NFC) is a token, the space included (as ``" "``).
+    The vocabulary (the most frequent characters) is counted by
+    ``WordLevelTrainer`` over a ``Split(Regex("."))`` pre-tokenisation; the
+    encoder is then a ``BPE`` model with that vocabulary and *no merges* and
+    no pre-tokeniser, which splits a text into characters ~2x faster than
+    one split per character -> ``Fuse`` decoder (concatenate). Covers any
+    text whose characters were all kept in the vocabulary.
+``word``, ``bpe``, ``wordpiece`` share one pre-tokeniser: SentencePiece-style
+    ``Metaspace`` (a space becomes ``"▁"`` glued to the word after it), then
+    ``Punctuation`` (every punctuation mark -- Unicode P* and ASCII symbols
+    such as ``+ $ < = >`` -- is a piece of its own), so
+    ``"Two dogs, one ball!"`` -> ``▁Two ▁dogs , ▁one ▁ball !`` and
+    ``"52+607"`` -> ``▁52 + 607``. The decoder is the matching ``Metaspace``
+    decoder (``"▁"`` -> space, the first one dropped).
+``word``
+    ``WordLevel`` over the most frequent pieces. The lone ``"▁"`` (a space
+    before punctuation, as in ``"Bonjour !"``) is always in the vocabulary,
+    so a space is never lost. Covers any text whose words and punctuation
+    marks were all kept.
+``bpe``
+    ``BPE`` learned by ``BpeTrainer``. Splitting punctuation first (unlike
+    plain SentencePiece) keeps ``thursday`` one token although the training
+    dates always say ``thursday,``, and spends no vocabulary on
+    ``▁13,``-style variants.
+``wordpiece``
+    ``WordPiece`` learned by ``WordPieceTrainer`` with an *empty*
+    continuing-subword prefix. The ``"▁"`` already marks where a word starts,
+    so the usual ``##`` prefix carries no information; it would also make
+    training non-deterministic (tokenizers 0.23 numbers the ``##`` alphabet
+    in hash order, so two processes learn different vocabularies from the
+    same data) and would double the alphabet. Note that tokenizers'
+    ``WordPieceTrainer`` is BPE training; what differs from ``bpe`` is the
+    encoder (greedy longest match instead of merges) and the handling of
+    unseen characters (below).
+
+For ``bpe``/``wordpiece`` a text is covered when all its characters were in
+the training texts (the whole alphabet is kept unless it alone exceeds
+``vocab_size``).
+
+What does not round-trip (by design or by limitation):
+
+* whitespace, as said: runs collapse to one space, ends are stripped, and any
+  whitespace character becomes ``" "``;
+* with ``lowercase``, the result is the lowercased text;
+* the character ``"▁"`` (U+2581) itself, in ``word``/``bpe``/``wordpiece``:
+  it decodes as a space (``char`` keeps it);
+* anything unseen: it is encoded as ``<unk>`` (id 3) and ``decode`` drops
+  special ids, so it disappears. ``char``/``bpe``: one ``<unk>`` per unseen
+  character; ``word``: per unseen word or mark; ``wordpiece``: the whole
+  word (up to the next space or punctuation mark) becomes one ``<unk>``
+  (that is how WordPiece works).
+
+Special tokens ``<pad> <sos> <eos> <unk>`` have ids 0..3 in every vocabulary.
+Their *text* is never special: ``"<eos>"`` typed in the input is encoded as
+ordinary characters, so data can never inject an end of sequence.
+``encode`` adds no special ids; ``decode`` drops them (it does not cut at the
+first ``<eos>``: callers that decode raw model output cut there first).
+
+Serialisation is JSON only (no pickle): ``to_json`` holds the ``TokenizerConfig``
+(whose ``lowercase`` drives the normalisation) and the ``tokenizers`` pipeline,
+``from_json`` rebuilds it exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from tokenizers import Regex
+from tokenizers import Tokenizer as _HFTokenizer
+from tokenizers import decoders, models, pre_tokenizers, trainers
+
+from seqlab.config import TokenizerConfig
+
+__all__ = ["PAD", "SOS", "EOS", "UNK", "SPECIALS", "Tokenizer", "normalize"]
+
+PAD, SOS, EOS, UNK = 0, 1, 2, 3
+SPECIALS = ("<pad>", "<sos>", "<eos>", "<unk>")  # ids 0..3 in every vocabulary
+
+_SPACE = "▁"  # U+2581, SentencePiece's meta-space
+_FORMAT = "seqlab.tokenizer"
+_FORMAT_VERSION = 1
+_MAX_WORD_CHARS = 1000  # WordPiece: a longer word (between spaces/punctuation) becomes <unk>; default 100
+
+
+def normalize(text: str, lowercase: bool = False) -> str:
+    """The canonical form of ``text``: NFC, optionally lowercased, single spaces, no outer spaces."""
+    text = unicodedata.normalize("NFC", text)
+    if lowercase:
+        text = unicodedata.normalize("NFC", text.lower())
+    return " ".join(text.split())
+
+
+def _words() -> pre_tokenizers.PreTokenizer:
+    """SentencePiece-style ``▁word`` pieces, each punctuation mark a piece of its own."""
+    return pre_tokenizers.Sequence(
+        [pre_tokenizers.Metaspace(replacement=_SPACE), pre_tokenizers.Punctuation("isolated")])
+
+
+def _pipeline(cfg: TokenizerConfig) -> tuple[_HFTokenizer, trainers.Trainer]:
+    """An untrained ``tokenizers`` pipeline for ``cfg.level`` and the trainer that fills it."""
+    specials = list(SPECIALS)
+    unk = SPECIALS[UNK]
+    if cfg.level in ("char", "word"):
+        tok = _HFTokenizer(models.WordLevel(unk_token=unk))
+        trainer = trainers.WordLevelTrainer(
+            vocab_size=cfg.vocab_size, min_frequency=cfg.min_frequency,
+            special_tokens=specials, show_progress=False)
+    elif cfg.level == "bpe":
+        tok = _HFTokenizer(models.BPE(unk_token=unk))
+        trainer = trainers.BpeTrainer(
+            vocab_size=cfg.vocab_size, min_frequency=cfg.min_frequency, special_tokens=specials,
+            limit_alphabet=cfg.vocab_size - len(SPECIALS), show_progress=False)
+    elif cfg.level == "wordpiece":
+        tok = _HFTokenizer(models.WordPiece(
+            unk_token=unk, continuing_subword_prefix="", max_input_chars_per_word=_MAX_WORD_CHARS))
+        trainer = trainers.WordPieceTrainer(
+            vocab_size=cfg.vocab_size, min_frequency=cfg.min_frequency, special_tokens=specials,
+            limit_alphabet=cfg.vocab_size - len(SPECIALS), continuing_subword_prefix="",
+            show_progress=False)
+    else:  # pragma: no cover - TokenizerConfig.level is a Literal
+        raise ValueError(f"unknown tokenizer level {cfg.level!r}")
+    if cfg.level == "char":  # the pre-tokeniser only counts characters; see _char_encoder
+        tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), "isolated")
+    else:
+        tok.pre_tokenizer = _words()
+        tok.decoder = decoders.Metaspace(replacement=_SPACE)
+    return tok, trainer
+
+
+def _char_encoder(vocab: dict[str, int]) -> _HFTokenizer:
+    """Characters -> ids: a merge-less BPE over the whole text splits it into code points."""
+    tok = _HFTokenizer(models.BPE(vocab=vocab, merges=[], unk_token=SPECIALS[UNK]))
+    tok.add_special_tokens(list(SPECIALS))  # already ids 0..3 in vocab: marks them special
+    tok.decoder = decoders.Fuse()
+    return tok
+
+
+def _ensure_word_space(tok: _HFTokenizer, vocab_size: int) -> None:
+    """Put the lone ``"▁"`` into a word-level vocabulary (replacing the rarest word if full)."""
+    vocab = tok.get_vocab(with_added_tokens=False)
+    if _SPACE in vocab:
+        return
+    by_id = sorted(vocab, key=vocab.__getitem__)  # WordLevelTrainer numbers words by falling frequency
+    if len(by_id) >= vocab_size and len(by_id) > len(SPECIALS):
+        by_id.pop()
+    by_id.append(_SPACE)
+    tok.model = models.WordLevel(vocab={w: i for i, w in enumerate(by_id)}, unk_token=SPECIALS[UNK])
+
+
+def _check(tok: _HFTokenizer) -> None:
+    for i, s in enumerate(SPECIALS):
+        if tok.token_to_id(s) != i:
+            raise ValueError(f"tokenizer vocabulary has {s!r} at id {tok.token_to_id(s)}, expected {i}")
+    n = tok.get_vocab_size(with_added_tokens=True)
+    if sorted(tok.get_vocab(with_added_tokens=True).values()) != list(range(n)):
+        raise ValueError("tokenizer ids are not contiguous 0..vocab_size-1")
+    if tok.normalizer is not None:
+        raise ValueError("tokenizer pipeline has a normaliser; seqlab normalises in Python")
+
+
+def _as_rows(ids: Any) -> list[list[int]]:
+    if hasattr(ids, "tolist"):  # a torch tensor / numpy array
+        ids = ids.tolist()
+    rows = []
+    for row in ids:
+        if hasattr(row, "tolist"):
+            row = row.tolist()
+        if isinstance(row, int):
+            raise TypeError("decode takes a batch of id sequences, e.g. decode([ids]), not one sequence")
+        rows.append(row if isinstance(row, list) else list(row))
+    return rows
+
+
+class Tokenizer:
+    """Text <-> token ids for one side of a seq2seq task. Build with :meth:`train` or :meth:`from_json`."""
+
+    def __init__(self, tok: _HFTokenizer, cfg: TokenizerConfig) -> None:
+        _check(tok)
+        # The text "<eos>" is ordinary text: special ids come only from code, never from data.
+        tok.encode_special_tokens = True
+        self._tok = tok
+        self._cfg = cfg
+        self._lower = cfg.lowercase
+        self._size = tok.get_vocab_size(with_added_tokens=True)
+        # encode_batch_fast (tokenizers >= 0.20) skips offset tracking, which seqlab never reads.
+        self._encode_batch = getattr(tok, "encode_batch_fast", tok.encode_batch)
+
+    # --- building -------------------------------------------------------------
+
+    @classmethod
+    def train(cls, texts: Iterable[str], cfg: TokenizerConfig) -> "Tokenizer":
+        """Learn a vocabulary of at most ``cfg.vocab_size`` ids (specials included) from ``texts``.
+
+        ``min_frequency``: for ``char``/``word``, symbols seen fewer times are left out
+        (they become ``<unk>``); for ``bpe``/``wordpiece``, a pair must be seen that often
+        to be merged. Deterministic: the same texts and config give the same vocabulary.
+        """
+        tok, trainer = _pipeline(cfg)
+        count = 0
+
+        def normalized() -> Iterator[str]:
+            nonlocal count
+            for text in texts:
+                if not isinstance(text, str):
+                    raise TypeError(f"training texts must be str, got {type(text).__name__} at index {count}")
+                count += 1
+                yield normalize(text, cfg.lowercase)
+
+        tok.train_from_iterator(normalized(), trainer)
+        if count == 0:
+            raise ValueError("cannot train a tokenizer on no text")
+        if cfg.level == "char":
+            tok = _char_encoder(tok.get_vocab(with_added_tokens=False))
+        elif cfg.level == "word":
+            _ensure_word_space(tok, cfg.vocab_size)
+        return cls(tok, cfg)
+
+    # --- text <-> ids ---------------------------------------------------------
+
+    def normalize(self, text: str) -> str:
+        """The canonical form of ``text``, which ``decode(encode([text]))`` gives back if covered."""
+        return normalize(text, self._lower)
+
+    def encode(self, texts: Sequence[str]) -> list[list[int]]:
+        """Token ids of each text (a batch); no special ids are added. Unseen symbols -> ``UNK``."""
+        if isinstance(texts, str):
+            raise TypeError("encode takes a batch of texts, e.g. encode([text]), not one string")
+        lower = self._lower
+        batch = [normalize(t, lower) for t in texts]
+        return [enc.ids for enc in self._encode_batch(batch, add_special_tokens=False)]
+
+    def decode(self, ids: Sequence[Sequence[int]]) -> list[str]:
+        """Text of each id sequence (a batch, lists or a 2-D tensor), special ids dropped.
+
+        The result is in :meth:`normalize`'d form: for decoded covered text that changes
+        nothing; for raw model output it collapses e.g. two spaces in a row.
+        """
+        rows = _as_rows(ids)
+        size = self._size
+        for row in rows:
+            if row and (min(row) < 0 or max(row) >= size):
+                bad = next(i for i in row if not 0 <= i < size)
+                raise ValueError(f"token id {bad} is outside this vocabulary (size {size})")
+        lower = self._lower
+        return [normalize(s, lower) for s in self._tok.decode_batch(rows, skip_special_tokens=True)]
+
+    def tokens(self, text: str) -> list[str]:
+        """The token strings of ``text`` (for display and attention plots); ``"▁"`` marks a space."""
+        if not isinstance(text, str):
+            raise TypeError(f"tokens takes one string, got {type(text).__name__}")
+        return self._tok.encode(self.normalize(text), add_special_tokens=False).tokens
+
+    def tokens_from_ids(self, ids: Sequence[int]) -> list[str]:
+        """The token strings of one id sequence (e.g. model output), specials included."""
+        out = []
+        for i in _as_rows([ids])[0]:
+            token = self._tok.id_to_token(i) if i >= 0 else None
+            if token is None:
+                raise ValueError(f"token id {i} is outside this vocabulary (size {self._size})")
+            out.append(token)
+        return out
+
+    # --- facts ----------------------------------------------------------------
+
+    @property
+    def vocab_size(self) -> int:
+        """Number of ids, specials included; ids are ``0 .. vocab_size - 1``."""
+        return self._size
+
+    @property
+    def config(self) -> TokenizerConfig:
+        return self._cfg
+
+    def __repr__(self) -> str:
+        c = self._cfg
+        return f"Tokenizer(level={c.level!r}, vocab_size={self._size}, lowercase={c.lowercase})"
+
+    # --- serialisation --------------------------------------------------------
+
+    def to_json(self) -> str:
+        """Everything needed to rebuild this tokenizer, as JSON text (UTF-8, not ASCII-escaped).
+
+        ``{"format": "seqlab.tokenizer", "version": 1, "config": TokenizerConfig,
+        "tokenizer": <the tokenizers pipeline, as tokenizers.Tokenizer.to_str() writes it>}``.
+        The normalisation is not in the pipeline: it is :func:`normalize` with ``config.lowercase``.
+        """
+        return json.dumps({
+            "format": _FORMAT,
+            "version": _FORMAT_VERSION,
+            "config": self._cfg.model_dump(mode="json"),
+            "tokenizer": json.loads(self._tok.to_str()),
+        }, ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Tokenizer":
+        """Rebuild a tokenizer saved by :meth:`to_json`; ``ValueError`` if ``text`` is not one."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"not a seqlab tokenizer: invalid JSON ({exc})") from None
+        if not isinstance(data, dict) or data.get("format") != _FORMAT:
+            raise ValueError('not a seqlab tokenizer: missing "format": "seqlab.tokenizer"')
+        if data.get("version") != _FORMAT_VERSION:
+            raise ValueError(f"seqlab tokenizer format version {data.get('version')!r} is not supported "
+                             f"(this seqlab reads version {_FORMAT_VERSION})")
+        try:
+            cfg = TokenizerConfig.model_validate(data["config"])
+            tok = _HFTokenizer.from_str(json.dumps(data["tokenizer"]))
+        except Exception as exc:  # pydantic ValidationError, KeyError, tokenizers' Exception
+            raise ValueError(f"corrupt seqlab tokenizer: {exc}") from None
+        return cls(tok, cfg)

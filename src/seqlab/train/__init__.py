@@ -1,0 +1,1 @@
+"""Training: the masked loss, the warm-up schedule, checkpoints and the loop."""

@@ -1,0 +1,153 @@
+"""End to end: a tiny model learns, the CLI trains/translates/evaluates, a killed run resumes exactly."""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+import seqlab
+from seqlab.cli import app
+from seqlab.config import ConfigError, parse_config
+from seqlab.train import checkpoint
+from seqlab.train.trainer import Trainer
+
+PAIRS = [("abc", "cba"), ("hello", "olleh"), ("seq", "qes"), ("lab", "bal"), ("tensor", "rosnet"),
+         ("xyz", "zyx"), ("mask", "ksam"), ("head", "daeh")]
+TINY_MODEL = {"d_model": 64, "num_layers": 1, "num_heads": 4, "d_ff": 128, "dropout": 0.0, "max_length": 32}
+
+
+def _reversal_config(tmp_path: Path, epochs: int) -> dict:
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text("".join(f"{a}\t{b}\n" for a, b in PAIRS * 16), encoding="utf-8")
+    return {
+        "data": {"train": {"format": "tsv", "path": str(tsv)}, "valid": {"format": "tsv", "path": str(tsv)}},
+        "model": TINY_MODEL,
+        "train": {"epochs": epochs, "batch_tokens": 160, "warmup": 50, "lr_scale": 0.1, "precision": "fp32",
+                  "best_metric": "exact_match"},
+        "eval": {"max_output_length": 12},
+    }
+
+
+def test_tiny_model_overfits_a_handful_of_pairs(tmp_path):
+    run = tmp_path / "run"
+    best = Trainer(parse_config(_reversal_config(tmp_path, epochs=10)), run, progress=False).fit()
+    assert best["valid"]["exact_match"] == 100.0
+    translator = seqlab.load(run)
+    assert translator.translate([a for a, _ in PAIRS]) == [b for _, b in PAIRS]
+
+
+def _date_config(tmp_path: Path) -> Path:
+    config = {
+        "seed": 3,
+        "data": {"corpus": {"format": "task", "task": "date", "size": 3000, "seed": 5},
+                 "split": {"valid": 100, "test": 100, "seed": 1}},
+        "model": {"d_model": 64, "num_layers": 1, "num_heads": 4, "d_ff": 128, "dropout": 0.0, "max_length": 40},
+        "train": {"epochs": 6, "batch_tokens": 2500, "warmup": 30, "lr_scale": 3.0, "best_metric": "exact_match"},
+        "eval": {"max_output_length": 12},
+    }
+    path = tmp_path / "date.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return path
+
+
+@pytest.mark.slow
+def test_date_model_trains_translates_and_evaluates_through_the_cli(tmp_path):
+    runner = CliRunner()
+    run = tmp_path / "runs" / "date"
+    result = runner.invoke(app, ["train", str(_date_config(tmp_path)), "--out", str(run)])
+    assert result.exit_code == 0, result.output
+    assert {p.name for p in run.iterdir()} >= {"config.yaml", "model.safetensors", "model.json",
+                                               "checkpoint.safetensors", "log.jsonl", "source_tokenizer.json",
+                                               "target_tokenizer.json"}
+    log = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
+    assert [r["epoch"] for r in log] == list(range(1, 7))
+    assert log[-1]["train_loss"] < log[0]["train_loss"]
+
+    result = runner.invoke(app, ["eval", str(run), "--split", "test", "--json"])
+    assert result.exit_code == 0, result.output
+    metrics = json.loads(result.stdout)
+    assert set(metrics) >= {"loss", "perplexity", "exact_match", "bleu"}
+    assert metrics["perplexity"] == pytest.approx(math.exp(metrics["loss"]))
+    assert metrics["exact_match"] > 50.0  # a real model, not noise: chance is ~0
+
+    result = runner.invoke(app, ["translate", str(run), "september 27, 1994", "10/15/94"])
+    assert result.exit_code == 0, result.output
+    outputs = result.stdout.splitlines()
+    assert len(outputs) == 2 and all(len(o) == 10 and o[4] == "-" for o in outputs)
+
+    # one line in, one line out, from a file and from stdin; the same input gives the same output
+    (tmp_path / "in.txt").write_text("september 27, 1994\n10/15/94\n", encoding="utf-8")
+    from_file = runner.invoke(app, ["translate", str(run), "--input", str(tmp_path / "in.txt")])
+    from_stdin = runner.invoke(app, ["translate", str(run), "--input", "-"], input="september 27, 1994\n10/15/94\n")
+    assert from_file.stdout.splitlines() == from_stdin.stdout.splitlines() == outputs
+    assert seqlab.load(run).translate(["september 27, 1994", "10/15/94"]) == outputs
+
+
+def test_resume_after_a_kill_gives_the_same_next_epoch(tmp_path, monkeypatch):
+    config = parse_config(_reversal_config(tmp_path, epochs=2) | {"seed": 7})
+    config = config.model_copy(update={"train": config.train.model_copy(update={"save_every": 3, "precision": "bf16"})})
+    Trainer(config, tmp_path / "straight", progress=False).fit()
+    straight = [json.loads(line) for line in (tmp_path / "straight" / "log.jsonl").read_text().splitlines()]
+
+    calls = {"n": 0}
+    real_step = Trainer.train_step
+
+    def dying_step(self, batch):
+        calls["n"] += 1
+        if calls["n"] == 12:  # killed inside epoch 2, after the checkpoint at step 9
+            raise KeyboardInterrupt
+        return real_step(self, batch)
+
+    monkeypatch.setattr(Trainer, "train_step", dying_step)
+    with pytest.raises(KeyboardInterrupt):
+        Trainer(config, tmp_path / "killed", progress=False).fit()
+    monkeypatch.setattr(Trainer, "train_step", real_step)
+    Trainer(config, tmp_path / "killed", resume=True, progress=False).fit()
+    resumed = [json.loads(line) for line in (tmp_path / "killed" / "log.jsonl").read_text().splitlines()]
+
+    assert [r["epoch"] for r in resumed] == [1, 2]
+    for a, b in zip(straight, resumed):
+        assert a["step"] == b["step"]
+        assert a["train_loss"] == b["train_loss"]
+        assert a["valid"]["loss"] == b["valid"]["loss"]
+
+
+def test_a_run_is_never_overwritten_and_resume_checks_the_config(tmp_path):
+    config = parse_config(_reversal_config(tmp_path, epochs=1))
+    Trainer(config, tmp_path / "run", progress=False).fit()
+    saved = (tmp_path / "run" / checkpoint.MODEL).read_bytes()
+    with pytest.raises(ConfigError, match="already holds a run"):
+        Trainer(config, tmp_path / "run", progress=False)
+    bigger = config.model_copy(update={"model": config.model.model_copy(update={"d_model": 128})})
+    with pytest.raises(ConfigError, match="model.d_model"):
+        Trainer(bigger, tmp_path / "run", resume=True, progress=False)
+    assert (tmp_path / "run" / checkpoint.MODEL).read_bytes() == saved
+    with pytest.raises(ConfigError, match="nothing to resume"):
+        Trainer(config, tmp_path / "elsewhere", resume=True, progress=False)
+
+
+def test_cli_reports_config_and_data_errors_without_a_traceback(tmp_path):
+    runner = CliRunner()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("data:\n  corpus: {format: task, task: date}\nmodle: {}\n", encoding="utf-8")
+    result = runner.invoke(app, ["train", str(bad), "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2
+    assert "modle: unknown key (did you mean 'model'?)" in result.output
+    missing = tmp_path / "missing.yaml"
+    missing.write_text("data:\n  corpus: {format: tsv, path: nowhere.tsv}\n", encoding="utf-8")
+    result = runner.invoke(app, ["train", str(missing), "--out", str(tmp_path / "r2"), "--data-dir", str(tmp_path)])
+    assert result.exit_code == 2 and "nowhere.tsv" in result.output and "Traceback" not in result.output
+    result = runner.invoke(app, ["train", str(bad), "--set", "model.d_model=10", "--out", str(tmp_path / "r3")])
+    assert "divisible" in result.output or "modle" in result.output
+
+
+def test_translate_names_the_line_of_undecodable_input(tmp_path):
+    run = tmp_path / "run"
+    Trainer(parse_config(_reversal_config(tmp_path, epochs=1)), run, progress=False).fit()
+    bad = tmp_path / "in.txt"
+    bad.write_bytes(b"abc\nx\xffy\n")
+    result = CliRunner().invoke(app, ["translate", str(run), "--input", str(bad)])
+    assert result.exit_code == 2 and f"{bad}:2: not valid UTF-8" in result.output

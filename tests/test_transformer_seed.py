@@ -1,0 +1,112 @@
+"""The seeds' worked examples: attention, masks, positional encoding, schedule, LayerNorm, loss."""
+
+import math
+
+import pytest
+import torch
+
+from seqlab.model.attention import scaled_dot_product_attention
+from seqlab.model.masks import look_ahead_mask, padding_mask
+from seqlab.model.positional import sinusoidal_table
+from seqlab.model.transformer import LAYER_NORM_EPS
+from seqlab.train.loss import masked_loss
+from seqlab.train.schedule import transformer_lr
+
+# seed 000, "scaled dot-product attention" test tensors
+TEMP_K = torch.tensor([[10, 0, 0], [0, 10, 0], [0, 0, 10], [0, 0, 10]], dtype=torch.float32)
+TEMP_V = torch.tensor([[1, 0], [10, 0], [100, 5], [1000, 6]], dtype=torch.float32)
+
+
+@pytest.mark.parametrize(
+    "query, weights, output",
+    [
+        ([[0, 10, 0]], [[0, 1, 0, 0]], [[10, 0]]),
+        ([[0, 0, 10]], [[0, 0, 0.5, 0.5]], [[550, 5.5]]),
+        ([[0, 0, 10], [0, 10, 0], [10, 10, 0]], [[0, 0, 0.5, 0.5], [0, 1, 0, 0], [0.5, 0.5, 0, 0]], [[550, 5.5], [10, 0], [5.5, 0]]),
+    ],
+)
+def test_scaled_dot_product_attention_seed_examples(query, weights, output):
+    out, w = scaled_dot_product_attention(torch.tensor(query, dtype=torch.float32), TEMP_K, TEMP_V)
+    torch.testing.assert_close(w, torch.tensor(weights, dtype=torch.float32), atol=1e-5, rtol=0)
+    torch.testing.assert_close(out, torch.tensor(output, dtype=torch.float32), atol=1e-4, rtol=0)
+
+
+def test_attention_logits_are_scaled_by_sqrt_dk():
+    # seed: matmul_qk [0, 100, 0, 0] -> logits [0, 57.7, 0, 0] (100 / sqrt(3))
+    q = torch.tensor([[0.0, 10.0, 0.0]])
+    assert (q @ TEMP_K.T / math.sqrt(3))[0, 1] == pytest.approx(57.735, abs=1e-3)
+    weights_at_half_scale = torch.softmax(torch.tensor([0.0, 1.0]), -1)
+    _, w = scaled_dot_product_attention(torch.tensor([[1.0, 1.0, 1.0, 1.0]]), torch.tensor([[0.0] * 4, [1.0, 1.0, 0.0, 0.0]]), torch.eye(2))
+    torch.testing.assert_close(w[0], weights_at_half_scale)  # q·k = 2, sqrt(4) = 2 -> logit 1
+
+
+def test_masked_keys_get_zero_weight():
+    mask = torch.tensor([[False, True, False, False]])
+    _, w = scaled_dot_product_attention(torch.tensor([[0.0, 10.0, 0.0]]), TEMP_K, TEMP_V, mask)
+    assert w[0, 1] == 0.0
+    torch.testing.assert_close(w.sum(-1), torch.ones(1))
+
+
+def test_padding_mask_seed_example():
+    mask = padding_mask(torch.tensor([[1, 21, 777, 0, 0]]))
+    assert mask.shape == (1, 1, 1, 5)
+    assert mask.int().tolist() == [[[[0, 0, 0, 1, 1]]]]
+
+
+def test_look_ahead_mask_seed_example():
+    mask = look_ahead_mask(torch.tensor([[1, 2, 0, 4, 5]]))
+    assert mask.shape == (1, 1, 5, 5)
+    assert mask.int().tolist() == [[[[0, 1, 1, 1, 1], [0, 0, 1, 1, 1], [0, 0, 1, 1, 1], [0, 0, 1, 0, 1], [0, 0, 1, 0, 0]]]]
+
+
+def test_positional_encoding_seed_values():
+    pe = sinusoidal_table(50, 128)
+    assert pe.shape == (1, 50, 128)
+    assert pe[0, 0, :6].tolist() == [0.0, 1.0, 0.0, 1.0, 0.0, 1.0]
+    torch.testing.assert_close(pe[0, 1, :4], torch.tensor([0.841471, 0.540302, 0.761720, 0.647906]), atol=1e-6, rtol=0)
+    torch.testing.assert_close(sinusoidal_table(2, 4)[0, 1], torch.tensor([0.841471, 0.540302, 0.0099998, 0.99995]), atol=1e-6, rtol=0)
+
+
+def test_positional_angle_table_d128():
+    # seed 000 prints the angles pos / 10000^(2i/d) for pos 1: 1, 1, 0.86, 0.86, 0.74, 0.74, 0.64, 0.64, 0.56, 0.56
+    pe = sinusoidal_table(2, 128)[0, 1]
+    angles = torch.where(torch.arange(10) % 2 == 0, torch.asin(pe[:10]), torch.acos(pe[:10]))
+    torch.testing.assert_close(angles, torch.tensor([1, 1, 0.86, 0.86, 0.74, 0.74, 0.64, 0.64, 0.56, 0.56]), atol=0.01, rtol=0)
+
+
+def test_schedule_seed_values():
+    assert transformer_lr(1, 128, 4000) == pytest.approx(3.494e-7, rel=1e-3)
+    assert transformer_lr(4000, 128, 4000) == pytest.approx(1.3975e-3, rel=1e-3)
+    assert transformer_lr(200000, 128, 4000) == pytest.approx(1.976e-4, rel=1e-3)
+    assert transformer_lr(4000, 512, 4000) == pytest.approx(6.988e-4, rel=1e-3)
+    rates = [transformer_lr(s, 128, 4000) for s in range(1, 8001, 50)]
+    peak = rates.index(max(rates))
+    assert all(a < b for a, b in zip(rates[:peak], rates[1 : peak + 1]))
+    assert all(a > b for a, b in zip(rates[peak:], rates[peak + 1 :]))
+
+
+def test_layer_norm_seed_example():
+    ln = torch.nn.LayerNorm(4, eps=LAYER_NORM_EPS)
+    out = ln(torch.tensor([[1.0, 2.0, 3.0, 4.0]]))
+    torch.testing.assert_close(out[0], torch.tensor([-1.341640, -0.447213, 0.447213, 1.341640]), atol=1e-5, rtol=0)
+
+
+def test_masked_loss_ignores_padding():
+    vocab = 7
+    logits = torch.zeros(2, 5, vocab)  # uniform: every real token costs ln V
+    targets = torch.tensor([[4, 5, 0, 0, 0], [6, 0, 0, 0, 0]])
+    assert float(masked_loss(logits, targets)) == pytest.approx(math.log(vocab))
+    assert float(masked_loss(logits, torch.zeros(2, 5, dtype=torch.long))) == 0.0
+    # changing the logits at padded positions changes nothing
+    noisy = logits.clone()
+    noisy[0, 2:] = torch.randn(3, vocab)
+    assert float(masked_loss(noisy, targets)) == pytest.approx(math.log(vocab))
+
+
+def test_label_smoothing_matches_definition():
+    logits = torch.randn(1, 3, 5)
+    targets = torch.tensor([[1, 2, 0]])
+    eps = 0.1
+    logp = torch.log_softmax(logits[0, :2], -1)
+    expected = ((1 - eps) * -logp[torch.arange(2), targets[0, :2]] - eps * logp.mean(-1)).mean()
+    assert float(masked_loss(logits, targets, eps)) == pytest.approx(float(expected), rel=1e-5)
