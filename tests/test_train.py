@@ -151,3 +151,17 @@ def test_translate_names_the_line_of_undecodable_input(tmp_path):
     bad.write_bytes(b"abc\nx\xffy\n")
     result = CliRunner().invoke(app, ["translate", str(run), "--input", str(bad)])
     assert result.exit_code == 2 and f"{bad}:2: not valid UTF-8" in result.output
+
+
+def test_early_stopping_ends_training_after_patience_epochs(tmp_path, monkeypatch):
+    import seqlab.train.trainer as trainer_module
+
+    scores = iter([50.0, 60.0, 55.0, 58.0, 90.0, 95.0])  # best at epoch 2, then two worse epochs
+    monkeypatch.setattr(trainer_module, "evaluate", lambda *a, **k: {"loss": 1.0, "perplexity": 2.7,
+                                                                      "exact_match": next(scores), "bleu": 0.0})
+    raw = _reversal_config(tmp_path, epochs=6)
+    raw["train"]["early_stopping"] = 2
+    best = Trainer(parse_config(raw), tmp_path / "run", progress=False).fit()
+    log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    assert [r["epoch"] for r in log] == [1, 2, 3, 4]
+    assert best["epoch"] == 2 and best["valid"]["exact_match"] == 60.0

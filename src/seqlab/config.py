@@ -116,8 +116,8 @@ class TokenizerConfig(_Strict):
     """How text becomes token ids. ``char``/``word`` learn a vocabulary; ``bpe``/``wordpiece`` learn subwords."""
 
     level: Literal["char", "word", "bpe", "wordpiece"] = "char"
-    vocab_size: int = Field(8000, gt=4, description="upper bound; char/word keep every symbol seen min_frequency times")
-    min_frequency: int = Field(1, ge=1)
+    vocab_size: int = Field(8000, gt=4, description="upper bound on ids, the 4 specials included")
+    min_frequency: int = Field(1, ge=1, description="char/word: keep symbols seen this often; bpe/wordpiece: merges")
     lowercase: bool = False
 
 

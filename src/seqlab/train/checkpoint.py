@@ -2,7 +2,7 @@
 
     RUN_DIR/
       config.yaml              the resolved configuration
-      source_tokenizer.json    tokenizers (Hugging Face ``tokenizers`` JSON)
+      source_tokenizer.json    tokenizers (seqlab JSON wrapping the ``tokenizers`` pipeline)
       target_tokenizer.json
       model.safetensors        the best weights so far      + model.json (epoch, step, valid metrics)
       checkpoint.safetensors   the latest training state: weights, Adam moments, RNG, position

@@ -1,0 +1,60 @@
+"""Token-budget batches of similar lengths, and teacher-forcing collation."""
+
+import numpy as np
+import pytest
+
+from seqlab.data.batching import collate, length_batches, pad, source_ids
+from seqlab.tokenizer import EOS, PAD, SOS
+
+
+@pytest.fixture
+def lengths():
+    rng = np.random.default_rng(0)
+    return rng.integers(3, 40, 2000).tolist(), rng.integers(2, 30, 2000).tolist()
+
+
+def test_every_sentence_once_and_within_budget(lengths):
+    src, trg = lengths
+    batches = length_batches(src, trg, batch_tokens=1000, seed=1)
+    assert sorted(np.concatenate(batches).tolist()) == list(range(2000))
+    for b in batches:
+        cost = len(b) * (max(src[i] for i in b) + max(trg[i] for i in b) + 1)
+        assert cost <= 1000 or len(b) == 1
+
+
+def test_grouping_by_length_saves_padding(lengths):
+    src, trg = lengths
+
+    def padded(batches):
+        return sum(len(b) * max(src[i] for i in b) for b in batches)
+
+    grouped = length_batches(src, trg, batch_tokens=1000, seed=1)
+    shuffled = np.array_split(np.random.default_rng(1).permutation(2000), len(grouped))
+    assert padded(grouped) < 0.7 * padded(shuffled)
+    assert padded(grouped) < 1.1 * sum(src)
+
+
+def test_order_is_fixed_by_seed(lengths):
+    src, trg = lengths
+    a = length_batches(src, trg, 1000, seed=5)
+    b = length_batches(src, trg, 1000, seed=5)
+    c = length_batches(src, trg, 1000, seed=6)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    assert not all(len(x) == len(y) and np.array_equal(x, y) for x, y in zip(a, c))
+
+
+def test_an_overlong_sentence_gets_its_own_batch():
+    batches = length_batches([5, 500, 6], [5, 5, 5], batch_tokens=100, seed=0)
+    assert [1] in [b.tolist() for b in batches]
+
+
+def test_collate_shifts_targets_for_teacher_forcing():
+    batch = collate([source_ids([5, 6, 7]), source_ids([8])], [[9, 10], [11, 12, 13]])
+    assert batch.src.tolist() == [[5, 6, 7, EOS], [8, EOS, PAD, PAD]]
+    assert batch.trg_in.tolist() == [[SOS, 9, 10, PAD], [SOS, 11, 12, 13]]
+    assert batch.trg_out.tolist() == [[9, 10, EOS, PAD], [11, 12, 13, EOS]]
+    assert batch.num_target_tokens == 7
+
+
+def test_pad_right_pads_with_zero():
+    assert pad([[1], [2, 3, 4]]).tolist() == [[1, 0, 0], [2, 3, 4]]

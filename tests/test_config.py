@@ -1,0 +1,61 @@
+"""Configs: every key validated, misspellings named, overrides typed, the resolved config round-trips."""
+
+import pytest
+
+from seqlab.config import ConfigError, apply_override, dump_config, load_config, parse_config
+
+MINIMAL = {"data": {"corpus": {"format": "task", "task": "date"}}}
+
+
+def test_unknown_keys_are_errors_that_name_them():
+    with pytest.raises(ConfigError) as err:
+        parse_config({"data": {"corpus": {"format": "tsv", "pat": "x.tsv"}}, "train": {"epoch": 3}})
+    message = str(err.value)
+    assert "data.corpus.tsv.pat: unknown key (did you mean 'path'?)" in message
+    assert "train.epoch: unknown key (did you mean 'epochs'?)" in message
+
+
+def test_values_are_validated():
+    with pytest.raises(ConfigError, match="model.dropout"):
+        parse_config(MINIMAL | {"model": {"dropout": 1.5}})
+    with pytest.raises(ConfigError, match="divisible"):
+        parse_config(MINIMAL | {"model": {"d_model": 10, "num_heads": 4}})
+    with pytest.raises(ConfigError, match="either data.corpus"):
+        parse_config({"data": {}})
+    with pytest.raises(ConfigError, match="data.valid is needed"):
+        parse_config({"data": {"train": {"format": "tsv", "path": "a.tsv"}}})
+
+
+def test_overrides_are_parsed_as_yaml():
+    raw = {"train": {"epochs": 1}}
+    apply_override(raw, "train.epochs=5")
+    apply_override(raw, "model.norm=pre")
+    apply_override(raw, "train.clip_norm=null")
+    assert raw == {"train": {"epochs": 5, "clip_norm": None}, "model": {"norm": "pre"}}
+    with pytest.raises(ConfigError, match="key=value"):
+        apply_override(raw, "train.epochs")
+    with pytest.raises(ConfigError, match="not a section"):
+        apply_override(raw, "train.epochs.x=1")
+
+
+def test_load_config_files(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("data:\n  corpus: {format: task, task: addition}\ntrain: {epochs: 2}\n", encoding="utf-8")
+    config = load_config(path, ["train.epochs=7"])
+    assert config.train.epochs == 7 and config.data.corpus.task == "addition"
+    (tmp_path / "again.yaml").write_text(dump_config(config), encoding="utf-8")
+    assert load_config(tmp_path / "again.yaml") == config
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(tmp_path / "missing.yaml")
+    (tmp_path / "broken.yaml").write_text("data: [unclosed\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="broken.yaml: not valid YAML"):
+        load_config(tmp_path / "broken.yaml")
+
+
+def test_shipped_configs_are_valid():
+    from pathlib import Path
+
+    configs = sorted((Path(__file__).parents[1] / "configs").rglob("*.yaml"))
+    assert configs
+    for path in configs:
+        load_config(path)
