@@ -45,7 +45,7 @@ def _date_config(tmp_path: Path) -> Path:
         "data": {"corpus": {"format": "task", "task": "date", "size": 3000, "seed": 5},
                  "split": {"valid": 100, "test": 100, "seed": 1}},
         "model": {"d_model": 64, "num_layers": 1, "num_heads": 4, "d_ff": 128, "dropout": 0.0, "max_length": 40},
-        "train": {"epochs": 6, "batch_tokens": 2500, "warmup": 30, "lr_scale": 3.0, "best_metric": "exact_match"},
+        "train": {"epochs": 8, "batch_tokens": 2500, "warmup": 30, "lr_scale": 0.3, "best_metric": "exact_match"},
         "eval": {"max_output_length": 12},
     }
     path = tmp_path / "date.yaml"
@@ -63,7 +63,7 @@ def test_date_model_trains_translates_and_evaluates_through_the_cli(tmp_path):
                                                "checkpoint.safetensors", "log.jsonl", "source_tokenizer.json",
                                                "target_tokenizer.json"}
     log = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
-    assert [r["epoch"] for r in log] == list(range(1, 7))
+    assert [r["epoch"] for r in log] == list(range(1, 9))
     assert log[-1]["train_loss"] < log[0]["train_loss"]
 
     result = runner.invoke(app, ["eval", str(run), "--split", "test", "--json"])

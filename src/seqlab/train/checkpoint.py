@@ -45,6 +45,7 @@ def atomic_write(path: Path, data: bytes | str) -> None:
     payload = data.encode("utf-8") if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the usual permissions
         with os.fdopen(fd, "wb") as f:
             f.write(payload)
             f.flush()
@@ -64,6 +65,12 @@ def load_run_config(run_dir: Path) -> Config:
     if not path.exists():
         raise FileNotFoundError(f"{run_dir}: not a seqlab run directory (no {CONFIG})")
     return load_config(path)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _weights(model: nn.Module) -> dict[str, torch.Tensor]:

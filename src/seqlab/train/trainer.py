@@ -20,7 +20,7 @@ import torch
 from tqdm import tqdm
 
 from seqlab.config import Config, ConfigError
-from seqlab.data import load_splits, resolve_data_dir
+from seqlab.data import Pair, load_splits, resolve_data_dir
 from seqlab.data.batching import Batch, collate, length_batches
 from seqlab.evaluate import EncodedSplit, evaluate
 from seqlab.model import build_model
@@ -92,10 +92,11 @@ class Trainer:
             f"{model.num_parameters():,}",
         )
 
-    def _tokenizers(self, train_pairs: list, resume: bool) -> tuple[Tokenizer, Tokenizer]:
+    def _tokenizers(self, train_pairs: list[Pair], resume: bool) -> tuple[Tokenizer, Tokenizer]:
         paths = self.run_dir / checkpoint.SOURCE_TOKENIZER, self.run_dir / checkpoint.TARGET_TOKENIZER
         if resume:
-            return tuple(Tokenizer.from_json(p.read_text(encoding="utf-8")) for p in paths)  # type: ignore[return-value]
+            source, target = (Tokenizer.from_json(p.read_text(encoding="utf-8")) for p in paths)
+            return source, target
         cfg = self.config.tokens
         sources, targets = [s for s, _ in train_pairs], [t for _, t in train_pairs]
         if cfg.shared:
