@@ -71,7 +71,7 @@ def translate(
     try:
         translator = load(run_dir)
         lines = texts or _read_lines(input)
-    except (ConfigError, FileNotFoundError, ValueError) as exc:
+    except (ConfigError, FileNotFoundError, ValueError) as exc:  # DataError is a ValueError
         _fail(exc)
     for output in translator.translate(lines):
         typer.echo(output)
@@ -107,11 +107,9 @@ def evaluate_run(
 
 def _read_lines(path: str) -> list[str]:
     """Lines of a UTF-8 file (or stdin for ``-``); undecodable bytes name the file and line."""
-    name, raw = ("<stdin>", sys.stdin.buffer.read()) if path == "-" else (path, Path(path).read_bytes())
-    lines = []
-    for number, line in enumerate(raw.removeprefix(b"\xef\xbb\xbf").splitlines(), start=1):
-        try:
-            lines.append(line.decode("utf-8"))
-        except UnicodeDecodeError as exc:
-            raise ValueError(f"{name}:{number}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
-    return lines
+    from seqlab.data.corpus import decode_lines
+
+    if path == "-":
+        return [text for _, text in decode_lines(sys.stdin.buffer, "<stdin>")]
+    with open(path, "rb") as f:
+        return [text for _, text in decode_lines(f, path)]

@@ -21,7 +21,7 @@ import gzip
 import io
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from seqlab.config import AlignedCorpus, BookCorpus, Corpus, CsvCorpus, TaskCorpus, TsvCorpus
@@ -65,20 +65,25 @@ def _open(path: Path) -> io.BufferedIOBase:
     return gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")
 
 
+def decode_lines(stream: Iterable[bytes], name: str | Path, keep_ends: bool = False) -> Iterator[tuple[int, str]]:
+    """Yield ``(line number, text)`` from 1 of a binary stream; bad UTF-8 names ``name`` and the line."""
+    for lineno, raw in enumerate(stream, 1):
+        if not keep_ends:
+            raw = raw.removesuffix(b"\n").removesuffix(b"\r")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise DataError(
+                f"{name}:{lineno}: not valid UTF-8 (byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} of the line)"
+            ) from None
+        yield lineno, text.removeprefix("\ufeff") if lineno == 1 else text
+
+
 def _lines(path: Path, keep_ends: bool = False) -> Iterator[tuple[int, str]]:
-    """Yield ``(line number, text)`` from 1; the line ending is removed unless ``keep_ends``."""
+    """``decode_lines`` of a (possibly gzipped) file."""
     try:
         with _open(path) as f:
-            for lineno, raw in enumerate(f, 1):
-                if not keep_ends:
-                    raw = raw.removesuffix(b"\n").removesuffix(b"\r")
-                try:
-                    text = raw.decode("utf-8")
-                except UnicodeDecodeError as exc:
-                    raise DataError(
-                        f"{path}:{lineno}: not valid UTF-8 (byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} of the line)"
-                    ) from None
-                yield lineno, text.removeprefix("\ufeff") if lineno == 1 else text
+            yield from decode_lines(f, path, keep_ends)
     except (OSError, EOFError) as exc:  # unreadable, a directory, a broken or truncated gzip
         raise DataError(f"{path}: cannot read: {exc}") from None
 

@@ -1,0 +1,48 @@
+"""The one text -> ids -> text path: truncation with a counted warning, batching that changes nothing."""
+
+import logging
+
+import pytest
+import torch
+
+from seqlab.config import parse_config
+from seqlab.model import build_model
+from seqlab.tokenizer import EOS, Tokenizer
+from seqlab.translator import Translator
+
+
+@pytest.fixture
+def translator():
+    config = parse_config({
+        "data": {"corpus": {"format": "task", "task": "addition"}, "max_source_length": 6, "max_target_length": 4},
+        "model": {"d_model": 16, "num_layers": 1, "num_heads": 2, "d_ff": 32, "max_length": 16},
+        "train": {"precision": "fp32"},
+        "eval": {"batch_size": 3, "max_output_length": 5},
+    })
+    source = Tokenizer.train(["0123456789+"], config.tokens.source)
+    target = Tokenizer.train(["0123456789"], config.tokens.target)
+    torch.manual_seed(0)
+    return Translator(build_model(config.model, source.vocab_size, target.vocab_size).eval(), source, target, config)
+
+
+def test_overlong_inputs_are_truncated_with_a_counted_warning(translator, caplog):
+    with caplog.at_level(logging.WARNING, logger="seqlab"):
+        ids = translator.encode_sources(["1+2", "123+456", "999+999"], "test")
+    assert [len(s) for s in ids] == [4, 6, 6] and all(s[-1] == EOS for s in ids)
+    assert "2 of 3 test sources are longer than 5 tokens and were truncated" in caplog.text
+    with caplog.at_level(logging.WARNING, logger="seqlab"):
+        assert [len(t) for t in translator.encode_targets(["12", "1234"], "test")] == [2, 3]
+    assert "1 of 2 test targets" in caplog.text
+
+
+def test_output_does_not_depend_on_batching_or_order(translator):
+    texts = ["1+2", "12+5", "7+70", "99+1", "3+3", "5+555", "0+0"]
+    together = translator.translate(texts)
+    alone = [translator.translate([t])[0] for t in texts]
+    assert together == alone
+    assert translator.translate(texts[::-1]) == together[::-1]
+
+
+def test_translate_wants_a_list(translator):
+    with pytest.raises(TypeError, match="list of strings"):
+        translator.translate("1+2")
