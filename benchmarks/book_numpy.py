@@ -71,16 +71,16 @@ def import_book(book_repo, task):
     for path in [root] + [os.path.join(root, d) for d in chapter_dirs]:
         if path not in sys.path:
             sys.path.insert(0, path)
-    from dataset import sequence
     from common.optimizer import Adam
     from common.trainer import Trainer
     from common.util import eval_seq2seq
+    from dataset import sequence
     if task == 'date':
         from attention_seq2seq import AttentionSeq2seq
         models = {'attention': AttentionSeq2seq}
     else:
-        from seq2seq import Seq2seq
         from peeky_seq2seq import PeekySeq2seq
+        from seq2seq import Seq2seq
         models = {'baseline': Seq2seq, 'reverse': Seq2seq,
                   'peeky': PeekySeq2seq}
     return sequence, Adam, Trainer, eval_seq2seq, models

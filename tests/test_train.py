@@ -140,8 +140,11 @@ def test_cli_reports_config_and_data_errors_without_a_traceback(tmp_path):
     missing.write_text("data:\n  corpus: {format: tsv, path: nowhere.tsv}\n", encoding="utf-8")
     result = runner.invoke(app, ["train", str(missing), "--out", str(tmp_path / "r2"), "--data-dir", str(tmp_path)])
     assert result.exit_code == 2 and "nowhere.tsv" in result.output and "Traceback" not in result.output
-    result = runner.invoke(app, ["train", str(bad), "--set", "model.d_model=10", "--out", str(tmp_path / "r3")])
-    assert "divisible" in result.output or "modle" in result.output
+    good = tmp_path / "good.yaml"
+    good.write_text("data:\n  corpus: {format: task, task: date}\n", encoding="utf-8")
+    result = runner.invoke(app, ["train", str(good), "--set", "model.d_model=10", "--out", str(tmp_path / "r3")])
+    assert result.exit_code == 2 and "model.d_model (10) must be divisible by model.num_heads (8)" in result.output
+    assert not (tmp_path / "r3").exists()
 
 
 def test_translate_names_the_line_of_undecodable_input(tmp_path):

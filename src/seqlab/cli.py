@@ -15,7 +15,7 @@ from seqlab.config import ConfigError, load_config
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Sequence-to-sequence learning on the CPU.")
 
 DataDir = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option("--data-dir", help="Data directory for relative data paths [default: $SEQLAB_DATA or ./data]."),
 ]
 
@@ -32,8 +32,8 @@ def _setup_logging() -> None:
 @app.command()
 def train(
     config: Annotated[Path, typer.Argument(help="YAML config, e.g. configs/date.yaml.")],
-    overrides: Annotated[list[str], typer.Option("--set", help="Override a config key: --set train.epochs=3.")] = [],
-    out: Annotated[Optional[Path], typer.Option("--out", help="Run directory [default: runs/<config name>].")] = None,
+    overrides: Annotated[list[str] | None, typer.Option("--set", help="Override a config key: --set train.epochs=3.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Run directory [default: runs/<config name>].")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --out from its last checkpoint.")] = False,
     data_dir: DataDir = None,
 ) -> None:
@@ -44,7 +44,7 @@ def train(
     _setup_logging()
     run_dir = out or Path("runs") / config.stem
     try:
-        cfg = load_config(config, overrides)
+        cfg = load_config(config, overrides or [])
         best = Trainer(cfg, run_dir, data_dir, resume=resume).fit()
     except (ConfigError, DataError, FileNotFoundError) as exc:
         _fail(exc)
@@ -59,8 +59,8 @@ def train(
 @app.command()
 def translate(
     run_dir: Annotated[Path, typer.Argument(help="A trained run directory.")],
-    texts: Annotated[Optional[list[str]], typer.Argument(help="Sentences to translate.")] = None,
-    input: Annotated[Optional[str], typer.Option("--input", "-i", help="File with one sentence per line; - for stdin.")] = None,
+    texts: Annotated[list[str] | None, typer.Argument(help="Sentences to translate.")] = None,
+    input: Annotated[str | None, typer.Option("--input", "-i", help="File with one sentence per line; - for stdin.")] = None,
 ) -> None:
     """Translate sentences given as arguments, or a file line by line (one line in, one line out)."""
     from seqlab.translator import load

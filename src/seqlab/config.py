@@ -68,7 +68,7 @@ class CsvCorpus(_Strict):
 
 
 Corpus = Annotated[
-    Union[TaskCorpus, BookCorpus, TsvCorpus, AlignedCorpus, CsvCorpus],
+    TaskCorpus | BookCorpus | TsvCorpus | AlignedCorpus | CsvCorpus,
     Field(discriminator="format"),
 ]
 
@@ -101,7 +101,7 @@ class DataConfig(_Strict):
     skip_bad_lines: bool = Field(False, description="skip malformed lines (counted) instead of failing")
 
     @model_validator(mode="after")
-    def _one_way(self) -> "DataConfig":
+    def _one_way(self) -> DataConfig:
         if (self.corpus is None) == (self.train is None):
             raise ValueError("give either data.corpus (split by data.split) or data.train/valid/test files")
         if self.train is not None and self.valid is None:
@@ -144,7 +144,7 @@ class ModelConfig(_Strict):
     max_length: int = Field(512, gt=0, description="length of the positional-encoding table")
 
     @model_validator(mode="after")
-    def _heads_divide(self) -> "ModelConfig":
+    def _heads_divide(self) -> ModelConfig:
         if self.d_model % self.num_heads:
             raise ValueError(f"model.d_model ({self.d_model}) must be divisible by model.num_heads ({self.num_heads})")
         return self

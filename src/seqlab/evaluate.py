@@ -25,7 +25,7 @@ class EncodedSplit:
     trg: list[list[int]]
 
     @classmethod
-    def build(cls, translator: Translator, pairs: list[Pair], name: str) -> "EncodedSplit":
+    def build(cls, translator: Translator, pairs: list[Pair], name: str) -> EncodedSplit:
         sources = [s for s, _ in pairs]
         targets = [t for _, t in pairs]
         return cls(

@@ -96,9 +96,8 @@ import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from tokenizers import Regex
+from tokenizers import Regex, decoders, models, pre_tokenizers, trainers
 from tokenizers import Tokenizer as _HFTokenizer
-from tokenizers import decoders, models, pre_tokenizers, trainers
 
 from seqlab.config import TokenizerConfig
 
@@ -219,7 +218,7 @@ class Tokenizer:
     # --- building -------------------------------------------------------------
 
     @classmethod
-    def train(cls, texts: Iterable[str], cfg: TokenizerConfig) -> "Tokenizer":
+    def train(cls, texts: Iterable[str], cfg: TokenizerConfig) -> Tokenizer:
         """Learn a vocabulary of at most ``cfg.vocab_size`` ids (specials included) from ``texts``.
 
         ``min_frequency``: for ``char``/``word``, symbols seen fewer times are left out
@@ -323,7 +322,7 @@ class Tokenizer:
         }, ensure_ascii=False)
 
     @classmethod
-    def from_json(cls, text: str) -> "Tokenizer":
+    def from_json(cls, text: str) -> Tokenizer:
         """Rebuild a tokenizer saved by :meth:`to_json`; ``ValueError`` if ``text`` is not one."""
         try:
             data = json.loads(text)
