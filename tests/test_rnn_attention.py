@@ -1,0 +1,79 @@
+"""RNN attention pieces against the book's worked examples (DLFS2 ch. 8) and the score definitions."""
+
+import pytest
+import torch
+
+from seqlab.model.rnn_attention import (
+    ConcatScore,
+    DotScore,
+    GeneralScore,
+    RNNAttention,
+    attention_weights,
+    weighted_sum,
+)
+
+# the book's AttentionWeight example
+HS = torch.tensor([[[1, 0, -1, 1], [-1, 0, 1, 1], [0, 1, 1, -1], [1, 1, 0, -1], [-1, 0, 1, 0]]], dtype=torch.float32)
+H = torch.tensor([[1, 0, -1, 1]], dtype=torch.float32)
+
+
+def test_attention_weight_example():
+    scores = DotScore()(H, HS)
+    assert scores.tolist() == [[3, -1, -2, 0, -2]]
+    torch.testing.assert_close(
+        attention_weights(scores), torch.tensor([[0.92457, 0.01693, 0.00623, 0.04603, 0.00623]]), atol=1e-5, rtol=0
+    )
+
+
+def test_weight_sum_example():
+    hs = torch.arange(1, 41, dtype=torch.float32).reshape(2, 5, 4)
+    a = torch.tensor([[0.8, 0.1, 0.03, 0.05, 0.02], [0.01, 0.02, 0.9, 0.05, 0.02]])
+    torch.testing.assert_close(
+        weighted_sum(a, hs), torch.tensor([[2.56, 3.56, 4.56, 5.56], [29.2, 30.2, 31.2, 32.2]]), atol=1e-4, rtol=0
+    )
+
+
+def test_general_with_identity_equals_dot():
+    score = GeneralScore(4, 4)
+    with torch.no_grad():
+        score.w.weight.copy_(torch.eye(4))
+    torch.testing.assert_close(score(H, HS), DotScore()(H, HS))
+
+
+def test_concat_score_definition_and_bound():
+    torch.manual_seed(0)
+    score = ConcatScore(query_size=3, key_size=4, attention_size=6)
+    query, keys = torch.randn(2, 3), torch.randn(2, 5, 4)
+    w1, w2, v = score.w_keys.weight, score.w_query.weight, score.v.weight[0]
+    expected = torch.stack([torch.stack([v @ torch.tanh(w1 @ keys[b, i] + w2 @ query[b]) for i in range(5)])
+                            for b in range(2)])
+    torch.testing.assert_close(score(query, keys), expected)
+    with torch.no_grad():
+        assert float(score(query * 100, keys).abs().max()) <= float(v.abs().sum()) + 1e-6
+
+
+def test_one_hot_states_pick_their_position():
+    # seed 000 (S60): encoder states one-hot x 10, a query along h_2 -> alpha ~ one-hot at 2, a ~ h_2
+    keys = torch.eye(4)[None] * 10
+    context, weights = RNNAttention("dot", 4, 4)(keys[:, 2], keys)
+    assert int(weights.argmax()) == 2 and float(weights[0, 2]) > 0.999
+    torch.testing.assert_close(context, keys[:, 2], atol=1e-3, rtol=0)
+
+
+@pytest.mark.parametrize("score", ["dot", "general", "concat"])
+def test_padding_gets_no_weight_and_rows_sum_to_one(score):
+    torch.manual_seed(0)
+    attention = RNNAttention(score, 4, 4)
+    pad = torch.tensor([[False, False, False, True, True]])
+    context, weights = attention(H, HS, pad)
+    assert weights[0, 3:].tolist() == [0.0, 0.0]
+    torch.testing.assert_close(weights.sum(-1), torch.ones(1))
+    unpadded, _ = attention(H, HS[:, :3])
+    torch.testing.assert_close(context, unpadded)
+
+
+def test_bad_choices_are_explained():
+    with pytest.raises(ValueError, match="equal sizes"):
+        RNNAttention("dot", 4, 8)
+    with pytest.raises(ValueError, match="unknown attention score"):
+        RNNAttention("luong", 4, 4)
