@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from seqlab.model.rnn import RNNEncoder, reverse_source
+from seqlab.model.rnn import RNNDecoder, RNNEncoder, reverse_source
 from seqlab.tokenizer import EOS, PAD
 
 
@@ -72,3 +72,82 @@ def test_skip_connections_add_each_layers_input():
 def test_unknown_cell():
     with pytest.raises(ValueError, match="unknown RNN cell"):
         RNNEncoder(10, 4, 4, cell="transformer")
+
+
+def _encoded(bidirectional=False, hidden=12):
+    torch.manual_seed(0)
+    encoder = RNNEncoder(20, 8, hidden, cell="lstm", bidirectional=bidirectional).eval()
+    src = torch.tensor([[5, 6, 7, EOS, PAD], [5, 6, 7, 8, EOS]])
+    states, finals = encoder(src)
+    return src, states, finals
+
+
+def test_peeky_widths_are_the_books():
+    # 002 §7.3: wordvec 16, hidden 128 -> LSTM Wx (D+H, 4H) = (144, 512), Affine W (2H, V) = (256, V)
+    decoder = RNNDecoder(13, 16, 128, 128, cell="lstm", peeky=True)
+    assert tuple(decoder.rnn.weight_ih_l0.T.shape) == (144, 512)
+    assert tuple(decoder.output.weight.T.shape) == (256, 13)
+
+
+def test_plain_decoder_starts_from_the_encoders_final_h():
+    src, states, finals = _encoded()
+    decoder = RNNDecoder(15, 8, 12, 12, cell="lstm")
+    h, c = decoder.init_state(finals)
+    torch.testing.assert_close(h[0], finals[-1][0])
+    assert float(c.abs().max()) == 0.0
+
+
+@pytest.mark.parametrize("attention", ["none", "dot", "general", "concat", "bahdanau"])
+@pytest.mark.parametrize("peeky", [False, True])
+def test_every_variant_is_causal_and_attends_only_to_real_tokens(attention, peeky):
+    src, states, finals = _encoded(bidirectional=True)
+    torch.manual_seed(1)
+    hidden = 24 if attention == "dot" else 10
+    decoder = RNNDecoder(15, 8, hidden, 24, cell="gru", num_layers=2, peeky=peeky, attention=attention).eval()
+    trg = torch.randint(4, 15, (2, 5))
+    logits, weights = decoder(trg, states, src == PAD, finals)
+    assert logits.shape == (2, 5, 15)
+    changed = trg.clone()
+    changed[:, 3] = (trg[:, 3] - 3) % 11 + 4
+    torch.testing.assert_close(decoder(changed, states, src == PAD, finals)[0][:, :3], logits[:, :3])
+    assert not torch.allclose(decoder(changed, states, src == PAD, finals)[0][:, 3], logits[:, 3])
+    if attention == "none":
+        assert weights is None
+    else:
+        assert weights.shape == (2, 5, 5)
+        assert float(weights[0, :, 4].detach().abs().max()) == 0.0  # the padded source position
+        torch.testing.assert_close(weights.sum(-1), torch.ones(2, 5))
+
+
+def test_bahdanau_queries_the_previous_state_and_luong_the_current():
+    src, states, finals = _encoded()
+    pad = src == PAD
+    ids = torch.tensor([5, 6])
+    for kind, query_is_previous in (("bahdanau", True), ("general", False)):
+        torch.manual_seed(0)
+        decoder = RNNDecoder(15, 8, 12, 12, cell="lstm", attention=kind).eval()
+        state = decoder.init_state(finals)
+        _, new_state, weights = decoder.step(ids, state, states, pad, finals[-1][0])
+        query = state[0][-1] if query_is_previous else new_state[0][-1]
+        _, expected = decoder.attention(query, states, pad)
+        torch.testing.assert_close(weights, expected)
+
+
+def test_attention_seq2seq_learns_to_copy():
+    torch.manual_seed(0)
+    encoder = RNNEncoder(12, 16, 32, cell="lstm")
+    decoder = RNNDecoder(12, 16, 32, 32, cell="lstm", attention="dot")
+    params = list(encoder.parameters()) + list(decoder.parameters())
+    optimizer = torch.optim.Adam(params, lr=1e-2)
+    src = torch.randint(4, 12, (64, 5))
+    trg_in = torch.cat([torch.ones(64, 1, dtype=torch.long), src], dim=1)  # <sos> copy
+    trg_out = torch.cat([src, torch.full((64, 1), EOS)], dim=1)
+    for _ in range(150):
+        states, finals = encoder(src)
+        logits, _ = decoder(trg_in, states, src == PAD, finals)
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, 12), trg_out.reshape(-1))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    assert float(loss.detach()) < 0.05
+    assert torch.equal(logits.argmax(-1), trg_out)

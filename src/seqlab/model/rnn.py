@@ -1,4 +1,4 @@
-"""RNN encoders for the seq2seq lineage (seed 002 ch. 7–8, seed 000).
+"""RNN encoder-decoders for the seq2seq lineage (seed 002 ch. 7–8, seeds 000 and 003).
 
 ``RNNEncoder``: embedding → a stack of RNN / GRU / LSTM layers. It returns every
 position's state (what attention reads, the book's ``AttentionEncoder``) and the
@@ -14,6 +14,19 @@ final state of each layer (what a plain decoder starts from, the book's
 
 Padding is handled properly (the book skips it, 002 §7.2): sequences are packed,
 so a sentence gives the same states alone and inside a padded batch.
+
+``RNNDecoder``: an RNN language model conditioned on the encoder, one step at a
+time (``step``), or over a whole target with teacher forcing (``forward``, the
+same steps in a loop). Variants:
+
+* plain: the decoder starts from the encoder's final state (002 §7.2);
+* **Peeky** (002 §7.3): the encoder's final h is also concatenated to the input
+  of every step and to the input of the output layer;
+* **Luong** attention ``dot`` / ``general`` / ``concat`` (000, 003): after the RNN
+  step, the context a_t of the state s_t feeds the output layer as
+  tanh(W_c [a_t; s_t]);
+* **Bahdanau** attention (000): the context of the previous state s_{t-1},
+  additive score, is concatenated to the input word's embedding.
 """
 
 from __future__ import annotations
@@ -22,6 +35,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from seqlab.model.rnn_attention import RNNAttention
 from seqlab.tokenizer import EOS, PAD
 
 CELLS = {"rnn": nn.RNN, "gru": nn.GRU, "lstm": nn.LSTM}
@@ -61,7 +75,8 @@ class RNNEncoder(nn.Module):
         self.embedding = nn.Embedding(vocab_size, embedding_size, padding_idx=PAD)
         self.layers = nn.ModuleList(
             CELLS[cell](
-                embedding_size if i == 0 else self.output_size, hidden_size, batch_first=True, bidirectional=bidirectional
+                embedding_size if i == 0 else self.output_size, hidden_size,
+                batch_first=True, bidirectional=bidirectional,
             )
             for i in range(num_layers)
         )
@@ -85,3 +100,87 @@ class RNNEncoder(nn.Module):
 def _join_directions(state: torch.Tensor) -> torch.Tensor:
     """(directions, batch, hidden) -> (batch, directions × hidden): forward and backward side by side."""
     return state.transpose(0, 1).reshape(state.size(1), -1)
+
+
+ATTENTIONS = ("none", "dot", "general", "concat", "bahdanau")
+
+
+class RNNDecoder(nn.Module):
+    def __init__(
+        self,
+        vocab_size: int,
+        embedding_size: int,
+        hidden_size: int,
+        encoder_size: int,
+        cell: str = "lstm",
+        num_layers: int = 1,
+        dropout: float = 0.0,
+        peeky: bool = False,
+        attention: str = "none",
+    ) -> None:
+        super().__init__()
+        if attention not in ATTENTIONS:
+            raise ValueError(f"unknown attention {attention!r} ({', '.join(ATTENTIONS)})")
+        self.cell, self.num_layers, self.hidden_size = cell, num_layers, hidden_size
+        self.peeky, self.attention_kind = peeky, attention
+        self.embedding = nn.Embedding(vocab_size, embedding_size, padding_idx=PAD)
+        # the encoder's final h becomes the decoder's first h (through a projection when the sizes differ)
+        self.bridge = nn.Identity() if encoder_size == hidden_size else nn.Linear(encoder_size, hidden_size)
+        rnn_input = embedding_size + encoder_size * (int(peeky) + int(attention == "bahdanau"))
+        self.rnn = CELLS[cell](rnn_input, hidden_size, num_layers, batch_first=True,
+                               dropout=dropout if num_layers > 1 else 0.0)
+        self.attention = None
+        if attention != "none":
+            score = "concat" if attention == "bahdanau" else attention
+            self.attention = RNNAttention(score, hidden_size, encoder_size)
+        luong = attention in ("dot", "general", "concat")
+        self.combine = nn.Linear(encoder_size + hidden_size, hidden_size) if luong else None  # W_c
+        self.output = nn.Linear(hidden_size + (encoder_size if peeky else 0), vocab_size)
+        self.dropout = nn.Dropout(dropout)
+
+    def init_state(self, encoder_finals: list[State]) -> State:
+        """The first decoder state: the top encoder layer's final h in every layer; LSTM c starts at zero
+        (the book passes only h, 002 §7.2). Each part (num_layers, batch, hidden)."""
+        h = self.bridge(encoder_finals[-1][0])  # (batch, hidden)
+        h = h.unsqueeze(0).repeat(self.num_layers, 1, 1).contiguous()
+        return (h, torch.zeros_like(h)) if self.cell == "lstm" else (h,)
+
+    def step(
+        self,
+        ids: torch.Tensor,  # (batch,) the previous output word
+        state: State,
+        memory: torch.Tensor,  # (batch, src_len, encoder_size), all encoder states
+        src_pad: torch.Tensor,  # (batch, src_len), True at padding
+        encoder_final: torch.Tensor,  # (batch, encoder_size), the top encoder layer's final h
+    ) -> tuple[torch.Tensor, State, torch.Tensor | None]:
+        """One decoder step -> logits (batch, vocab), the new state and the attention weights (batch, src_len)."""
+        x = self.dropout(self.embedding(ids))  # (batch, embedding)
+        weights = None
+        if self.peeky:
+            x = torch.cat([encoder_final, x], dim=-1)
+        if self.attention_kind == "bahdanau":  # query: the previous state s_{t-1}
+            context, weights = self.attention(state[0][-1], memory, src_pad)
+            x = torch.cat([context, x], dim=-1)
+        out, new_state = self.rnn(x.unsqueeze(1), state if self.cell == "lstm" else state[0])
+        new_state = new_state if isinstance(new_state, tuple) else (new_state,)
+        s = out.squeeze(1)  # (batch, hidden), s_t
+        if self.combine is not None:  # Luong: query s_t, then tanh(W_c [a_t; s_t])
+            context, weights = self.attention(s, memory, src_pad)
+            s = torch.tanh(self.combine(torch.cat([context, s], dim=-1)))
+        if self.peeky:
+            s = torch.cat([encoder_final, s], dim=-1)
+        return self.output(self.dropout(s)), new_state, weights
+
+    def forward(
+        self, trg: torch.Tensor, memory: torch.Tensor, src_pad: torch.Tensor, encoder_finals: list[State]
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Teacher forcing: trg (batch, trg_len) -> logits (batch, trg_len, vocab) and, with attention,
+        the weights (batch, trg_len, src_len)."""
+        state = self.init_state(encoder_finals)
+        logits, weights = [], []
+        for t in range(trg.size(1)):
+            step_logits, state, w = self.step(trg[:, t], state, memory, src_pad, encoder_finals[-1][0])
+            logits.append(step_logits)
+            if w is not None:
+                weights.append(w)
+        return torch.stack(logits, dim=1), torch.stack(weights, dim=1) if weights else None
