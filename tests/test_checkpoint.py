@@ -5,12 +5,12 @@ import os
 import pytest
 import torch
 
-from seqlab.config import ModelConfig
+from seqlab.config import TransformerConfig
 from seqlab.model import build_model
 from seqlab.train import checkpoint
 from seqlab.train.schedule import transformer_schedule
 
-CFG = ModelConfig(d_model=16, num_layers=1, num_heads=2, d_ff=32, max_length=16, tie_output=True)
+CFG = TransformerConfig(d_model=16, num_layers=1, num_heads=2, d_ff=32, max_length=16, tie_output=True)
 
 
 def test_atomic_write_never_leaves_a_broken_file(tmp_path, monkeypatch):

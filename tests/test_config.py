@@ -16,7 +16,7 @@ def test_unknown_keys_are_errors_that_name_them():
 
 
 def test_values_are_validated():
-    with pytest.raises(ConfigError, match="model.dropout"):
+    with pytest.raises(ConfigError, match=r"model.transformer.dropout: Input should be less than 1"):
         parse_config(MINIMAL | {"model": {"dropout": 1.5}})
     with pytest.raises(ConfigError, match="divisible"):
         parse_config(MINIMAL | {"model": {"d_model": 10, "num_heads": 4}})
@@ -59,3 +59,20 @@ def test_shipped_configs_are_valid():
     assert configs
     for path in configs:
         load_config(path)
+
+
+def test_model_type_selects_the_model_section():
+    from seqlab.config import RNNConfig, TransformerConfig
+
+    assert isinstance(parse_config(MINIMAL).model, TransformerConfig)
+    rnn = parse_config(MINIMAL | {"model": {"type": "rnn", "attention": "general"}, "train": {"schedule": "constant"}})
+    assert isinstance(rnn.model, RNNConfig) and (rnn.model.embedding_size, rnn.model.hidden_size) == (16, 128)
+    with pytest.raises(ConfigError, match="RNN models use train.schedule: constant"):
+        parse_config(MINIMAL | {"model": {"type": "rnn"}})
+    with pytest.raises(ConfigError, match="bidirectional encoder"):
+        parse_config(MINIMAL | {"model": {"type": "rnn", "attention": "dot", "bidirectional": True},
+                                "train": {"schedule": "constant"}})
+    with pytest.raises(ConfigError, match="model.rnn.d_model: unknown key"):
+        parse_config(MINIMAL | {"model": {"type": "rnn", "d_model": 64}, "train": {"schedule": "constant"}})
+    with pytest.raises(ConfigError, match="must cover data.max_source_length"):
+        parse_config(MINIMAL | {"model": {"max_length": 32}})

@@ -3,12 +3,12 @@
 import pytest
 import torch
 
-from seqlab.config import ModelConfig
+from seqlab.config import TransformerConfig
 from seqlab.model import build_model
 from seqlab.model.attention import MultiHeadAttention
 from seqlab.model.masks import padding_mask
 
-SMALL = ModelConfig(d_model=32, num_layers=2, num_heads=4, d_ff=64, dropout=0.1, max_length=64)
+SMALL = TransformerConfig(d_model=32, num_layers=2, num_heads=4, d_ff=64, dropout=0.1, max_length=64)
 
 
 def _copy_into_torch_mha(mha: MultiHeadAttention) -> torch.nn.MultiheadAttention:
@@ -63,16 +63,16 @@ def test_heads_must_divide_d_model():
     with pytest.raises(ValueError, match="divisible"):
         MultiHeadAttention(10, 4)
     with pytest.raises(ValueError, match="divisible"):
-        ModelConfig(d_model=10, num_heads=4)
+        TransformerConfig(d_model=10, num_heads=4)
 
 
 def test_paper_defaults():
-    cfg = ModelConfig()
+    cfg = TransformerConfig()
     assert (cfg.d_model, cfg.num_layers, cfg.num_heads, cfg.d_ff, cfg.dropout) == (512, 6, 8, 2048, 0.1)
 
 
 def test_small_transformer_of_seed_000():
-    cfg = ModelConfig(d_model=128, num_layers=4, num_heads=4, d_ff=512, dropout=0.3)
+    cfg = TransformerConfig(d_model=128, num_layers=4, num_heads=4, d_ff=512, dropout=0.3)
     model = build_model(cfg, 9000, 9000).eval()
     logits = model(torch.randint(1, 9000, (2, 10)), torch.randint(1, 9000, (2, 9)))
     assert logits.shape == (2, 9, 9000)

@@ -23,7 +23,8 @@ def _reversal_config(tmp_path: Path, epochs: int) -> dict:
     tsv = tmp_path / "pairs.tsv"
     tsv.write_text("".join(f"{a}\t{b}\n" for a, b in PAIRS * 16), encoding="utf-8")
     return {
-        "data": {"train": {"format": "tsv", "path": str(tsv)}, "valid": {"format": "tsv", "path": str(tsv)}},
+        "data": {"train": {"format": "tsv", "path": str(tsv)}, "valid": {"format": "tsv", "path": str(tsv)},
+                 "max_source_length": 16, "max_target_length": 16},
         "model": TINY_MODEL,
         "train": {"epochs": epochs, "batch_tokens": 160, "warmup": 50, "lr_scale": 0.1, "precision": "fp32",
                   "best_metric": "exact_match"},
@@ -43,7 +44,7 @@ def _date_config(tmp_path: Path) -> Path:
     config = {
         "seed": 3,
         "data": {"corpus": {"format": "task", "task": "date", "size": 3000, "seed": 5},
-                 "split": {"valid": 100, "test": 100, "seed": 1}},
+                 "split": {"valid": 100, "test": 100, "seed": 1}, "max_source_length": 40},
         "model": {"d_model": 64, "num_layers": 1, "num_heads": 4, "d_ff": 128, "dropout": 0.0, "max_length": 40},
         "train": {"epochs": 8, "batch_tokens": 2500, "warmup": 30, "lr_scale": 0.3, "best_metric": "exact_match"},
         "eval": {"max_output_length": 12},
@@ -168,3 +169,15 @@ def test_early_stopping_ends_training_after_patience_epochs(tmp_path, monkeypatc
     log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
     assert [r["epoch"] for r in log] == [1, 2, 3, 4]
     assert best["epoch"] == 2 and best["valid"]["exact_match"] == 60.0
+
+
+@pytest.mark.parametrize("attention", ["none", "bahdanau"])
+def test_an_rnn_seq2seq_trains_and_translates_through_the_same_path(tmp_path, attention):
+    raw = _reversal_config(tmp_path, epochs=10)
+    raw["model"] = {"type": "rnn", "cell": "gru", "embedding_size": 32, "hidden_size": 64, "reverse": True,
+                    "peeky": attention == "none", "attention": attention}
+    raw["train"] |= {"schedule": "constant", "lr": 0.01}
+    run = tmp_path / "run"
+    best = Trainer(parse_config(raw), run, progress=False).fit()
+    assert best["valid"]["exact_match"] == 100.0
+    assert seqlab.load(run).translate([a for a, _ in PAIRS]) == [b for _, b in PAIRS]

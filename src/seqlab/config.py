@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
 
 
 class ConfigError(ValueError):
@@ -130,7 +130,7 @@ class TokensConfig(_Strict):
 # --- model -------------------------------------------------------------------
 
 
-class ModelConfig(_Strict):
+class TransformerConfig(_Strict):
     """The Transformer of 'Attention Is All You Need'. Defaults are the paper's base model."""
 
     type: Literal["transformer"] = "transformer"
@@ -144,10 +144,43 @@ class ModelConfig(_Strict):
     max_length: int = Field(512, gt=0, description="length of the positional-encoding table")
 
     @model_validator(mode="after")
-    def _heads_divide(self) -> ModelConfig:
+    def _heads_divide(self) -> TransformerConfig:
         if self.d_model % self.num_heads:
             raise ValueError(f"model.d_model ({self.d_model}) must be divisible by model.num_heads ({self.num_heads})")
         return self
+
+
+class RNNConfig(_Strict):
+    """An RNN encoder-decoder (seed 002 ch. 7–8). Defaults are the book's addition model (wordvec 16, hidden 128)."""
+
+    type: Literal["rnn"] = "rnn"
+    cell: Literal["rnn", "gru", "lstm"] = "lstm"
+    embedding_size: int = Field(16, gt=0)
+    hidden_size: int = Field(128, gt=0)
+    num_layers: int = Field(1, gt=0)
+    dropout: float = Field(0.0, ge=0, lt=1)
+    bidirectional: bool = Field(False, description="encoder only: forward and backward states concatenated")
+    skip: bool = Field(False, description="encoder only: residual connections between stacked layers")
+    reverse: bool = Field(False, description="the Reverse trick: read each source backwards")
+    peeky: bool = Field(False, description="the encoder's final h feeds every decoder step and the output layer")
+    attention: Literal["none", "dot", "general", "concat", "bahdanau"] = "none"
+
+    @model_validator(mode="after")
+    def _dot_sizes(self) -> RNNConfig:
+        if self.attention == "dot" and self.bidirectional:
+            raise ValueError("model.attention 'dot' needs equal encoder and decoder sizes; "
+                             "with a bidirectional encoder use 'general' or 'concat'")
+        return self
+
+
+def _model_type(value: Any) -> str:
+    return value.get("type", "transformer") if isinstance(value, dict) else getattr(value, "type", "transformer")
+
+
+ModelConfig = Annotated[
+    Union[Annotated[TransformerConfig, Tag("transformer")], Annotated[RNNConfig, Tag("rnn")]],
+    Discriminator(_model_type),
+]
 
 
 # --- training ----------------------------------------------------------------
@@ -156,8 +189,10 @@ class ModelConfig(_Strict):
 class TrainConfig(_Strict):
     epochs: int = Field(10, gt=0)
     batch_tokens: int = Field(4096, gt=0, description="token budget per batch (padded source + target)")
+    schedule: Literal["transformer", "constant"] = Field("transformer", description="the seed's warm-up, or fixed")
     warmup: int = Field(4000, gt=0, description="warm-up steps of the seed's schedule")
     lr_scale: float = Field(1.0, gt=0, description="factor on d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)")
+    lr: float = Field(1e-3, gt=0, description="the learning rate of the constant schedule")
     label_smoothing: float = Field(0.0, ge=0, lt=1)
     clip_norm: float | None = Field(1.0, gt=0)
     precision: Literal["bf16", "fp32"] = "bf16"
@@ -177,9 +212,20 @@ class Config(_Strict):
     seed: int = 1
     data: DataConfig
     tokens: TokensConfig = TokensConfig()
-    model: ModelConfig = ModelConfig()
+    model: ModelConfig = TransformerConfig()
     train: TrainConfig = TrainConfig()
     eval: EvalConfig = EvalConfig()
+
+    @model_validator(mode="after")
+    def _fits(self) -> Config:
+        if isinstance(self.model, TransformerConfig):
+            longest = max(self.data.max_source_length, self.eval.max_output_length + 1)
+            if longest > self.model.max_length:
+                raise ValueError(f"model.max_length ({self.model.max_length}) must cover data.max_source_length "
+                                 f"and eval.max_output_length + 1 ({longest})")
+        elif self.train.schedule == "transformer":
+            raise ValueError("the transformer schedule is defined by d_model; RNN models use train.schedule: constant")
+        return self
 
 
 # --- loading -----------------------------------------------------------------
@@ -202,12 +248,14 @@ def apply_override(raw: dict[str, Any], assignment: str) -> None:
 
 def _all_keys() -> set[str]:
     models = [TaskCorpus, BookCorpus, TsvCorpus, AlignedCorpus, CsvCorpus, SplitConfig, DataConfig,
-              TokenizerConfig, TokensConfig, ModelConfig, TrainConfig, EvalConfig, Config]
+              TokenizerConfig, TokensConfig, TransformerConfig, RNNConfig, TrainConfig, EvalConfig, Config]
     return {name for m in models for name in m.model_fields}
 
 
 def _describe(err: dict[str, Any]) -> str:
     loc = ".".join(str(p) for p in err["loc"])
+    if not loc:
+        return err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
         close = difflib.get_close_matches(str(err["loc"][-1]), _all_keys(), n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""

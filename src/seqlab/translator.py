@@ -17,7 +17,7 @@ import torch
 from seqlab.config import Config
 from seqlab.data.batching import pad, source_ids
 from seqlab.decoding import greedy_decode
-from seqlab.model import Transformer, build_model
+from seqlab.model import Seq2seq, build_model
 from seqlab.tokenizer import Tokenizer
 from seqlab.train import checkpoint
 
@@ -25,7 +25,7 @@ log = logging.getLogger("seqlab")
 
 
 class Translator:
-    def __init__(self, model: Transformer, source: Tokenizer, target: Tokenizer, config: Config) -> None:
+    def __init__(self, model: Seq2seq, source: Tokenizer, target: Tokenizer, config: Config) -> None:
         self.model = model
         self.source = source
         self.target = target
@@ -65,7 +65,7 @@ class Translator:
         return self.target.decode(outputs)
 
     def decode_ids(self, src: Sequence[Sequence[int]]) -> list[list[int]]:
-        max_length = min(self.config.eval.max_output_length, self.config.model.max_length - 1)
+        max_length = self.config.eval.max_output_length  # the config checks it fits the model
         was_training = self.model.training
         self.model.eval()
         try:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import torch
 
-from seqlab.model import Transformer
+from seqlab.model import Seq2seq
 from seqlab.tokenizer import EOS, PAD, SOS
 
 
 @torch.no_grad()
-def greedy_decode(model: Transformer, src: torch.Tensor, max_length: int) -> list[list[int]]:
+def greedy_decode(model: Seq2seq, src: torch.Tensor, max_length: int) -> list[list[int]]:
     """src (batch, src_len) -> one id list per sentence, without <sos>/<eos>."""
     memory, src_mask = model.encode(src)
     batch = src.size(0)

@@ -1,11 +1,22 @@
-"""Models. ``build_model`` turns a model config and vocabulary sizes into a module."""
+"""Models. ``build_model`` turns a model config and vocabulary sizes into a module.
 
-from seqlab.config import ModelConfig
+Every model has the same interface: ``model(src, trg_in)`` -> logits (batch, trg_len, vocab),
+``encode(src)`` -> (memory, src_mask) and ``decode(trg, memory, src_mask)`` -> (logits, weights).
+"""
+
+from __future__ import annotations
+
+from seqlab.config import ModelConfig, TransformerConfig
+from seqlab.model.rnn import RNNSeq2seq
 from seqlab.model.transformer import Transformer
 
-
-def build_model(cfg: ModelConfig, src_vocab: int, trg_vocab: int) -> Transformer:
-    return Transformer(cfg, src_vocab, trg_vocab)
+Seq2seq = Transformer | RNNSeq2seq
 
 
-__all__ = ["Transformer", "build_model"]
+def build_model(cfg: ModelConfig, src_vocab: int, trg_vocab: int) -> Seq2seq:
+    if isinstance(cfg, TransformerConfig):
+        return Transformer(cfg, src_vocab, trg_vocab)
+    return RNNSeq2seq(cfg, src_vocab, trg_vocab)
+
+
+__all__ = ["RNNSeq2seq", "Seq2seq", "Transformer", "build_model"]

@@ -35,6 +35,7 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from seqlab.config import RNNConfig
 from seqlab.model.rnn_attention import RNNAttention
 from seqlab.tokenizer import EOS, PAD
 
@@ -184,3 +185,37 @@ class RNNDecoder(nn.Module):
             if w is not None:
                 weights.append(w)
         return torch.stack(logits, dim=1), torch.stack(weights, dim=1) if weights else None
+
+
+class RNNSeq2seq(nn.Module):
+    """Encoder + decoder with the Transformer's interface: ``model(src, trg_in)`` -> logits,
+    ``encode(src)`` -> (memory, src_mask), ``decode(trg, memory, src_mask)`` -> (logits, weights)."""
+
+    def __init__(self, cfg: RNNConfig, src_vocab: int, trg_vocab: int) -> None:
+        super().__init__()
+        self.cfg = cfg
+        self.encoder = RNNEncoder(src_vocab, cfg.embedding_size, cfg.hidden_size, cfg.cell, cfg.num_layers,
+                                  cfg.dropout, cfg.bidirectional, cfg.skip)
+        self.decoder = RNNDecoder(trg_vocab, cfg.embedding_size, cfg.hidden_size, self.encoder.output_size,
+                                  cfg.cell, cfg.num_layers, cfg.dropout, cfg.peeky, cfg.attention)
+
+    def encode(self, src: torch.Tensor) -> tuple[tuple[torch.Tensor, list[State]], torch.Tensor]:
+        """src (batch, src_len) -> (all encoder states, final states) and the padding mask (batch, src_len)."""
+        if self.cfg.reverse:
+            src = reverse_source(src)  # padding stays in place, so the mask is unchanged
+        return self.encoder(src), src == PAD
+
+    def decode(
+        self, trg: torch.Tensor, memory: tuple[torch.Tensor, list[State]], src_mask: torch.Tensor,
+        need_weights: bool = False,
+    ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        states, finals = memory
+        logits, weights = self.decoder(trg, states, src_mask, finals)
+        return logits, [weights] if need_weights and weights is not None else []
+
+    def forward(self, src: torch.Tensor, trg: torch.Tensor) -> torch.Tensor:
+        memory, src_mask = self.encode(src)
+        return self.decode(trg, memory, src_mask)[0]
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())

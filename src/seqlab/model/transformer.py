@@ -21,7 +21,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from seqlab.config import ModelConfig
+from seqlab.config import TransformerConfig
 from seqlab.model.attention import MultiHeadAttention
 from seqlab.model.masks import look_ahead_mask, padding_mask
 from seqlab.model.positional import PositionalEncoding
@@ -59,7 +59,7 @@ class Residual(nn.Module):
 class EncoderLayer(nn.Module):
     """Self-attention (padding mask) then FFN, each inside Add & Norm."""
 
-    def __init__(self, cfg: ModelConfig) -> None:
+    def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
         pre = cfg.norm == "pre"
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.num_heads)
@@ -79,7 +79,7 @@ class DecoderLayer(nn.Module):
     (as the paper does and every other sublayer in the seed does).
     """
 
-    def __init__(self, cfg: ModelConfig) -> None:
+    def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
         pre = cfg.norm == "pre"
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.num_heads)
@@ -112,7 +112,7 @@ class DecoderLayer(nn.Module):
 class Embedder(nn.Module):
     """Token embedding × √d_model + positional encoding, then dropout (seed 000 ``encoder``/``decoder``)."""
 
-    def __init__(self, vocab_size: int, cfg: ModelConfig) -> None:
+    def __init__(self, vocab_size: int, cfg: TransformerConfig) -> None:
         super().__init__()
         self.scale = math.sqrt(cfg.d_model)
         self.embedding = nn.Embedding(vocab_size, cfg.d_model, padding_idx=0)
@@ -127,7 +127,7 @@ class Embedder(nn.Module):
 
 
 class Encoder(nn.Module):
-    def __init__(self, vocab_size: int, cfg: ModelConfig) -> None:
+    def __init__(self, vocab_size: int, cfg: TransformerConfig) -> None:
         super().__init__()
         self.embed = Embedder(vocab_size, cfg)
         self.layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.num_layers))
@@ -141,7 +141,7 @@ class Encoder(nn.Module):
 
 
 class Decoder(nn.Module):
-    def __init__(self, vocab_size: int, cfg: ModelConfig) -> None:
+    def __init__(self, vocab_size: int, cfg: TransformerConfig) -> None:
         super().__init__()
         self.embed = Embedder(vocab_size, cfg)
         self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.num_layers))
@@ -167,7 +167,7 @@ class Decoder(nn.Module):
 class Transformer(nn.Module):
     """``model(src, trg_in)`` -> logits (batch, trg_len, trg_vocab); no softmax (seed 000 ``Dense(vocab_size)``)."""
 
-    def __init__(self, cfg: ModelConfig, src_vocab: int, trg_vocab: int) -> None:
+    def __init__(self, cfg: TransformerConfig, src_vocab: int, trg_vocab: int) -> None:
         super().__init__()
         self.cfg = cfg
         self.encoder = Encoder(src_vocab, cfg)

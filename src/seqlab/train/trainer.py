@@ -75,9 +75,7 @@ class Trainer:
         self.train_set = EncodedSplit.build(self.translator, splits["train"], "train")
         self.valid_set = EncodedSplit.build(self.translator, splits["valid"], "valid")
         self.optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
-        self.scheduler = transformer_schedule(
-            self.optimizer, config.model.d_model, config.train.warmup, config.train.lr_scale
-        )
+        self.scheduler = _schedule(self.optimizer, config)
         self.position = Position()
         if resume:
             saved = checkpoint.load_checkpoint(self.run_dir, model, self.optimizer, self.scheduler)
@@ -192,6 +190,14 @@ class Trainer:
 
     def _epoch_seed(self) -> int:
         return self.config.seed * 1_000_003 + self.position.epoch
+
+
+def _schedule(optimizer: torch.optim.Optimizer, config: Config) -> torch.optim.lr_scheduler.LambdaLR:
+    """The seed's warm-up schedule (Transformers), or ``train.lr`` throughout (the book's RNNs: Adam 1e-3)."""
+    cfg = config.train
+    if cfg.schedule == "transformer":
+        return transformer_schedule(optimizer, config.model.d_model, cfg.warmup, cfg.lr_scale)
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: cfg.lr)
 
 
 def _check_run_dir(run_dir: Path, config: Config, resume: bool) -> None:
