@@ -24,7 +24,7 @@ import torch
 from seqlab.config import Config, load_config
 from seqlab.data import load_splits, resolve_data_dir
 from seqlab.data.batching import Batch, collate, length_batches, source_ids
-from seqlab.model import build_model
+from seqlab.model import build_model, num_parameters
 from seqlab.tokenizer import Tokenizer
 from seqlab.train.loss import token_nll_sum
 
@@ -90,7 +90,7 @@ def measure(cfg: Config, batches: list[Batch], src_vocab: int, trg_vocab: int, b
     seconds = time.perf_counter() - start
     tokens = sum(b.num_target_tokens for b in batches)
     flops = sum(step_flops(cfg, b, trg_vocab) for b in batches)
-    return {"tokens_per_s": tokens / seconds, "gflops": flops / seconds / 1e9, "params": model.num_parameters()}
+    return {"tokens_per_s": tokens / seconds, "gflops": flops / seconds / 1e9, "params": num_parameters(model)}
 
 
 def main() -> None:

@@ -13,10 +13,15 @@ from seqlab.model.transformer import Transformer
 Seq2seq = Transformer | RNNSeq2seq
 
 
+def num_parameters(model: Seq2seq) -> int:
+    """Trainable numbers in the model; a tied weight counts once."""
+    return sum(p.numel() for p in model.parameters())
+
+
 def build_model(cfg: ModelConfig, src_vocab: int, trg_vocab: int) -> Seq2seq:
     if isinstance(cfg, TransformerConfig):
         return Transformer(cfg, src_vocab, trg_vocab)
     return RNNSeq2seq(cfg, src_vocab, trg_vocab)
 
 
-__all__ = ["RNNSeq2seq", "Seq2seq", "Transformer", "build_model"]
+__all__ = ["RNNSeq2seq", "Seq2seq", "Transformer", "build_model", "num_parameters"]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-MASK_VALUE = -1e9  # as in the Transformer's attention
+from seqlab.model.attention import MASK_VALUE
 
 
 class DotScore(nn.Module):

@@ -199,6 +199,3 @@ class Transformer(nn.Module):
     def forward(self, src: torch.Tensor, trg: torch.Tensor) -> torch.Tensor:
         memory, src_mask = self.encode(src)
         return self.decode(trg, memory, src_mask)[0]
-
-    def num_parameters(self) -> int:
-        return sum(p.numel() for p in self.parameters())

@@ -23,7 +23,7 @@ from seqlab.config import Config, ConfigError
 from seqlab.data import Pair, load_splits, resolve_data_dir
 from seqlab.data.batching import Batch, collate, length_batches
 from seqlab.evaluate import EncodedSplit, evaluate
-from seqlab.model import build_model
+from seqlab.model import Seq2seq, build_model, num_parameters
 from seqlab.tokenizer import Tokenizer
 from seqlab.train import checkpoint
 from seqlab.train.loss import token_nll_sum
@@ -71,7 +71,6 @@ class Trainer:
         source, target = self._tokenizers(splits["train"], resume)
         model = build_model(config.model, source.vocab_size, target.vocab_size)
         self.translator = Translator(model, source, target, config)
-        self.model = model
         self.train_set = EncodedSplit.build(self.translator, splits["train"], "train")
         self.valid_set = EncodedSplit.build(self.translator, splits["valid"], "valid")
         self.optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
@@ -87,8 +86,12 @@ class Trainer:
         log.info(
             "%d train / %d valid pairs; vocab %d → %d; %s parameters",
             len(self.train_set.src), len(self.valid_set.src), source.vocab_size, target.vocab_size,
-            f"{model.num_parameters():,}",
+            f"{num_parameters(model):,}",
         )
+
+    @property
+    def model(self) -> Seq2seq:
+        return self.translator.model
 
     def _tokenizers(self, train_pairs: list[Pair], resume: bool) -> tuple[Tokenizer, Tokenizer]:
         paths = self.run_dir / checkpoint.SOURCE_TOKENIZER, self.run_dir / checkpoint.TARGET_TOKENIZER
