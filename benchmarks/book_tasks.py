@@ -1,16 +1,21 @@
 """The book's tasks (date, addition) on the book's files and split: seqlab against the book's NumPy code.
 
-Runs, one after the other on the same machine:
+For each variant of the task (addition: baseline, reverse, peeky, attention,
+transformer; date: attention, transformer), one after the other on the same
+machine:
 
-1. ``seqlab train configs/book/<task>-transformer.yaml`` as a user would (a
-   subprocess, wall time measured around it), then ``seqlab eval --split test``;
-2. with ``--book-repo``, the book's own NumPy code through
-   ``benchmarks/book_numpy.py`` (ch08 attention seq2seq for date, ch07
-   Peeky + Reverse for addition) for ``--book-epochs`` epochs.
+1. ``seqlab train configs/book/<task>-<variant>.yaml`` as a user would (a
+   subprocess, wall time measured around it), then ``seqlab eval --split test``
+   of the best model (picked on the 500 valid pairs);
+2. with ``--book-repo``, the book's own NumPy code for the same variant
+   (``benchmarks/book_numpy.py``; the Transformer has no book counterpart)
+   for the book's number of epochs, testing on the 5,000 test pairs after
+   every epoch as the book does.
 
-    python benchmarks/book_tasks.py --task date --data-dir ../shared/data --book-repo /tmp/dlfs2
+    python benchmarks/book_tasks.py --task addition --data-dir ../shared/data --book-repo /tmp/dlfs2
 
-Prints a markdown table; ``--record docs/benchmarks.md`` appends it there.
+Prints markdown tables (summary, then accuracy per epoch); ``--record
+docs/results.md`` appends them there.
 """
 
 from __future__ import annotations
@@ -27,12 +32,13 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-BOOK_VARIANT = {"date": "attention", "addition": "peeky"}
+VARIANTS = {"addition": ["baseline", "reverse", "peeky", "attention", "transformer"], "date": ["attention", "transformer"]}
+BOOK_VARIANTS = {"baseline", "reverse", "peeky", "attention"}
 
 
-def run_seqlab(task: str, data_dir: str, overrides: list[str]) -> dict:
-    config = ROOT / "configs" / "book" / f"{task}-transformer.yaml"
-    run_dir = Path(tempfile.mkdtemp(prefix=f"seqlab-{task}-")) / "run"
+def run_seqlab(task: str, variant: str, data_dir: str, overrides: list[str]) -> dict:
+    config = ROOT / "configs" / "book" / f"{task}-{variant}.yaml"
+    run_dir = Path(tempfile.mkdtemp(prefix=f"seqlab-{task}-{variant}-")) / "run"
     env = os.environ | {"SEQLAB_DATA": data_dir}
     command = ["seqlab", "train", str(config), "--out", str(run_dir)]
     for item in overrides:
@@ -45,63 +51,93 @@ def run_seqlab(task: str, data_dir: str, overrides: list[str]) -> dict:
                        capture_output=True, text=True).stdout
     )
     epochs = [json.loads(line) for line in (run_dir / "log.jsonl").read_text().splitlines()]
-    return {"command": " ".join(command[:3] + command[5:]), "wall_s": wall, "test": test, "epochs": epochs}
+    best = json.loads((run_dir / "model.json").read_text())["epoch"]
+    return {"config": str(config.relative_to(ROOT)), "wall_s": wall, "test": test, "epochs": epochs,
+            "best_epoch": best, "train_s": sum(e["train_seconds"] for e in epochs)}
 
 
-def run_book(task: str, book_repo: str, epochs: int) -> dict:
+def run_book(task: str, variant: str, book_repo: str, epochs: int | None) -> dict:
     out = Path(tempfile.mkdtemp(prefix="book-")) / "book.json"
-    subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "book_numpy.py"), "--book-repo", book_repo, "--task", task,
-         "--variant", BOOK_VARIANT[task], "--epochs", str(epochs), "--json", str(out), "--quiet"],
-        check=True,
-    )
+    command = [sys.executable, str(ROOT / "benchmarks" / "book_numpy.py"), "--book-repo", book_repo, "--task", task,
+               "--variant", variant, "--json", str(out), "--quiet"]
+    subprocess.run(command + (["--epochs", str(epochs)] if epochs else []), check=True)
     return json.loads(out.read_text())
 
 
-def table(task: str, ours: dict, book: dict | None) -> str:
+def summary(task: str, results: dict[str, tuple[dict, dict | None]]) -> list[str]:
     lines = [
         f"### Book task `{task}`: seqlab vs the book's NumPy code",
         "",
-        f"{datetime.date.today()}, {platform.machine()}, {os.cpu_count()} cores, one job at a time. "
-        f"Command: `python benchmarks/book_tasks.py --task {task} ...`",
+        (f"{datetime.date.today()}, {platform.machine()}, {os.cpu_count()} cores, one job at a time, "
+         f"torch {_torch_version()}. Command: `python benchmarks/book_tasks.py --task {task} "
+         "--data-dir ../shared/data --book-repo /tmp/dlfs2`"),
         "",
-        "| system | epoch | train s (cumulative) | accuracy % |",
-        "|---|---|---|---|",
+        ("| variant | seqlab test exact match (best valid epoch) | seqlab training s | seqlab `train` wall s "
+         "| book test acc, last / best epoch | book training s | training time book / seqlab |"),
+        "|---|---|---|---|---|---|---|",
     ]
-    total = 0.0
-    for e in ours["epochs"]:
-        total += e["train_seconds"]
-        lines.append(f"| seqlab (valid 500) | {e['epoch']} | {total:.1f} | {e['valid']['exact_match']:.2f} |")
-    if book:
-        for e in book["rows"]:
-            lines.append(f"| book NumPy (test 5,000) | {e['epoch']} | {e['train_s_cum']:.1f} | {e['acc'] * 100:.2f} |")
-    lines += [
-        "",
-        f"seqlab: `{ours['command']}` took **{ours['wall_s']:.1f} s** wall (data, tokenizers, training, "
-        f"validation, checkpoints); test exact match **{ours['test']['exact_match']:.2f} %** "
-        f"(BLEU {ours['test']['bleu']:.2f}, perplexity {ours['test']['perplexity']:.4f}) on {ours['test']['sentences']:,} "
-        "test sentences.",
-    ]
-    if book:
-        lines.append(f"book: {book['epochs']} epochs, {book['total_train_s']:.1f} s training + "
-                     f"{book['total_eval_s']:.1f} s evaluation (one test sentence at a time, as the book does).")
-    return "\n".join(lines) + "\n"
+    for variant, (ours, book) in results.items():
+        row = (f"| {variant} | **{ours['test']['exact_match']:.2f} %** ({ours['best_epoch']}) | {ours['train_s']:.1f} "
+               f"| {ours['wall_s']:.1f} |")
+        if book:
+            accs = [r["acc"] * 100 for r in book["rows"]]
+            best = max(range(len(accs)), key=accs.__getitem__)
+            row += (f" {accs[-1]:.2f} % / {accs[best]:.2f} % ({best + 1}) | {book['total_train_s']:.1f} "
+                    f"| **{book['total_train_s'] / ours['train_s']:.2f}×** |")
+        else:
+            row += " — | — | — |"
+        lines.append(row)
+    return lines
+
+
+def curves(results: dict[str, tuple[dict, dict | None]]) -> list[str]:
+    epochs = max(len(ours["epochs"]) for ours, _ in results.values())
+    lines = ["", "Accuracy per epoch: seqlab on the 500 valid pairs, the book on the 5,000 test pairs.", "",
+             "| epoch | " + " | ".join(str(e) for e in range(1, epochs + 1)) + " |",
+             "|---|" + "---|" * epochs]
+    for variant, (ours, book) in results.items():
+        lines.append(f"| seqlab {variant} | " + " | ".join(f"{e['valid']['exact_match']:.1f}" for e in ours["epochs"])
+                     + " |")
+        if book:
+            lines.append(f"| book {variant} | " + " | ".join(f"{r['acc'] * 100:.1f}" for r in book["rows"]) + " |")
+    return lines
+
+
+def _torch_version() -> str:
+    import torch
+
+    return torch.__version__
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--task", choices=["date", "addition"], required=True)
+    parser.add_argument("--task", choices=sorted(VARIANTS), required=True)
+    parser.add_argument("--variants", nargs="+", help="default: all of the task's")
     parser.add_argument("--data-dir", required=True, help="holds dlfs2/<task>.txt")
     parser.add_argument("--set", dest="overrides", action="append", default=[], help="seqlab config override")
     parser.add_argument("--book-repo", help="a checkout of oreilly-japan/deep-learning-from-scratch-2")
-    parser.add_argument("--book-epochs", type=int, default=3)
-    parser.add_argument("--record", help="append the table to this markdown file")
+    parser.add_argument("--book-epochs", type=int, help="default: the book's")
+    parser.add_argument("--record", help="append the tables to this markdown file")
+    parser.add_argument("--json", help="also write every number here")
     args = parser.parse_args()
 
-    ours = run_seqlab(args.task, str(Path(args.data_dir).resolve()), args.overrides)
-    book = run_book(args.task, args.book_repo, args.book_epochs) if args.book_repo else None
-    text = table(args.task, ours, book)
+    variants = args.variants or VARIANTS[args.task]
+    unknown = set(variants) - set(VARIANTS[args.task])
+    if unknown:
+        parser.error(f"task {args.task} has variants {', '.join(VARIANTS[args.task])}")
+    data_dir = str(Path(args.data_dir).resolve())
+    results = {}
+    for variant in variants:
+        ours = run_seqlab(args.task, variant, data_dir, args.overrides)
+        book = (run_book(args.task, variant, args.book_repo, args.book_epochs)
+                if args.book_repo and variant in BOOK_VARIANTS else None)
+        results[variant] = (ours, book)
+        print(f"{variant}: seqlab test {ours['test']['exact_match']:.2f} %, {ours['train_s']:.1f} s training",
+              flush=True)
+    text = "\n".join(summary(args.task, results) + curves(results)) + "\n"
     print(text)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1), encoding="utf-8")
     if args.record:
         with open(args.record, "a", encoding="utf-8") as f:
             f.write("\n" + text)

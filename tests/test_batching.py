@@ -1,9 +1,15 @@
-"""Token-budget batches of similar lengths, and teacher-forcing collation."""
+"""Token-budget batches of similar lengths, fixed-size random batches, and teacher-forcing collation."""
 
 import numpy as np
 import pytest
 
-from seqlab.data.batching import collate, length_batches, pad, source_ids
+from seqlab.data.batching import (
+    collate,
+    length_batches,
+    pad,
+    random_batches,
+    source_ids,
+)
 from seqlab.tokenizer import EOS, PAD, SOS
 
 
@@ -46,6 +52,21 @@ def test_order_is_fixed_by_seed(lengths):
 def test_an_overlong_sentence_gets_its_own_batch():
     batches = length_batches([5, 500, 6], [5, 5, 5], batch_tokens=100, seed=0)
     assert [1] in [b.tolist() for b in batches]
+
+
+def test_random_batches_have_the_size_and_mix_lengths(lengths):
+    src, _ = lengths
+    batches = random_batches(2000, 128, seed=3)
+    assert [len(b) for b in batches] == [128] * 15 + [80]
+    assert sorted(np.concatenate(batches).tolist()) == list(range(2000))
+    spread = [max(src[i] for i in b) - min(src[i] for i in b) for b in batches]
+    assert min(spread) > 20  # not sorted by length: every batch mixes short and long sentences
+
+
+def test_random_batches_are_fixed_by_seed():
+    a, b, c = random_batches(500, 64, seed=1), random_batches(500, 64, seed=1), random_batches(500, 64, seed=2)
+    assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    assert not np.array_equal(a[0], c[0])
 
 
 def test_collate_shifts_targets_for_teacher_forcing():

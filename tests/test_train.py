@@ -12,6 +12,7 @@ import seqlab
 from seqlab.cli import app
 from seqlab.config import ConfigError, parse_config
 from seqlab.train import checkpoint
+from seqlab.train.schedule import cosine_lr
 from seqlab.train.trainer import Trainer
 
 PAIRS = [("abc", "cba"), ("hello", "olleh"), ("seq", "qes"), ("lab", "bal"), ("tensor", "rosnet"),
@@ -181,3 +182,14 @@ def test_an_rnn_seq2seq_trains_and_translates_through_the_same_path(tmp_path, at
     best = Trainer(parse_config(raw), run, progress=False).fit()
     assert best["valid"]["exact_match"] == 100.0
     assert seqlab.load(run).translate([a for a, _ in PAIRS]) == [b for _, b in PAIRS]
+
+
+def test_fixed_size_random_batches_and_cosine_decay_drive_the_loop(tmp_path):
+    raw = _reversal_config(tmp_path, epochs=3)  # 128 training pairs
+    raw["model"] = {"type": "rnn", "cell": "gru", "embedding_size": 16, "hidden_size": 32}
+    raw["train"] |= {"schedule": "cosine", "lr": 0.01, "batch_sentences": 50}
+    Trainer(parse_config(raw), tmp_path / "run", progress=False).fit()
+    log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in log] == [3, 6, 9]  # batches of 50, 50 and 28 sentences
+    assert [r["lr"] for r in log] == pytest.approx([cosine_lr(s, 0.01, 9) for s in (3, 6, 9)])
+    assert log[-1]["lr"] == 0.0

@@ -189,10 +189,15 @@ ModelConfig = Annotated[
 class TrainConfig(_Strict):
     epochs: int = Field(10, gt=0)
     batch_tokens: int = Field(4096, gt=0, description="token budget per batch (padded source + target)")
-    schedule: Literal["transformer", "constant"] = Field("transformer", description="the seed's warm-up, or fixed")
+    batch_sentences: int | None = Field(
+        None, gt=0, description="instead of the token budget: this many sentences per batch, in random order"
+    )
+    schedule: Literal["transformer", "constant", "cosine"] = Field(
+        "transformer", description="the seed's warm-up; or train.lr fixed, or decayed to 0 along a half cosine"
+    )
     warmup: int = Field(4000, gt=0, description="warm-up steps of the seed's schedule")
     lr_scale: float = Field(1.0, gt=0, description="factor on d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)")
-    lr: float = Field(1e-3, gt=0, description="the learning rate of the constant schedule")
+    lr: float = Field(1e-3, gt=0, description="the (first) learning rate of the constant and cosine schedules")
     label_smoothing: float = Field(0.0, ge=0, lt=1)
     clip_norm: float | None = Field(1.0, gt=0)
     precision: Literal["bf16", "fp32"] = "bf16"
@@ -224,7 +229,7 @@ class Config(_Strict):
                 raise ValueError(f"model.max_length ({self.model.max_length}) must cover data.max_source_length "
                                  f"and eval.max_output_length + 1 ({longest})")
         elif self.train.schedule == "transformer":
-            raise ValueError("the transformer schedule is defined by d_model; RNN models use train.schedule: constant")
+            raise ValueError("the transformer schedule is defined by d_model; RNN models use train.schedule: constant or cosine")
         return self
 
 

@@ -1,9 +1,17 @@
-"""Token ids → padded batches, grouped by length under a token budget.
+"""Token ids → padded batches: grouped by length under a token budget, or fixed-size random ones.
 
-Sentences of similar length go together, so little compute goes to padding;
-a batch holds as many sentences as fit in ``batch_tokens`` padded tokens
-(source + target). The order is random but fixed by ``(seed, epoch)``, so a
-resumed run sees exactly the batches an uninterrupted one would.
+``length_batches`` (the default): sentences of similar length go together, so
+little compute goes to padding; a batch holds as many sentences as fit in
+``batch_tokens`` padded tokens (source + target).
+
+``random_batches`` (``train.batch_sentences``): the book's way, a fixed number
+of sentences drawn in random order. When all sentences are about as long (the
+book's addition task: 3 to 7 characters) there is little padding to save, and
+length-sorted batches would hold only one kind of problem each, which slows
+learning badly (docs/results.md).
+
+Either order is random but fixed by ``(seed, epoch)``, so a resumed run sees
+exactly the batches an uninterrupted one would.
 """
 
 from __future__ import annotations
@@ -76,3 +84,9 @@ def length_batches(
     batches.append(order[start:])
     rng.shuffle(batches)
     return batches
+
+
+def random_batches(num_sentences: int, batch_size: int, seed: int) -> list[np.ndarray]:
+    """Index arrays of ``batch_size`` sentences (the last one smaller) in a random order fixed by ``seed``."""
+    order = np.random.default_rng(seed).permutation(num_sentences)
+    return [order[start : start + batch_size] for start in range(0, num_sentences, batch_size)]

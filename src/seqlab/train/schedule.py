@@ -1,12 +1,21 @@
-"""The warm-up learning-rate schedule (seed 000 ``CustomSchedule``; Vaswani et al. §5.3).
+"""Learning-rate schedules: the seed's warm-up schedule, and cosine decay for the RNNs.
+
+The warm-up schedule (seed 000 ``CustomSchedule``; Vaswani et al. §5.3):
 
     lrate = d_model^-0.5 · min(step^-0.5, step · warmup_steps^-1.5)
 
 linear growth for ``warmup_steps`` steps, then decay with the inverse square
 root of the step. ``scale`` multiplies the whole curve (the seed's is 1).
+
+Cosine decay (Loshchilov & Hutter 2017, without restarts): ``lr`` at the first
+step, falling along a half cosine to 0 at the last. The book trains its RNNs
+at a constant Adam 1e-3 and its accuracy swings by several points from one
+epoch to the next; decaying the rate settles it (docs/results.md).
 """
 
 from __future__ import annotations
+
+import math
 
 import torch
 from torch.optim.lr_scheduler import LambdaLR
@@ -21,3 +30,13 @@ def transformer_lr(step: int, d_model: int, warmup: int, scale: float = 1.0) -> 
 def transformer_schedule(optimizer: torch.optim.Optimizer, d_model: int, warmup: int, scale: float) -> LambdaLR:
     """A scheduler for an optimizer built with lr=1.0; call ``.step()`` after every optimizer step."""
     return LambdaLR(optimizer, lambda done: transformer_lr(done + 1, d_model, warmup, scale))
+
+
+def cosine_lr(step: int, lr: float, total: int) -> float:
+    """The rate after ``step`` of ``total`` steps (counted from 0); 0 from ``total`` on."""
+    return 0.5 * lr * (1 + math.cos(math.pi * min(step, total) / total))
+
+
+def cosine_schedule(optimizer: torch.optim.Optimizer, lr: float, total: int) -> LambdaLR:
+    """A scheduler for an optimizer built with lr=1.0; call ``.step()`` after every optimizer step."""
+    return LambdaLR(optimizer, lambda done: cosine_lr(done, lr, total))

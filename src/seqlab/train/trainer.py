@@ -16,18 +16,19 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from tqdm import tqdm
 
 from seqlab.config import Config, ConfigError
 from seqlab.data import Pair, load_splits, resolve_data_dir
-from seqlab.data.batching import Batch, collate, length_batches
+from seqlab.data.batching import Batch, collate, length_batches, random_batches
 from seqlab.evaluate import EncodedSplit, evaluate
 from seqlab.model import Seq2seq, build_model, num_parameters
 from seqlab.tokenizer import Tokenizer
 from seqlab.train import checkpoint
 from seqlab.train.loss import token_nll_sum
-from seqlab.train.schedule import transformer_schedule
+from seqlab.train.schedule import cosine_schedule, transformer_schedule
 from seqlab.translator import Translator
 
 log = logging.getLogger("seqlab")
@@ -74,8 +75,8 @@ class Trainer:
         self.train_set = EncodedSplit.build(self.translator, splits["train"], "train")
         self.valid_set = EncodedSplit.build(self.translator, splits["valid"], "valid")
         self.optimizer = torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9)
-        self.scheduler = _schedule(self.optimizer, config)
         self.position = Position()
+        self.scheduler = _schedule(self.optimizer, config, config.train.epochs * len(self._epoch_batches()))
         if resume:
             saved = checkpoint.load_checkpoint(self.run_dir, model, self.optimizer, self.scheduler)
             self.position = Position(**saved)
@@ -140,7 +141,7 @@ class Trainer:
     def _train_epoch(self) -> None:
         pos, cfg = self.position, self.config.train
         src, trg = self.train_set.src, self.train_set.trg
-        batches = length_batches([len(s) for s in src], [len(t) for t in trg], cfg.batch_tokens, self._epoch_seed())
+        batches = self._epoch_batches()
         self.model.train()
         bar = tqdm(total=len(batches), initial=pos.batch, desc=f"epoch {pos.epoch}", unit="batch", leave=False,
                    disable=None if self.progress is None else not self.progress)  # None: only on a terminal
@@ -191,15 +192,25 @@ class Trainer:
     def _save_checkpoint(self) -> None:
         checkpoint.save_checkpoint(self.run_dir, self.model, self.optimizer, self.scheduler, asdict(self.position))
 
-    def _epoch_seed(self) -> int:
-        return self.config.seed * 1_000_003 + self.position.epoch
+    def _epoch_batches(self) -> list[np.ndarray]:
+        """This epoch's batches (index arrays into the training set), in training order."""
+        cfg, src, trg = self.config.train, self.train_set.src, self.train_set.trg
+        seed = self.config.seed * 1_000_003 + self.position.epoch
+        if cfg.batch_sentences:
+            return random_batches(len(src), cfg.batch_sentences, seed)
+        return length_batches([len(s) for s in src], [len(t) for t in trg], cfg.batch_tokens, seed)
 
 
-def _schedule(optimizer: torch.optim.Optimizer, config: Config) -> torch.optim.lr_scheduler.LambdaLR:
-    """The seed's warm-up schedule (Transformers), or ``train.lr`` throughout (the book's RNNs: Adam 1e-3)."""
+def _schedule(optimizer: torch.optim.Optimizer, config: Config, total_steps: int) -> torch.optim.lr_scheduler.LambdaLR:
+    """The seed's warm-up schedule (Transformers), ``train.lr`` throughout (the book's RNNs: Adam 1e-3), or cosine decay.
+
+    ``total_steps`` (epochs × the first epoch's batches) is where the cosine reaches 0.
+    """
     cfg = config.train
     if cfg.schedule == "transformer":
         return transformer_schedule(optimizer, config.model.d_model, cfg.warmup, cfg.lr_scale)
+    if cfg.schedule == "cosine":
+        return cosine_schedule(optimizer, cfg.lr, total_steps)
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: cfg.lr)
 
 
