@@ -229,7 +229,9 @@ class Config(_Strict):
                 raise ValueError(f"model.max_length ({self.model.max_length}) must cover data.max_source_length "
                                  f"and eval.max_output_length + 1 ({longest})")
         elif self.train.schedule == "transformer":
-            raise ValueError("the transformer schedule is defined by d_model; RNN models use train.schedule: constant or cosine")
+            raise ValueError(
+                "the transformer schedule is defined by d_model; RNN models use train.schedule: constant or cosine"
+            )
         return self
 
 
