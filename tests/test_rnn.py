@@ -119,6 +119,25 @@ def test_every_variant_is_causal_and_attends_only_to_real_tokens(attention, peek
         torch.testing.assert_close(weights.sum(-1), torch.ones(2, 5))
 
 
+@pytest.mark.parametrize("attention", ["none", "dot", "general", "concat", "bahdanau"])
+@pytest.mark.parametrize("peeky", [False, True])
+def test_teacher_forcing_equals_one_step_at_a_time(attention, peeky):
+    # Without Bahdanau the teacher-forced decoder runs all steps in one RNN call; it must match step().
+    src, states, finals = _encoded()
+    torch.manual_seed(2)
+    decoder = RNNDecoder(15, 8, 12, 12, cell="lstm", num_layers=2, peeky=peeky, attention=attention).eval()
+    trg = torch.randint(4, 15, (2, 6))
+    logits, weights = decoder(trg, states, src == PAD, finals)
+    state, step_logits, step_weights = decoder.init_state(finals), [], []
+    for t in range(trg.size(1)):
+        out, state, w = decoder.step(trg[:, t], state, states, src == PAD, finals[-1][0])
+        step_logits.append(out)
+        step_weights.append(w)
+    torch.testing.assert_close(logits, torch.stack(step_logits, dim=1))
+    if attention != "none":
+        torch.testing.assert_close(weights, torch.stack(step_weights, dim=1))
+
+
 def test_bahdanau_queries_the_previous_state_and_luong_the_current():
     src, states, finals = _encoded()
     pad = src == PAD

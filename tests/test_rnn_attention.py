@@ -77,3 +77,17 @@ def test_bad_choices_are_explained():
         RNNAttention("dot", 4, 8)
     with pytest.raises(ValueError, match="unknown attention score"):
         RNNAttention("luong", 4, 4)
+
+
+@pytest.mark.parametrize("score", ["dot", "general", "concat"])
+def test_several_queries_at_once_equal_one_at_a_time(score):
+    torch.manual_seed(0)
+    attention = RNNAttention(score, 4, 4)
+    keys, queries = torch.randn(2, 5, 4), torch.randn(2, 3, 4)
+    pad = torch.tensor([[False] * 5, [False, False, False, True, True]])
+    context, weights = attention(queries, keys, pad)  # (2, 3, 4), (2, 3, 5)
+    for t in range(3):
+        one_context, one_weights = attention(queries[:, t], keys, pad)
+        torch.testing.assert_close(context[:, t], one_context)
+        torch.testing.assert_close(weights[:, t], one_weights)
+    assert float(weights[1, :, 3:].detach().abs().max()) == 0.0

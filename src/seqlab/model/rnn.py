@@ -155,21 +155,30 @@ class RNNDecoder(nn.Module):
         encoder_final: torch.Tensor,  # (batch, encoder_size), the top encoder layer's final h
     ) -> tuple[torch.Tensor, State, torch.Tensor | None]:
         """One decoder step -> logits (batch, vocab), the new state and the attention weights (batch, src_len)."""
-        x = self.dropout(self.embedding(ids))  # (batch, embedding)
+        logits, state, weights = self._steps(ids.unsqueeze(1), state, memory, src_pad, encoder_final)
+        return logits.squeeze(1), state, None if weights is None else weights.squeeze(1)
+
+    def _steps(
+        self, ids: torch.Tensor, state: State, memory: torch.Tensor, src_pad: torch.Tensor, encoder_final: torch.Tensor
+    ) -> tuple[torch.Tensor, State, torch.Tensor | None]:
+        """Decoder steps on known input words ids (batch, steps) -> logits (batch, steps, vocab), the last state,
+        the attention weights (batch, steps, src_len). Bahdanau's query is the previous state, so it takes one step."""
+        x = self.dropout(self.embedding(ids))  # (batch, steps, embedding)
+        peek = encoder_final.unsqueeze(1).expand(-1, ids.size(1), -1)  # (batch, steps, encoder_size)
         weights = None
         if self.peeky:
-            x = torch.cat([encoder_final, x], dim=-1)
+            x = torch.cat([peek, x], dim=-1)
         if self.attention_kind == "bahdanau":  # query: the previous state s_{t-1}
-            context, weights = self.attention(state[0][-1], memory, src_pad)
+            assert ids.size(1) == 1, "Bahdanau attention runs one step at a time"
+            context, weights = self.attention(state[0][-1].unsqueeze(1), memory, src_pad)  # (batch, 1, encoder_size)
             x = torch.cat([context, x], dim=-1)
-        out, new_state = self.rnn(x.unsqueeze(1), state if self.cell == "lstm" else state[0])
+        s, new_state = self.rnn(x, state if self.cell == "lstm" else state[0])  # s: (batch, steps, hidden), s_t
         new_state = new_state if isinstance(new_state, tuple) else (new_state,)
-        s = out.squeeze(1)  # (batch, hidden), s_t
         if self.combine is not None:  # Luong: query s_t, then tanh(W_c [a_t; s_t])
             context, weights = self.attention(s, memory, src_pad)
             s = torch.tanh(self.combine(torch.cat([context, s], dim=-1)))
         if self.peeky:
-            s = torch.cat([encoder_final, s], dim=-1)
+            s = torch.cat([peek, s], dim=-1)
         return self.output(self.dropout(s)), new_state, weights
 
     def forward(
@@ -177,14 +186,16 @@ class RNNDecoder(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Teacher forcing: trg (batch, trg_len) -> logits (batch, trg_len, vocab) and, with attention,
         the weights (batch, trg_len, src_len)."""
-        state = self.init_state(encoder_finals)
+        state, encoder_final = self.init_state(encoder_finals), encoder_finals[-1][0]
+        if self.attention_kind != "bahdanau":  # the recurrence never reads the attention: one RNN call for all steps
+            logits, _, weights = self._steps(trg, state, memory, src_pad, encoder_final)
+            return logits, weights
         logits, weights = [], []
         for t in range(trg.size(1)):
-            step_logits, state, w = self.step(trg[:, t], state, memory, src_pad, encoder_finals[-1][0])
+            step_logits, state, w = self.step(trg[:, t], state, memory, src_pad, encoder_final)
             logits.append(step_logits)
-            if w is not None:
-                weights.append(w)
-        return torch.stack(logits, dim=1), torch.stack(weights, dim=1) if weights else None
+            weights.append(w)
+        return torch.stack(logits, dim=1), torch.stack(weights, dim=1)
 
 
 class RNNSeq2seq(nn.Module):

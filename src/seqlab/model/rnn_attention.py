@@ -27,8 +27,8 @@ class DotScore(nn.Module):
     """e_i = sᵀ h_i; query and keys must have the same size."""
 
     def forward(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-        # query (batch, hidden), keys (batch, src_len, hidden) -> (batch, src_len)
-        return torch.einsum("bh,bth->bt", query, keys)
+        # query (batch, [steps,] hidden), keys (batch, src_len, hidden) -> (batch, [steps,] src_len)
+        return torch.einsum("b...h,bth->b...t", query, keys)
 
 
 class GeneralScore(nn.Module):
@@ -39,7 +39,7 @@ class GeneralScore(nn.Module):
         self.w = nn.Linear(key_size, query_size, bias=False)
 
     def forward(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-        return torch.einsum("bh,bth->bt", query, self.w(keys))
+        return torch.einsum("b...h,bth->b...t", query, self.w(keys))
 
 
 class ConcatScore(nn.Module):
@@ -52,20 +52,25 @@ class ConcatScore(nn.Module):
         self.v = nn.Linear(attention_size, 1, bias=False)
 
     def forward(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
-        hidden = torch.tanh(self.w_keys(keys) + self.w_query(query)[:, None, :])  # (batch, src_len, attention)
-        return self.v(hidden).squeeze(-1)  # (batch, src_len)
+        keys = self.w_keys(keys)  # (batch, src_len, attention)
+        if query.dim() == 3:  # several steps at once
+            keys = keys.unsqueeze(1)  # (batch, 1, src_len, attention)
+        hidden = torch.tanh(keys + self.w_query(query).unsqueeze(-2))  # (batch, [steps,] src_len, attention)
+        return self.v(hidden).squeeze(-1)  # (batch, [steps,] src_len)
 
 
 def attention_weights(scores: torch.Tensor, pad: torch.Tensor | None = None) -> torch.Tensor:
-    """α = softmax(e) over source positions; ``pad`` (batch, src_len) True at padding gets weight 0."""
+    """α = softmax(e) over source positions; ``pad`` (batch, src_len) True at padding gets weight 0.
+
+    ``scores`` (batch, src_len), or (batch, steps, src_len) for several decoder steps at once."""
     if pad is not None:
-        scores = scores.masked_fill(pad, MASK_VALUE)
+        scores = scores.masked_fill(pad if scores.dim() == 2 else pad.unsqueeze(1), MASK_VALUE)
     return torch.softmax(scores, dim=-1)
 
 
 def weighted_sum(weights: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
-    """a = Σ_i α_i h_i: weights (batch, src_len), values (batch, src_len, hidden) -> (batch, hidden)."""
-    return torch.einsum("bt,bth->bh", weights, values)
+    """a = Σ_i α_i h_i: weights (batch, [steps,] src_len), values (batch, src_len, hidden) -> (batch, [steps,] hidden)."""
+    return torch.einsum("b...t,bth->b...h", weights, values)
 
 
 class RNNAttention(nn.Module):
@@ -87,6 +92,7 @@ class RNNAttention(nn.Module):
     def forward(
         self, query: torch.Tensor, keys: torch.Tensor, pad: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """query (batch, query_size), keys (batch, src_len, key_size) -> context (batch, key_size), weights."""
-        weights = attention_weights(self.score(query, keys), pad)  # (batch, src_len)
+        """query (batch, [steps,] query_size), keys (batch, src_len, key_size) -> context (batch, [steps,] key_size),
+        weights (batch, [steps,] src_len)."""
+        weights = attention_weights(self.score(query, keys), pad)
         return weighted_sum(weights, keys), weights
