@@ -69,8 +69,7 @@ def summary(task: str, results: dict[str, tuple[dict, dict | None]]) -> list[str
         f"### Book task `{task}`: seqlab vs the book's NumPy code",
         "",
         (f"{datetime.date.today()}, {platform.machine()}, {os.cpu_count()} cores, one job at a time, "
-         f"torch {_torch_version()}. Command: `python benchmarks/book_tasks.py --task {task} "
-         "--data-dir ../shared/data --book-repo /tmp/dlfs2`"),
+         f"torch {_torch_version()}. Command: `python benchmarks/book_tasks.py {' '.join(sys.argv[1:])}`"),
         "",
         ("| variant | seqlab test exact match (best valid epoch) | seqlab training s | seqlab `train` wall s "
          "| book test acc, last / best epoch | book training s | training time book / seqlab |"),
