@@ -13,36 +13,36 @@ def test_reverse_keeps_eos_and_padding_in_place():
     assert torch.equal(reverse_source(reverse_source(src)), src)
 
 
-@pytest.mark.parametrize("cell, parts", [("rnn", 1), ("gru", 1), ("lstm", 2)])
+@pytest.mark.parametrize("cell", ["rnn", "gru", "lstm"])
 @pytest.mark.parametrize("bidirectional", [False, True])
-def test_shapes(cell, parts, bidirectional):
+def test_shapes(cell, bidirectional):
     encoder = RNNEncoder(20, 16, 32, cell=cell, num_layers=2, bidirectional=bidirectional)
-    states, finals = encoder(torch.randint(4, 20, (3, 7)))
+    states, final = encoder(torch.randint(4, 20, (3, 7)))
     width = 64 if bidirectional else 32
     assert states.shape == (3, 7, width) and encoder.output_size == width
-    assert len(finals) == 2 and all(len(f) == parts and f[0].shape == (3, width) for f in finals)
+    assert final.shape == (3, width)
 
 
 @pytest.mark.parametrize("cell", ["gru", "lstm"])
-def test_a_sentence_alone_equals_it_inside_a_padded_batch(cell):
+@pytest.mark.parametrize("bidirectional", [False, True])  # forward-only layers run padded, bidirectional ones packed
+def test_a_sentence_alone_equals_it_inside_a_padded_batch(cell, bidirectional):
     torch.manual_seed(0)
-    encoder = RNNEncoder(20, 8, 12, cell=cell, num_layers=2, bidirectional=True, skip=True).eval()
+    encoder = RNNEncoder(20, 8, 12, cell=cell, num_layers=2, bidirectional=bidirectional, skip=True).eval()
     alone = torch.tensor([[5, 6, 7, EOS]])
     batch = torch.tensor([[9, 8, 7, 6, 5, 4, EOS], [5, 6, 7, EOS, PAD, PAD, PAD]])
-    states_alone, finals_alone = encoder(alone)
-    states_batch, finals_batch = encoder(batch)
+    states_alone, final_alone = encoder(alone)
+    states_batch, final_batch = encoder(batch)
     torch.testing.assert_close(states_batch[1, :4], states_alone[0], atol=1e-6, rtol=1e-5)
     assert float(states_batch[1, 4:].detach().abs().max()) == 0.0  # nothing at padding
-    for final_alone, final_batch in zip(finals_alone, finals_batch):
-        for a, b in zip(final_alone, final_batch):
-            torch.testing.assert_close(b[1], a[0], atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(final_batch[1], final_alone[0], atol=1e-6, rtol=1e-5)
+    assert not torch.allclose(final_batch[0], final_batch[1])
 
 
 def test_final_state_is_the_last_real_position():
     torch.manual_seed(0)
     encoder = RNNEncoder(20, 8, 12, cell="lstm").eval()
-    states, finals = encoder(torch.tensor([[5, 6, 7, EOS, PAD, PAD]]))
-    torch.testing.assert_close(finals[0][0][0], states[0, 3])  # the book's Encoder returns hs[:, -1]
+    states, final = encoder(torch.tensor([[5, 6, 7, EOS, PAD, PAD]]))
+    torch.testing.assert_close(final[0], states[0, 3])  # the book's Encoder returns hs[:, -1]
 
 
 def test_backward_half_reads_the_reversed_sentence():
@@ -78,8 +78,8 @@ def _encoded(bidirectional=False, hidden=12):
     torch.manual_seed(0)
     encoder = RNNEncoder(20, 8, hidden, cell="lstm", bidirectional=bidirectional).eval()
     src = torch.tensor([[5, 6, 7, EOS, PAD], [5, 6, 7, 8, EOS]])
-    states, finals = encoder(src)
-    return src, states, finals
+    states, final = encoder(src)
+    return src, states, final
 
 
 def test_peeky_widths_are_the_books():
@@ -90,27 +90,27 @@ def test_peeky_widths_are_the_books():
 
 
 def test_plain_decoder_starts_from_the_encoders_final_h():
-    src, states, finals = _encoded()
+    src, states, final = _encoded()
     decoder = RNNDecoder(15, 8, 12, 12, cell="lstm")
-    h, c = decoder.init_state(finals)
-    torch.testing.assert_close(h[0], finals[-1][0])
+    h, c = decoder.init_state(final)
+    torch.testing.assert_close(h[0], final)
     assert float(c.abs().max()) == 0.0
 
 
 @pytest.mark.parametrize("attention", ["none", "dot", "general", "concat", "bahdanau"])
 @pytest.mark.parametrize("peeky", [False, True])
 def test_every_variant_is_causal_and_attends_only_to_real_tokens(attention, peeky):
-    src, states, finals = _encoded(bidirectional=True)
+    src, states, final = _encoded(bidirectional=True)
     torch.manual_seed(1)
     hidden = 24 if attention == "dot" else 10
     decoder = RNNDecoder(15, 8, hidden, 24, cell="gru", num_layers=2, peeky=peeky, attention=attention).eval()
     trg = torch.randint(4, 15, (2, 5))
-    logits, weights = decoder(trg, states, src == PAD, finals)
+    logits, weights = decoder(trg, states, src == PAD, final)
     assert logits.shape == (2, 5, 15)
     changed = trg.clone()
     changed[:, 3] = (trg[:, 3] - 3) % 11 + 4
-    torch.testing.assert_close(decoder(changed, states, src == PAD, finals)[0][:, :3], logits[:, :3])
-    assert not torch.allclose(decoder(changed, states, src == PAD, finals)[0][:, 3], logits[:, 3])
+    torch.testing.assert_close(decoder(changed, states, src == PAD, final)[0][:, :3], logits[:, :3])
+    assert not torch.allclose(decoder(changed, states, src == PAD, final)[0][:, 3], logits[:, 3])
     if attention == "none":
         assert weights is None
     else:
@@ -123,14 +123,14 @@ def test_every_variant_is_causal_and_attends_only_to_real_tokens(attention, peek
 @pytest.mark.parametrize("peeky", [False, True])
 def test_teacher_forcing_equals_one_step_at_a_time(attention, peeky):
     # Without Bahdanau the teacher-forced decoder runs all steps in one RNN call; it must match step().
-    src, states, finals = _encoded()
+    src, states, final = _encoded()
     torch.manual_seed(2)
     decoder = RNNDecoder(15, 8, 12, 12, cell="lstm", num_layers=2, peeky=peeky, attention=attention).eval()
     trg = torch.randint(4, 15, (2, 6))
-    logits, weights = decoder(trg, states, src == PAD, finals)
-    state, step_logits, step_weights = decoder.init_state(finals), [], []
+    logits, weights = decoder(trg, states, src == PAD, final)
+    state, step_logits, step_weights = decoder.init_state(final), [], []
     for t in range(trg.size(1)):
-        out, state, w = decoder.step(trg[:, t], state, states, src == PAD, finals[-1][0])
+        out, state, w = decoder.step(trg[:, t], state, states, src == PAD, final)
         step_logits.append(out)
         step_weights.append(w)
     torch.testing.assert_close(logits, torch.stack(step_logits, dim=1))
@@ -139,14 +139,14 @@ def test_teacher_forcing_equals_one_step_at_a_time(attention, peeky):
 
 
 def test_bahdanau_queries_the_previous_state_and_luong_the_current():
-    src, states, finals = _encoded()
+    src, states, final = _encoded()
     pad = src == PAD
     ids = torch.tensor([5, 6])
     for kind, query_is_previous in (("bahdanau", True), ("general", False)):
         torch.manual_seed(0)
         decoder = RNNDecoder(15, 8, 12, 12, cell="lstm", attention=kind).eval()
-        state = decoder.init_state(finals)
-        _, new_state, weights = decoder.step(ids, state, states, pad, finals[-1][0])
+        state = decoder.init_state(final)
+        _, new_state, weights = decoder.step(ids, state, states, pad, final)
         query = state[0][-1] if query_is_previous else new_state[0][-1]
         _, expected = decoder.attention(query, states, pad)
         torch.testing.assert_close(weights, expected)
@@ -162,8 +162,8 @@ def test_attention_seq2seq_learns_to_copy():
     trg_in = torch.cat([torch.ones(64, 1, dtype=torch.long), src], dim=1)  # <sos> copy
     trg_out = torch.cat([src, torch.full((64, 1), EOS)], dim=1)
     for _ in range(150):
-        states, finals = encoder(src)
-        logits, _ = decoder(trg_in, states, src == PAD, finals)
+        states, final = encoder(src)
+        logits, _ = decoder(trg_in, states, src == PAD, final)
         loss = torch.nn.functional.cross_entropy(logits.reshape(-1, 12), trg_out.reshape(-1))
         optimizer.zero_grad()
         loss.backward()

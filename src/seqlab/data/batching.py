@@ -16,6 +16,7 @@ exactly the batches an uninterrupted one would.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -40,10 +41,11 @@ class Batch:
 
 def pad(seqs: Sequence[Sequence[int]]) -> torch.Tensor:
     """Right-pad id lists with PAD into a (batch, max_len) tensor."""
-    out = torch.full((len(seqs), max(map(len, seqs))), PAD, dtype=torch.long)
-    for row, seq in enumerate(seqs):
-        out[row, : len(seq)] = torch.as_tensor(seq, dtype=torch.long)
-    return out
+    lengths = np.fromiter(map(len, seqs), dtype=np.int64, count=len(seqs))
+    out = np.full((len(seqs), int(lengths.max())), PAD, dtype=np.int64)
+    real = np.arange(out.shape[1]) < lengths[:, None]  # (batch, max_len), True before the padding
+    out[real] = np.fromiter(itertools.chain.from_iterable(seqs), dtype=np.int64, count=int(lengths.sum()))
+    return torch.from_numpy(out)
 
 
 def source_ids(tokens: Sequence[int]) -> list[int]:
