@@ -90,7 +90,7 @@ def test_peeky_widths_are_the_books():
 
 
 def test_plain_decoder_starts_from_the_encoders_final_h():
-    src, states, final = _encoded()
+    *_, final = _encoded()
     decoder = RNNDecoder(15, 8, 12, 12, cell="lstm")
     h, c = decoder.init_state(final)
     torch.testing.assert_close(h[0], final)
