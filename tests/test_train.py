@@ -87,6 +87,26 @@ def test_date_model_trains_translates_and_evaluates_through_the_cli(tmp_path):
     assert from_file.stdout.splitlines() == from_stdin.stdout.splitlines() == outputs
     assert seqlab.load(run).translate(["september 27, 1994", "10/15/94"]) == outputs
 
+    # decoding options: n-best lists with scores, sampling, the same options from Python and in eval
+    result = runner.invoke(app, ["translate", str(run), "september 27, 1994", "10/15/94", "--beam", "5", "--nbest", "3",
+                                 "--length-penalty", "0.6"])
+    assert result.exit_code == 0, result.output
+    rows = [line.split("\t") for line in result.stdout.splitlines()]
+    assert [r[0] for r in rows] == ["0", "0", "0", "1", "1", "1"]
+    for number in ("0", "1"):
+        scores = [float(r[1]) for r in rows if r[0] == number]
+        assert scores == sorted(scores, reverse=True) and all(s <= 0 for s in scores)
+    assert seqlab.load(run).translate(["september 27, 1994", "10/15/94"], beam=5, length_penalty=0.6) == \
+        [rows[0][2], rows[3][2]]
+    sampled = [runner.invoke(app, ["translate", str(run), "10/15/94", "--sample", "--num-samples", "4",
+                                   "--temperature", "1.5", "--seed", "2"]).stdout for _ in range(2)]
+    assert sampled[0] == sampled[1] and len(sampled[0].splitlines()) == 4
+    result = runner.invoke(app, ["eval", str(run), "--split", "test", "--json", "--beam", "4"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["exact_match"] > 50.0
+    result = runner.invoke(app, ["translate", str(run), "10/15/94", "--beam", "2", "--nbest", "3"], env={"COLUMNS": "200"})
+    assert result.exit_code == 2 and "nbest (3) cannot exceed the beam size (2)" in result.output
+
 
 def test_resume_after_a_kill_gives_the_same_next_epoch(tmp_path, monkeypatch):
     config = parse_config(_reversal_config(tmp_path, epochs=2) | {"seed": 7})

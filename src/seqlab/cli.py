@@ -6,11 +6,14 @@ import json
 import logging
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from seqlab.config import ConfigError, load_config
+
+if TYPE_CHECKING:
+    from seqlab.decoding import DecodeOptions
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Sequence-to-sequence learning on the CPU.")
 
@@ -18,6 +21,46 @@ DataDir = Annotated[
     Path | None,
     typer.Option("--data-dir", help="Data directory for relative data paths [default: $SEQLAB_DATA or ./data]."),
 ]
+
+
+# decoding options, shared by translate and eval (see seqlab.decoding.DecodeOptions)
+Beam = Annotated[int, typer.Option("--beam", help="Beam size; 1 is greedy.", rich_help_panel="Decoding")]
+NBest = Annotated[int, typer.Option("--nbest", help="Print this many hypotheses per input (≤ beam).",
+                                    rich_help_panel="Decoding")]
+LengthPenalty = Annotated[float, typer.Option("--length-penalty", help="GNMT's α: rank by log P / ((5 + len) / 6)^α.",
+                                              rich_help_panel="Decoding")]
+Normalize = Annotated[bool, typer.Option("--normalize", help="Rank by the average log-probability per word.",
+                                         rich_help_panel="Decoding")]
+Sample = Annotated[bool, typer.Option("--sample", help="Draw words from the softmax instead of searching.",
+                                      rich_help_panel="Decoding")]
+Temperature = Annotated[float, typer.Option("--temperature", help="Sampling temperature; 0 is greedy.",
+                                            rich_help_panel="Decoding")]
+TopK = Annotated[int, typer.Option("--top-k", help="Sample among the k most probable words (0: all).",
+                                   rich_help_panel="Decoding")]
+TopP = Annotated[float, typer.Option("--top-p", help="Sample among the most probable words holding p of the mass.",
+                                     rich_help_panel="Decoding")]
+NumSamples = Annotated[int, typer.Option("--num-samples", help="Samples per input (with --sample).",
+                                         rich_help_panel="Decoding")]
+Seed = Annotated[int, typer.Option("--seed", help="Seed of the sampling generator.", rich_help_panel="Decoding")]
+MaxLength = Annotated[int | None, typer.Option("--max-length", help="Most output words [default: the run's "
+                                               "eval.max_output_length].", rich_help_panel="Decoding")]
+
+
+def _decode_options(**values: object) -> DecodeOptions:
+    """DecodeOptions from the command line; a bad combination is reported like any usage error."""
+    from pydantic import ValidationError
+
+    from seqlab.decoding import DecodeOptions
+
+    try:
+        return DecodeOptions(**values)
+    except ValidationError as exc:
+        problems = [
+            (f"--{'-'.join(map(str, e['loc'])).replace('_', '-')}: " if e["loc"] else "")
+            + e["msg"].removeprefix("Value error, ")
+            for e in exc.errors()
+        ]
+        raise typer.BadParameter("; ".join(problems)) from None
 
 
 def _fail(exc: Exception) -> None:
@@ -61,11 +104,28 @@ def translate(
     run_dir: Annotated[Path, typer.Argument(help="A trained run directory.")],
     texts: Annotated[list[str] | None, typer.Argument(help="Sentences to translate.")] = None,
     input: Annotated[str | None, typer.Option("--input", "-i", help="File with one sentence per line; - for stdin.")] = None,
+    beam: Beam = 1,
+    nbest: NBest = 1,
+    length_penalty: LengthPenalty = 0.0,
+    normalize: Normalize = False,
+    sample: Sample = False,
+    temperature: Temperature = 1.0,
+    top_k: TopK = 0,
+    top_p: TopP = 1.0,
+    num_samples: NumSamples = 1,
+    seed: Seed = 0,
+    max_length: MaxLength = None,
 ) -> None:
-    """Translate sentences given as arguments, or a file line by line (one line in, one line out)."""
+    """Translate sentences given as arguments, or a file line by line (one line in, one line out).
+
+    With --nbest or --num-samples above 1, every output is a line "INPUT_NUMBER<tab>SCORE<tab>TEXT".
+    """
     from seqlab.translator import load
 
     _setup_logging()
+    options = _decode_options(beam=beam, nbest=nbest, length_penalty=length_penalty, normalize=normalize,
+                              sample=sample, temperature=temperature, top_k=top_k, top_p=top_p,
+                              num_samples=num_samples, seed=seed, max_length=max_length)
     if bool(texts) == bool(input):
         _fail(ValueError("give sentences as arguments or --input FILE, not both and not neither"))
     try:
@@ -73,8 +133,10 @@ def translate(
         lines = texts or _read_lines(input)
     except (ConfigError, FileNotFoundError, ValueError) as exc:  # DataError is a ValueError
         _fail(exc)
-    for output in translator.translate(lines):
-        typer.echo(output)
+    several = options.nbest > 1 or options.num_samples > 1
+    for number, outputs in enumerate(translator.generate(lines, options)):
+        for output in outputs if several else outputs[:1]:
+            typer.echo(f"{number}\t{output.score:.4f}\t{output.text}" if several else output.text)
 
 
 @app.command("eval")
@@ -83,8 +145,19 @@ def evaluate_run(
     split: Annotated[str, typer.Option(help="train, valid or test.")] = "test",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     data_dir: DataDir = None,
+    beam: Beam = 1,
+    length_penalty: LengthPenalty = 0.0,
+    normalize: Normalize = False,
+    sample: Sample = False,
+    temperature: Temperature = 1.0,
+    top_k: TopK = 0,
+    top_p: TopP = 1.0,
+    seed: Seed = 0,
+    max_length: MaxLength = None,
 ) -> None:
     """Loss, perplexity, exact match and BLEU of a trained model on a split of its data."""
+    options = _decode_options(beam=beam, length_penalty=length_penalty, normalize=normalize, sample=sample,
+                              temperature=temperature, top_k=top_k, top_p=top_p, seed=seed, max_length=max_length)
     from seqlab.data import DataError, load_splits, resolve_data_dir
     from seqlab.evaluate import EncodedSplit, evaluate
     from seqlab.translator import load
@@ -95,7 +168,8 @@ def evaluate_run(
         pairs = load_splits(translator.config.data, resolve_data_dir(data_dir)).get(split)
         if not pairs:
             raise ValueError(f"the run's data has no {split!r} split (splits: train, valid, test)")
-        metrics = evaluate(translator, EncodedSplit.build(translator, pairs, split), translator.config.train.batch_tokens)
+        encoded = EncodedSplit.build(translator, pairs, split)
+        metrics = evaluate(translator, encoded, translator.config.train.batch_tokens, options=options)
     except (ConfigError, DataError, FileNotFoundError, ValueError) as exc:
         _fail(exc)
     if as_json:

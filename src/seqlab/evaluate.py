@@ -1,5 +1,5 @@
-"""Scores of a model on a split: teacher-forced loss and perplexity, then greedy outputs
-scored by exact match and BLEU against the references."""
+"""Scores of a model on a split: teacher-forced loss and perplexity, then decoded outputs (greedy unless
+asked otherwise) scored by exact match and BLEU against the references."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import torch
 
 from seqlab.data import Pair
 from seqlab.data.batching import collate, length_batches
+from seqlab.decoding import DecodeOptions
 from seqlab.metrics import corpus_bleu, exact_match
 from seqlab.train.loss import token_nll_sum
 from seqlab.translator import Translator
@@ -55,11 +56,18 @@ def teacher_forced_loss(translator: Translator, split: EncodedSplit, batch_token
     return total / max(tokens, 1)
 
 
-def evaluate(translator: Translator, split: EncodedSplit, batch_tokens: int, decode_limit: int | None = None) -> dict:
-    """{'loss', 'perplexity', 'exact_match', 'bleu', 'sentences'}; ``decode_limit`` caps the decoded sentences."""
+def evaluate(
+    translator: Translator,
+    split: EncodedSplit,
+    batch_tokens: int,
+    decode_limit: int | None = None,
+    options: DecodeOptions | None = None,
+) -> dict:
+    """{'loss', 'perplexity', 'exact_match', 'bleu', 'sentences'}; ``decode_limit`` caps the decoded sentences,
+    ``options`` chooses how to decode them (greedy by default)."""
     loss = teacher_forced_loss(translator, split, batch_tokens)
     n = len(split.src) if decode_limit is None else min(decode_limit, len(split.src))
-    hypotheses = translator.translate_ids(split.src[:n])
+    hypotheses = translator.translate_ids(split.src[:n], options)
     references = split.references[:n]
     return {
         "loss": loss,

@@ -10,13 +10,15 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from seqlab.config import Config
 from seqlab.data.batching import pad, source_ids
-from seqlab.decoding import greedy_decode
+from seqlab.decoding import DecodeOptions, Hypothesis, decode
 from seqlab.model import Seq2seq, build_model
 from seqlab.tokenizer import Tokenizer
 from seqlab.train import checkpoint
@@ -49,30 +51,71 @@ class Translator:
         """A reference as the model can produce it (Unicode NFC, lower-cased if so configured)."""
         return self.target.normalize(text)
 
-    def translate(self, texts: Sequence[str]) -> list[str]:
-        """Greedy translations, decoded in batches of similar-length sentences."""
+    def translate(self, texts: Sequence[str], options: DecodeOptions | None = None, **kwargs: Any) -> list[str]:
+        """The best output for every input text. Greedy by default; the options of ``DecodeOptions``
+        select beam search or sampling, e.g. ``translate(texts, beam=5, length_penalty=0.6)``."""
+        return [outputs[0].text for outputs in self.generate(texts, options, **kwargs)]
+
+    def generate(
+        self, texts: Sequence[str], options: DecodeOptions | None = None, need_weights: bool = False, **kwargs: Any
+    ) -> list[list[Translation]]:
+        """Every input's outputs, best first: ``nbest`` of a beam search, ``num_samples`` samples, or the
+        greedy one; with ``need_weights``, the cross-attention of each output word over the source tokens."""
         if isinstance(texts, str):
-            raise TypeError("translate() takes a list of strings")
-        return self.translate_ids(self.encode_sources(texts))
+            raise TypeError("translate() takes a list of strings, not one string")
+        options = _options(options, kwargs)
+        src = self.encode_sources(texts)
+        results = []
+        for source, hypotheses in zip(src, self.decode_ids(src, options, need_weights)):
+            source_tokens = self.source.tokens_from_ids(source)
+            results.append([
+                Translation(self.target.decode([h.tokens])[0], h.score, h.log_prob, source_tokens,
+                            self.target.tokens_from_ids(h.tokens), h.attention)
+                for h in hypotheses
+            ])
+        return results
 
-    def translate_ids(self, ids: Sequence[Sequence[int]]) -> list[str]:
-        """Like ``translate`` for sources already encoded by ``encode_sources``."""
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
-        outputs: list[list[int]] = [[] for _ in ids]
-        for chunk in _chunks(order, self.config.eval.batch_size):
-            for index, out in zip(chunk, self.decode_ids([ids[i] for i in chunk])):
-                outputs[index] = out
-        return self.target.decode(outputs)
+    def translate_ids(self, ids: Sequence[Sequence[int]], options: DecodeOptions | None = None) -> list[str]:
+        """The best output text for sources already encoded by ``encode_sources``."""
+        best = [hypotheses[0].tokens for hypotheses in self.decode_ids(ids, options or DecodeOptions())]
+        return self.target.decode(best)
 
-    def decode_ids(self, src: Sequence[Sequence[int]]) -> list[list[int]]:
-        max_length = self.config.eval.max_output_length  # the config checks it fits the model
+    def decode_ids(
+        self, src: Sequence[Sequence[int]], options: DecodeOptions, need_weights: bool = False
+    ) -> list[list[Hypothesis]]:
+        """Decode encoded sources in batches of similar length (``eval.batch_size`` sentences)."""
+        order = sorted(range(len(src)), key=lambda i: len(src[i]))
+        outputs: list[list[Hypothesis]] = [[] for _ in src]
         was_training = self.model.training
         self.model.eval()
         try:
-            with self.autocast():
-                return greedy_decode(self.model, pad(src), max_length)
+            for chunk in _chunks(order, self.config.eval.batch_size):
+                with self.autocast():
+                    decoded = decode(self.model, pad([src[i] for i in chunk]), options,
+                                     self.config.eval.max_output_length, need_weights)
+                for index, hypotheses in zip(chunk, decoded):
+                    outputs[index] = hypotheses
         finally:
             self.model.train(was_training)
+        return outputs
+
+
+@dataclass
+class Translation:
+    """One output of ``Translator.generate``."""
+
+    text: str
+    score: float  # what the decoder ranked by (log_prob, or log_prob / length penalty)
+    log_prob: float  # the model's log-probability of the output
+    source_tokens: list[str]  # the model's input pieces, <eos> included
+    tokens: list[str]  # the output pieces
+    attention: torch.Tensor | None = None  # (output pieces + <eos>, layers, heads, source pieces)
+
+
+def _options(options: DecodeOptions | None, kwargs: dict[str, Any]) -> DecodeOptions:
+    if options is not None and kwargs:
+        raise TypeError("pass DecodeOptions or keyword options, not both")
+    return options or DecodeOptions(**kwargs)
 
 
 def load(run_dir: str | Path) -> Translator:

@@ -64,6 +64,28 @@ class MultiHeadAttention(nn.Module):
         batch, _, length, _ = x.shape
         return x.transpose(1, 2).reshape(batch, length, self.num_heads * self.depth)  # (batch, len, d_model)
 
+    def project_kv(self, key: torch.Tensor, value: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """key/value (batch, k_len, d_model) -> K, V (batch, heads, k_len, depth). Incremental decoding
+        computes them once per source (cross-attention) or once per new target token (self-attention)."""
+        return self.split_heads(self.w_k(key)), self.split_heads(self.w_v(value))
+
+    def attend(
+        self,
+        query: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        need_weights: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """query (batch, q_len, d_model) against projected K, V (batch, heads, k_len, depth)."""
+        q = self.split_heads(self.w_q(query))
+        if need_weights or not self.fused or q.dtype != torch.float32:
+            out, weights = scaled_dot_product_attention(q, k, v, mask)
+        else:
+            additive = None if mask is None else mask.to(q.dtype) * MASK_VALUE
+            out, weights = F.scaled_dot_product_attention(q, k, v, attn_mask=additive), None
+        return self.w_o(self.merge_heads(out)), weights
+
     def forward(
         self,
         query: torch.Tensor,
@@ -75,12 +97,4 @@ class MultiHeadAttention(nn.Module):
         """query (batch, q_len, d_model), key/value (batch, k_len, d_model), mask broadcastable to
         (batch, heads, q_len, k_len). Returns (batch, q_len, d_model) and, if asked, the weights
         (batch, heads, q_len, k_len) from the reference path."""
-        q = self.split_heads(self.w_q(query))
-        k = self.split_heads(self.w_k(key))
-        v = self.split_heads(self.w_v(value))
-        if need_weights or not self.fused or q.dtype != torch.float32:
-            out, weights = scaled_dot_product_attention(q, k, v, mask)
-        else:
-            additive = None if mask is None else mask.to(q.dtype) * MASK_VALUE
-            out, weights = F.scaled_dot_product_attention(q, k, v, attn_mask=additive), None
-        return self.w_o(self.merge_heads(out)), weights
+        return self.attend(query, *self.project_kv(key, value), mask, need_weights)

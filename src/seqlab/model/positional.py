@@ -30,8 +30,10 @@ class PositionalEncoding(nn.Module):
         super().__init__()
         self.register_buffer("table", sinusoidal_table(max_length, d_model), persistent=False)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:  # x: (batch, seq_len, d_model)
-        seq_len = x.size(1)
-        if seq_len > self.table.size(1):
-            raise ValueError(f"sequence of {seq_len} positions exceeds the positional table ({self.table.size(1)})")
-        return x + self.table[:, :seq_len]
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """x (batch, seq_len, d_model) at positions offset .. offset + seq_len - 1 (incremental decoding
+        feeds one position at a time)."""
+        end = offset + x.size(1)
+        if end > self.table.size(1):
+            raise ValueError(f"sequence of {end} positions exceeds the positional table ({self.table.size(1)})")
+        return x + self.table[:, offset:end]

@@ -31,6 +31,8 @@ same steps in a loop). Variants:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
@@ -230,10 +232,44 @@ class RNNSeq2seq(nn.Module):
         self, trg: torch.Tensor, memory: tuple[torch.Tensor, torch.Tensor], src_mask: torch.Tensor,
         need_weights: bool = False,
     ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """Teacher forcing: trg (batch, trg_len) -> logits (batch, trg_len, vocab) and, with attention and if
+        asked, the weights as one layer's [(batch, heads=1, trg_len, src_len)], like the Transformer's."""
         states, final = memory
         logits, weights = self.decoder(trg, states, src_mask, final)
-        return logits, [weights] if need_weights and weights is not None else []
+        return logits, [weights[:, None]] if need_weights and weights is not None else []
 
     def forward(self, src: torch.Tensor, trg: torch.Tensor) -> torch.Tensor:
         memory, src_mask = self.encode(src)
         return self.decode(trg, memory, src_mask)[0]
+
+    # --- step by step: the step contract of seqlab.decoding ------------------------------------------
+
+    def start(self, src: torch.Tensor) -> RNNState:
+        """Encode src (batch, src_len); the decoder starts from the encoder's final h."""
+        (states, final), src_pad = self.encode(src)
+        return RNNState(states, src_pad, final, self.decoder.init_state(final))
+
+    def step(
+        self, ids: torch.Tensor, state: RNNState, need_weights: bool = False
+    ) -> tuple[torch.Tensor, RNNState, torch.Tensor | None]:
+        """ids (batch,), the previous output word -> logits (batch, vocab), the next state and, with
+        attention and if asked, the weights as (batch, layers=1, heads=1, src_len)."""
+        logits, hidden, weights = self.decoder.step(ids, state.hidden, state.memory, state.src_pad, state.final)
+        state = RNNState(state.memory, state.src_pad, state.final, hidden)
+        return logits, state, weights[:, None, None] if need_weights and weights is not None else None
+
+
+@dataclass(frozen=True)
+class RNNState:
+    """What step-by-step decoding keeps per sentence (row): the encoder's states and final h, and the
+    decoder RNN's state."""
+
+    memory: torch.Tensor  # (batch, src_len, encoder_size)
+    src_pad: torch.Tensor  # (batch, src_len), True at padding
+    final: torch.Tensor  # (batch, encoder_size)
+    hidden: State  # each part (num_layers, batch, hidden)
+
+    def select(self, rows: torch.Tensor) -> RNNState:
+        """Keep, repeat or reorder sentences: row i of the result is row ``rows[i]`` (beam search)."""
+        return RNNState(self.memory[rows], self.src_pad[rows], self.final[rows],
+                        tuple(part[:, rows] for part in self.hidden))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 from torch import nn
@@ -27,6 +28,8 @@ from seqlab.model.masks import look_ahead_mask, padding_mask
 from seqlab.model.positional import PositionalEncoding
 
 LAYER_NORM_EPS = 1e-6  # Keras LayerNormalization(epsilon=1e-6) in seed 000
+
+KV = tuple[torch.Tensor, torch.Tensor]  # keys and values split into heads, each (batch, heads, length, depth)
 
 
 class PositionwiseFeedForward(nn.Module):
@@ -92,21 +95,34 @@ class DecoderLayer(nn.Module):
     def forward(
         self,
         x: torch.Tensor,  # (batch, trg_len, d_model)
-        memory: torch.Tensor,  # (batch, src_len, d_model), the last encoder layer's output
-        self_mask: torch.Tensor,  # (batch, 1, trg_len, trg_len)
+        memory_kv: KV,  # the encoder output projected by this layer's W_K, W_V: (batch, heads, src_len, depth)
+        self_mask: torch.Tensor | None,  # (batch, 1, trg_len, trg_len); None when one new position sees all
         cross_mask: torch.Tensor,  # (batch, 1, 1, src_len)
         need_weights: bool = False,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        x = self.self_block(x, lambda h: self.self_attn(h, h, h, self_mask)[0])
+        past_kv: KV | None = None,  # incremental decoding: self-attention K, V of the earlier positions
+    ) -> tuple[torch.Tensor, torch.Tensor | None, KV]:
+        """Returns x, the cross-attention weights (batch, heads, trg_len, src_len) if asked, and the
+        self-attention K, V of every position so far (the next step's ``past_kv``)."""
+        present: KV = past_kv  # set by self_attention below
+
+        def self_attention(h: torch.Tensor) -> torch.Tensor:
+            nonlocal present
+            k, v = self.self_attn.project_kv(h, h)  # (batch, heads, trg_len, depth)
+            if past_kv is not None:
+                k, v = torch.cat([past_kv[0], k], dim=2), torch.cat([past_kv[1], v], dim=2)
+            present = (k, v)
+            return self.self_attn.attend(h, k, v, self_mask)[0]
+
         weights = None
 
-        def cross(h: torch.Tensor) -> torch.Tensor:
+        def cross_attention(h: torch.Tensor) -> torch.Tensor:
             nonlocal weights
-            out, weights = self.cross_attn(h, memory, memory, cross_mask, need_weights)
+            out, weights = self.cross_attn.attend(h, *memory_kv, cross_mask, need_weights)
             return out
 
-        x = self.cross_block(x, cross)
-        return self.ffn_block(x, self.ffn), weights  # weights: (batch, heads, trg_len, src_len)
+        x = self.self_block(x, self_attention)
+        x = self.cross_block(x, cross_attention)
+        return self.ffn_block(x, self.ffn), weights, present
 
 
 class Embedder(nn.Module):
@@ -122,8 +138,8 @@ class Embedder(nn.Module):
         self.positions = PositionalEncoding(cfg.d_model, cfg.max_length)
         self.dropout = nn.Dropout(cfg.dropout)
 
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:  # ids: (batch, len) -> (batch, len, d_model)
-        return self.dropout(self.positions(self.embedding(ids) * self.scale))
+    def forward(self, ids: torch.Tensor, offset: int = 0) -> torch.Tensor:  # ids: (batch, len) -> (batch, len, d_model)
+        return self.dropout(self.positions(self.embedding(ids) * self.scale, offset))
 
 
 class Encoder(nn.Module):
@@ -147,21 +163,32 @@ class Decoder(nn.Module):
         self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.num_layers))
         self.final_norm = nn.LayerNorm(cfg.d_model, eps=LAYER_NORM_EPS) if cfg.norm == "pre" else nn.Identity()
 
+    def memory_kv(self, memory: torch.Tensor) -> list[KV]:
+        """The encoder output (batch, src_len, d_model) projected for every layer's cross-attention."""
+        return [layer.cross_attn.project_kv(memory, memory) for layer in self.layers]
+
     def forward(
         self,
-        trg: torch.Tensor,
-        memory: torch.Tensor,
+        trg: torch.Tensor,  # (batch, trg_len)
+        memory_kv: list[KV],
         src_mask: torch.Tensor,
         need_weights: bool = False,
-    ) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        x = self.embed(trg)  # (batch, trg_len, d_model)
-        self_mask = look_ahead_mask(trg)
-        weights = []
-        for layer in self.layers:
-            x, w = layer(x, memory, self_mask, src_mask, need_weights)
+        past: list[KV] | None = None,
+    ) -> tuple[torch.Tensor, list[torch.Tensor], list[KV]]:
+        """Teacher forcing (``past`` None: every position, look-ahead mask) or incremental decoding
+        (``past``: each layer's self-attention K, V of the positions before ``trg``, which holds the new
+        position only). Returns the hidden states, the cross-attention weights per layer (if asked) and
+        each layer's K, V up to now."""
+        offset = 0 if past is None else past[0][0].size(2)
+        x = self.embed(trg, offset)  # (batch, trg_len, d_model)
+        self_mask = look_ahead_mask(trg) if past is None else None
+        weights, present = [], []
+        for i, layer in enumerate(self.layers):
+            x, w, kv = layer(x, memory_kv[i], self_mask, src_mask, need_weights, None if past is None else past[i])
+            present.append(kv)
             if w is not None:
                 weights.append(w)
-        return self.final_norm(x), weights
+        return self.final_norm(x), weights, present
 
 
 class Transformer(nn.Module):
@@ -191,11 +218,49 @@ class Transformer(nn.Module):
     def decode(
         self, trg: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor, need_weights: bool = False
     ) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        """trg (batch, trg_len) -> logits (batch, trg_len, trg_vocab) and, if asked, the
+        """Teacher forcing: trg (batch, trg_len) -> logits (batch, trg_len, trg_vocab) and, if asked, the
         cross-attention weights of every layer, each (batch, heads, trg_len, src_len)."""
-        hidden, weights = self.decoder(trg, memory, src_mask, need_weights)
+        hidden, weights, _ = self.decoder(trg, self.decoder.memory_kv(memory), src_mask, need_weights)
         return self.generator(hidden), weights
 
     def forward(self, src: torch.Tensor, trg: torch.Tensor) -> torch.Tensor:
         memory, src_mask = self.encode(src)
         return self.decode(trg, memory, src_mask)[0]
+
+    # --- incremental decoding: the step contract of seqlab.decoding ---------------------------------
+
+    def start(self, src: torch.Tensor) -> TransformerState:
+        """Encode src (batch, src_len) once and project it for every layer's cross-attention; no target yet."""
+        memory, src_mask = self.encode(src)
+        memory_kv = self.decoder.memory_kv(memory)
+        empty = memory_kv[0][0][:, :, :0]  # (batch, heads, 0, depth)
+        return TransformerState(src_mask, memory_kv, [(empty, empty)] * len(memory_kv))
+
+    def step(
+        self, ids: torch.Tensor, state: TransformerState, need_weights: bool = False
+    ) -> tuple[torch.Tensor, TransformerState, torch.Tensor | None]:
+        """ids (batch,), the previous output word -> logits (batch, vocab) of the next, the state with this
+        position's keys and values cached, and (if asked) the cross-attention weights (batch, layers, heads,
+        src_len). Only the new position is computed: earlier ones are read from the cache."""
+        hidden, weights, past = self.decoder(ids[:, None], state.memory_kv, state.src_mask, need_weights, state.past)
+        state = TransformerState(state.src_mask, state.memory_kv, past)
+        stacked = torch.stack(weights, dim=1)[:, :, :, 0] if need_weights else None  # (batch, layers, heads, src_len)
+        return self.generator(hidden[:, 0]), state, stacked
+
+
+@dataclass(frozen=True)
+class TransformerState:
+    """What incremental decoding keeps per sentence (row): the source's padding mask and cross-attention
+    K, V (computed once), and the self-attention K, V of every target position decoded so far."""
+
+    src_mask: torch.Tensor  # (batch, 1, 1, src_len)
+    memory_kv: list[KV]  # per layer, each (batch, heads, src_len, depth)
+    past: list[KV]  # per layer, each (batch, heads, steps, depth)
+
+    def select(self, rows: torch.Tensor) -> TransformerState:
+        """Keep, repeat or reorder sentences: row i of the result is row ``rows[i]`` (beam search)."""
+        return TransformerState(
+            self.src_mask[rows],
+            [(k[rows], v[rows]) for k, v in self.memory_kv],
+            [(k[rows], v[rows]) for k, v in self.past],
+        )

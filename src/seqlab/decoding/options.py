@@ -1,0 +1,72 @@
+"""How to decode: the options shared by ``seqlab translate``, ``seqlab eval`` and ``Translator.translate``."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from seqlab.decoding.beam import beam_search
+from seqlab.decoding.greedy import greedy_decode
+from seqlab.decoding.hypothesis import Hypothesis, StepDecoder
+from seqlab.decoding.sampling import sample
+from seqlab.tokenizer import PAD
+
+
+class DecodeOptions(BaseModel):
+    """Greedy by default; ``beam > 1`` searches, ``sample`` draws."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    beam: int = Field(1, ge=1, description="beam size; 1 is greedy")
+    nbest: int = Field(1, ge=1, description="hypotheses returned per input (at most the beam size)")
+    length_penalty: float = Field(0.0, ge=0.0, description="GNMT's α: rank by log P / ((5 + len) / 6)^α")
+    normalize: bool = Field(False, description="rank by the average log-probability per word instead")
+    sample: bool = Field(False, description="draw words from the softmax instead of searching")
+    temperature: float = Field(1.0, ge=0.0, description="sampling temperature; 0 is greedy")
+    top_k: int = Field(0, ge=0, description="sample among the k most probable words (0: all)")
+    top_p: float = Field(1.0, gt=0.0, le=1.0, description="sample among the most probable words holding p of the mass")
+    num_samples: int = Field(1, ge=1, description="samples per input")
+    seed: int = Field(0, description="seed of the sampling generator")
+    max_length: int | None = Field(None, gt=0, description="most output words [default: eval.max_output_length]")
+    length_ratio: float | None = Field(
+        None, gt=0.0, description="limit each output to length_ratio × its source length + length_extra words"
+    )
+    length_extra: int = Field(10, ge=0, description="see length_ratio")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> DecodeOptions:
+        if self.sample and self.beam > 1:
+            raise ValueError("choose beam search (beam > 1) or sampling, not both")
+        if self.nbest > self.beam:
+            raise ValueError(f"nbest ({self.nbest}) cannot exceed the beam size ({self.beam})")
+        if self.num_samples > 1 and not self.sample:
+            raise ValueError("num_samples needs sample=True")
+        if self.normalize and self.length_penalty:
+            raise ValueError("choose length_penalty or normalize, not both")
+        return self
+
+    def limits(self, src: torch.Tensor, default_max: int) -> torch.Tensor:
+        """The most output words for each source (batch, src_len) -> (batch,)."""
+        cap = self.max_length or default_max
+        limits = torch.full((src.size(0),), cap, dtype=torch.long)
+        if self.length_ratio is not None:
+            lengths = (src != PAD).sum(dim=1)
+            by_source = torch.tensor([math.ceil(self.length_ratio * n + self.length_extra) for n in lengths.tolist()])
+            limits = limits.minimum(by_source.clamp(min=1))
+        return limits
+
+
+def decode(
+    model: StepDecoder, src: torch.Tensor, options: DecodeOptions, default_max: int, need_weights: bool = False
+) -> list[list[Hypothesis]]:
+    """src (batch, src_len) -> for every sentence its hypotheses, best first (nbest, or num_samples when sampling)."""
+    limits = options.limits(src, default_max)
+    if options.sample:
+        return sample(model, src, limits, options.num_samples, options.temperature, options.top_k, options.top_p,
+                      options.seed, need_weights)
+    if options.beam > 1:
+        return beam_search(model, src, limits, options.beam, options.nbest, options.length_penalty,
+                           options.normalize, need_weights)
+    return [[h] for h in greedy_decode(model, src, limits, need_weights)]

@@ -1,0 +1,221 @@
+"""Decoding: the step contract (cached = uncached), greedy, beam search (exact on a tiny model), sampling."""
+
+import functools
+import itertools
+import math
+
+import pytest
+import torch
+
+from seqlab.config import RNNConfig, TransformerConfig
+from seqlab.decoding import (
+    DecodeOptions,
+    PrefixDecoder,
+    beam_search,
+    decode,
+    greedy_decode,
+    sample,
+)
+from seqlab.decoding.beam import length_penalty
+from seqlab.model import build_model
+from seqlab.tokenizer import EOS, PAD, SOS
+
+SRC_VOCAB = 12
+
+
+@functools.cache
+def _model(kind: str, trg_vocab: int = 9, steps: int = 80):
+    """A small model, briefly trained to map each source word w to w mod (trg_vocab - 3) + 3 then <eos>:
+    far enough from random that outputs end at different lengths, far from perfect so that search matters."""
+    torch.manual_seed(0)
+    if kind == "transformer":
+        cfg = TransformerConfig(d_model=16, num_layers=2, num_heads=2, d_ff=32, dropout=0.0, max_length=40)
+    else:
+        cfg = RNNConfig(cell="lstm", embedding_size=8, hidden_size=16, attention="dot", reverse=True)
+    model = build_model(cfg, SRC_VOCAB, trg_vocab)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
+    for step in range(steps):
+        src = _sources(32, seed=100 + step)
+        words = torch.where(src > EOS, src % (trg_vocab - 3) + 3, src)  # <eos> and <pad> stay
+        trg_in = torch.cat([torch.full((32, 1), SOS), words[:, :-1].masked_fill(words[:, :-1] == EOS, PAD)], dim=1)
+        loss = torch.nn.functional.cross_entropy(model(src, trg_in).flatten(0, 1), words.flatten(), ignore_index=PAD)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    return model.eval()
+
+
+def _sources(n: int = 30, seed: int = 1) -> torch.Tensor:
+    """n sources of mixed lengths (2..8 words + <eos>), right-padded."""
+    g = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(2, 9, (n,), generator=g)
+    src = torch.full((n, int(lengths.max()) + 1), PAD)
+    for i, n_words in enumerate(lengths.tolist()):
+        src[i, :n_words] = torch.randint(4, SRC_VOCAB, (n_words,), generator=g)
+        src[i, n_words] = EOS
+    return src
+
+
+def _sequence_log_probs(model, src_row: torch.Tensor, outputs: list[tuple[list[int], bool]]) -> list[float]:
+    """The model's log-probability of each (tokens, ended) output: tokens, then <eos> if ended; by teacher
+    forcing all outputs at once."""
+    src = src_row[src_row != PAD][None].expand(len(outputs), -1)
+    longest = max(len(tokens) for tokens, _ in outputs) + 1
+    trg_in = torch.full((len(outputs), longest), PAD)
+    targets = torch.full((len(outputs), longest), PAD)
+    for i, (tokens, ended) in enumerate(outputs):
+        trg_in[i, : len(tokens) + 1] = torch.tensor([SOS, *tokens])
+        targets[i, : len(tokens) + ended] = torch.tensor(tokens + [EOS] if ended else tokens, dtype=torch.long)
+    with torch.no_grad():
+        logp = torch.log_softmax(model(src, trg_in).float(), dim=-1)  # (outputs, longest, vocab)
+    picked = logp.gather(2, targets[:, :, None]).squeeze(2).masked_fill(targets == PAD, 0.0)
+    return picked.sum(dim=1).tolist()
+
+
+def _limits(src: torch.Tensor, n: int = 12) -> torch.Tensor:
+    return torch.full((src.size(0),), n)
+
+
+KINDS = ["transformer", "rnn"]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_cached_greedy_equals_recomputing_the_prefix(kind):
+    model, src = _model(kind), _sources()
+    cached = greedy_decode(model, src, _limits(src), need_weights=True)
+    uncached = greedy_decode(PrefixDecoder(model), src, _limits(src), need_weights=True)
+    assert [h.tokens for h in cached] == [h.tokens for h in uncached]
+    for a, b in zip(cached, uncached):
+        assert a.log_prob == pytest.approx(b.log_prob, abs=1e-4)
+        torch.testing.assert_close(a.attention, b.attention, atol=1e-5, rtol=1e-4)
+    assert len({len(h.tokens) for h in cached}) > 1  # the batch really finishes at different steps
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_cached_beam_and_sampling_equal_recomputing_the_prefix(kind):
+    model, src = _model(kind), _sources(12)
+    for strategy in (
+        lambda m: beam_search(m, src, _limits(src), beam_size=4, nbest=3, alpha=0.6),
+        lambda m: sample(m, src, _limits(src), num_samples=3, temperature=1.5, seed=7),
+    ):
+        cached, uncached = strategy(model), strategy(PrefixDecoder(model))
+        assert [[h.tokens for h in hs] for hs in cached] == [[h.tokens for h in hs] for hs in uncached]
+        for hs, gs in zip(cached, uncached):
+            assert [h.log_prob for h in hs] == pytest.approx([g.log_prob for g in gs], abs=1e-4)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_reported_scores_are_the_models_log_probability(kind):
+    model, src = _model(kind), _sources(8)
+    limits = _limits(src)
+    for i, h in enumerate(greedy_decode(model, src, limits)):
+        ended = len(h.tokens) < int(limits[i])
+        assert h.log_prob == pytest.approx(_sequence_log_probs(model, src[i], [(h.tokens, ended)])[0], abs=1e-4)
+    for i, hyps in enumerate(beam_search(model, src, limits, beam_size=5, nbest=5, alpha=1.0)):
+        assert len(hyps) == 5 and [h.score for h in hyps] == sorted((h.score for h in hyps), reverse=True)
+        outputs = [(h.tokens, len(h.tokens) < int(limits[i])) for h in hyps]
+        expected = _sequence_log_probs(model, src[i], outputs)
+        assert [h.log_prob for h in hyps] == pytest.approx(expected, abs=1e-4)
+        for h, (tokens, ended) in zip(hyps, outputs):
+            assert h.score == pytest.approx(h.log_prob / float(length_penalty(len(tokens) + ended, 1.0, False)),
+                                            abs=1e-5)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_beam_of_one_is_greedy(kind):
+    model, src = _model(kind), _sources()
+    greedy = greedy_decode(model, src, _limits(src))
+    beam = beam_search(model, src, _limits(src), beam_size=1)
+    assert [h.tokens for h in greedy] == [hs[0].tokens for hs in beam]
+    assert [h.log_prob for h in greedy] == pytest.approx([hs[0].log_prob for hs in beam], abs=1e-5)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("alpha, normalize", [(0.0, False), (1.0, False), (0.0, True)])
+def test_a_wide_beam_finds_the_exhaustive_best(kind, alpha, normalize):
+    # target vocabulary: 4 specials + 2 words; outputs of at most 4 words: every sequence can be enumerated
+    model, src, limit = _model(kind, trg_vocab=6), _sources(3, seed=3), 4
+    words = [3, 4, 5]  # <unk> can be produced too
+    for i in range(src.size(0)):
+        candidates = [(list(seq), True) for m in range(limit) for seq in itertools.product(words, repeat=m)]
+        candidates += [(list(seq), False) for seq in itertools.product(words, repeat=limit)]
+        scores = [lp / float(length_penalty(len(tokens) + ended, alpha, normalize))
+                  for lp, (tokens, ended) in zip(_sequence_log_probs(model, src[i], candidates), candidates)]
+        best = max(range(len(candidates)), key=scores.__getitem__)
+        found = beam_search(model, src[i : i + 1], torch.tensor([limit]), beam_size=len(candidates),
+                            alpha=alpha, normalize=normalize)[0][0]
+        assert found.tokens == candidates[best][0]
+        assert found.score == pytest.approx(scores[best], abs=1e-5)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("beam", [1, 4])
+def test_a_sentence_decodes_the_same_alone_and_inside_a_batch(kind, beam):
+    model, src = _model(kind), _sources(30)
+    options = DecodeOptions(beam=beam, nbest=beam, length_penalty=0.6 if beam > 1 else 0.0)
+    batch = decode(model, src, options, default_max=12)
+    for i in (0, 7, 29):
+        alone = decode(model, src[i : i + 1, : int((src[i] != PAD).sum())], options, default_max=12)[0]
+        assert [h.tokens for h in alone] == [h.tokens for h in batch[i]]
+        assert [h.score for h in alone] == pytest.approx([h.score for h in batch[i]], abs=1e-4)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_sampling_limits(kind):
+    model, src = _model(kind), _sources(10)
+    greedy = [h.tokens for h in greedy_decode(model, src, _limits(src))]
+    for options in ({"temperature": 0.0}, {"temperature": 1e-4}, {"top_k": 1}, {"top_p": 1e-6}):
+        drawn = sample(model, src, _limits(src), num_samples=2, seed=3, **options)
+        assert [[h.tokens for h in hs] for hs in drawn] == [[g, g] for g in greedy], options
+    first = sample(model, src, _limits(src), num_samples=3, temperature=2.0, seed=11)
+    again = sample(model, src, _limits(src), num_samples=3, temperature=2.0, seed=11)
+    other = sample(model, src, _limits(src), num_samples=3, temperature=2.0, seed=12)
+    tokens = lambda d: [[h.tokens for h in hs] for hs in d]
+    assert tokens(first) == tokens(again) and tokens(first) != tokens(other)
+    assert any(len({tuple(h.tokens) for h in hs}) > 1 for hs in first)  # several different samples per input
+
+
+def test_top_k_and_top_p_only_draw_allowed_words():
+    from seqlab.decoding.sampling import sampler
+
+    logp = torch.log_softmax(torch.tensor([[3.0, 2.0, 1.0, 0.0, -1.0]]).repeat(2000, 1), dim=-1)
+    g = torch.Generator().manual_seed(0)
+    assert set(sampler(1.0, 2, 1.0, g)(logp).tolist()) == {0, 1}
+    probs = logp[0].exp()  # 0.64, 0.24, 0.09, ...: p = 0.8 needs the first two words
+    assert probs[0] < 0.8 < probs[0] + probs[1]
+    assert set(sampler(1.0, 0, 0.8, g)(logp).tolist()) == {0, 1}
+    assert set(sampler(1.0, 0, 1.0, g)(logp).tolist()) == {0, 1, 2, 3, 4}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_attention_of_the_chosen_output(kind):
+    model, src = _model(kind), _sources(6)
+    layers, heads = (2, 2) if kind == "transformer" else (1, 1)
+    for hyps in decode(model, src, DecodeOptions(beam=3, nbest=2), default_max=12, need_weights=True):
+        for h in hyps:
+            steps = h.attention.shape[0]
+            assert h.attention.shape == (steps, layers, heads, src.size(1))
+            assert steps in (len(h.tokens), len(h.tokens) + 1)
+            torch.testing.assert_close(h.attention.sum(-1), torch.ones(steps, layers, heads))
+    padded_source = int((src[0] != PAD).sum())
+    greedy = decode(model, src, DecodeOptions(), default_max=12, need_weights=True)[0][0]
+    assert float(greedy.attention[..., padded_source:].abs().max()) == 0.0  # nothing on padding
+
+
+def test_length_limits_follow_the_source():
+    src = torch.tensor([[5, 6, EOS, PAD, PAD], [5, 6, 7, 8, EOS]])
+    assert DecodeOptions().limits(src, 50).tolist() == [50, 50]
+    assert DecodeOptions(length_ratio=1.5, length_extra=2).limits(src, 50).tolist() == [math.ceil(4.5 + 2), 10]
+    assert DecodeOptions(max_length=6, length_ratio=2.0).limits(src, 50).tolist() == [6, 6]
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"beam": 4, "sample": True}, "beam search"),
+    ({"beam": 2, "nbest": 3}, "nbest"),
+    ({"num_samples": 2}, "sample=True"),
+    ({"beam": 2, "length_penalty": 0.6, "normalize": True}, "not both"),
+    ({"top_p": 0.0}, "greater than 0"),
+])
+def test_inconsistent_options_are_refused(options, message):
+    with pytest.raises(ValueError, match=message):
+        DecodeOptions(**options)
