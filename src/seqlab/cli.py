@@ -19,7 +19,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="Sequence-to-
 
 DataDir = Annotated[
     Path | None,
-    typer.Option("--data-dir", help="Data directory for relative data paths [default: $SEQLAB_DATA or ./data]."),
+    typer.Option("--data-dir", help="Data directory for relative data paths (default: $SEQLAB_DATA, else ./data)."),
 ]
 
 
@@ -42,8 +42,8 @@ TopP = Annotated[float, typer.Option("--top-p", help="Sample among the most prob
 NumSamples = Annotated[int, typer.Option("--num-samples", help="Samples per input (with --sample).",
                                          rich_help_panel="Decoding")]
 Seed = Annotated[int, typer.Option("--seed", help="Seed of the sampling generator.", rich_help_panel="Decoding")]
-MaxLength = Annotated[int | None, typer.Option("--max-length", help="Most output words [default: the run's "
-                                               "eval.max_output_length].", rich_help_panel="Decoding")]
+MaxLength = Annotated[int | None, typer.Option("--max-length", help="Most output words (default: the run's "
+                                               "eval.max_output_length).", rich_help_panel="Decoding")]
 
 
 def _decode_options(**values: object) -> DecodeOptions:
@@ -76,7 +76,7 @@ def _setup_logging() -> None:
 def train(
     config: Annotated[Path, typer.Argument(help="YAML config, e.g. configs/date.yaml.")],
     overrides: Annotated[list[str] | None, typer.Option("--set", help="Override a config key: --set train.epochs=3.")] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Run directory [default: runs/<config name>].")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Run directory (default: runs/<config name>).")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --out from its last checkpoint.")] = False,
     data_dir: DataDir = None,
 ) -> None:
