@@ -3,14 +3,32 @@
 import pytest
 import torch
 
-from seqlab.model.rnn import RNNDecoder, RNNEncoder, reverse_source
+from seqlab.config import RNNConfig
+from seqlab.model.rnn import RNNDecoder, RNNEncoder, RNNSeq2seq, mirror_positions
 from seqlab.tokenizer import EOS, PAD
 
 
 def test_reverse_keeps_eos_and_padding_in_place():
     src = torch.tensor([[5, 6, 7, EOS, PAD], [8, 9, EOS, PAD, PAD], [4, 5, 6, 7, EOS]])
-    assert reverse_source(src).tolist() == [[7, 6, 5, EOS, PAD], [9, 8, EOS, PAD, PAD], [7, 6, 5, 4, EOS]]
-    assert torch.equal(reverse_source(reverse_source(src)), src)
+    reversed_src = src.gather(1, mirror_positions(src))
+    assert reversed_src.tolist() == [[7, 6, 5, EOS, PAD], [9, 8, EOS, PAD, PAD], [7, 6, 5, 4, EOS]]
+    assert torch.equal(reversed_src.gather(1, mirror_positions(reversed_src)), src)
+
+
+def test_reverse_attention_lines_up_with_the_input_tokens():
+    # Reverse = the same model reading the reversed sentence; its attention is reported in input order.
+    torch.manual_seed(0)
+    cfg = RNNConfig(cell="lstm", embedding_size=8, hidden_size=12, attention="dot", reverse=True)
+    model = RNNSeq2seq(cfg, 20, 15).eval()
+    plain = RNNSeq2seq(cfg.model_copy(update={"reverse": False}), 20, 15).eval()
+    plain.load_state_dict(model.state_dict())
+    src = torch.tensor([[5, 6, 7, EOS, PAD], [5, 6, 7, 8, EOS]])
+    trg = torch.randint(4, 15, (2, 4))
+    mirror = mirror_positions(src)
+    logits, (weights,) = model.decode(trg, *model.encode(src), need_weights=True)  # (batch, 1, trg_len, src_len)
+    logits_plain, (weights_plain,) = plain.decode(trg, *plain.encode(src.gather(1, mirror)), need_weights=True)
+    torch.testing.assert_close(logits, logits_plain)
+    torch.testing.assert_close(weights, weights_plain.gather(-1, mirror[:, None, None, :].expand_as(weights_plain)))
 
 
 @pytest.mark.parametrize("cell", ["rnn", "gru", "lstm"])

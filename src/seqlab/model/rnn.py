@@ -8,7 +8,7 @@ top layer's final h (what a plain decoder starts from, the book's ``Encoder``). 
   the two states are concatenated at every position;
 * **skip connections** (002 §8.4): from the second layer on, a layer's input
   is added to its output;
-* **Reverse** (002 §7.3): ``reverse_source`` reverses the tokens of each
+* **Reverse** (002 §7.3): ``mirror_positions`` reverses the tokens of each
   source sentence while padding stays at the end.
 
 Padding is handled properly (the book skips it, 002 §7.2): a sentence gives the
@@ -46,15 +46,13 @@ CELLS = {"rnn": nn.RNN, "gru": nn.GRU, "lstm": nn.LSTM}
 State = tuple[torch.Tensor, ...]  # (h,) for RNN/GRU, (h, c) for LSTM; each (batch, hidden × directions)
 
 
-def reverse_source(src: torch.Tensor) -> torch.Tensor:
-    """Reverse each sentence's tokens before its <eos>; <eos> and padding stay where they are.
-
-    (batch, src_len) -> (batch, src_len), e.g. [5, 6, 7, <eos>, <pad>] -> [7, 6, 5, <eos>, <pad>].
-    """
+def mirror_positions(src: torch.Tensor) -> torch.Tensor:
+    """The gather index that reverses each sentence's tokens before its <eos>; <eos> and padding stay
+    where they are: ``src.gather(1, mirror_positions(src))`` turns [5, 6, 7, <eos>, <pad>] into
+    [7, 6, 5, <eos>, <pad>]. (batch, src_len) -> (batch, src_len). Applied twice it is the identity."""
     lengths = ((src != PAD) & (src != EOS)).sum(dim=1, keepdim=True)  # tokens before <eos>
     positions = torch.arange(src.size(1), device=src.device).expand_as(src)
-    mirrored = torch.where(positions < lengths, lengths - 1 - positions, positions)
-    return src.gather(1, mirrored)
+    return torch.where(positions < lengths, lengths - 1 - positions, positions)
 
 
 class RNNEncoder(nn.Module):
@@ -223,10 +221,18 @@ class RNNSeq2seq(nn.Module):
                                   cfg.cell, cfg.num_layers, cfg.dropout, cfg.peeky, cfg.attention)
 
     def encode(self, src: torch.Tensor) -> tuple[tuple[torch.Tensor, torch.Tensor], torch.Tensor]:
-        """src (batch, src_len) -> (all encoder states, the top layer's final h) and the padding mask (batch, src_len)."""
-        if self.cfg.reverse:
-            src = reverse_source(src)  # padding stays in place, so the mask is unchanged
-        return self.encoder(src), src == PAD
+        """src (batch, src_len) -> (all encoder states, the top layer's final h) and the padding mask (batch, src_len).
+
+        With Reverse the encoder reads each sentence backwards; its states are then put back in the
+        source's order (attention does not depend on the order of the states), so that attention
+        weights line up with the input tokens. Padding stays in place, so the mask is unchanged.
+        """
+        if not self.cfg.reverse:
+            return self.encoder(src), src == PAD
+        mirror = mirror_positions(src)  # (batch, src_len)
+        states, final = self.encoder(src.gather(1, mirror))
+        states = states.gather(1, mirror.unsqueeze(-1).expand_as(states))  # (batch, src_len, encoder_size)
+        return (states, final), src == PAD
 
     def decode(
         self, trg: torch.Tensor, memory: tuple[torch.Tensor, torch.Tensor], src_mask: torch.Tensor,
