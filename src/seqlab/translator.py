@@ -40,6 +40,8 @@ class Translator:
 
     def encode_sources(self, texts: Sequence[str], what: str = "input") -> list[list[int]]:
         """Token ids + <eos>, cut to ``data.max_source_length`` (a warning counts the cuts)."""
+        if isinstance(texts, str):
+            raise TypeError("translate() takes a list of strings, not one string")
         limit = self.config.data.max_source_length - 1  # room for <eos>
         return [source_ids(ids) for ids in _truncate(self.source.encode(texts), limit, f"{what} sources")]
 
@@ -54,26 +56,21 @@ class Translator:
     def translate(self, texts: Sequence[str], options: DecodeOptions | None = None, **kwargs: Any) -> list[str]:
         """The best output for every input text. Greedy by default; the options of ``DecodeOptions``
         select beam search or sampling, e.g. ``translate(texts, beam=5, length_penalty=0.6)``."""
-        return [outputs[0].text for outputs in self.generate(texts, options, **kwargs)]
+        return self.translate_ids(self.encode_sources(texts), _options(options, kwargs))
 
     def generate(
         self, texts: Sequence[str], options: DecodeOptions | None = None, need_weights: bool = False, **kwargs: Any
     ) -> list[list[Translation]]:
         """Every input's outputs, best first: ``nbest`` of a beam search, ``num_samples`` samples, or the
         greedy one; with ``need_weights``, the cross-attention of each output word over the source tokens."""
-        if isinstance(texts, str):
-            raise TypeError("translate() takes a list of strings, not one string")
-        options = _options(options, kwargs)
         src = self.encode_sources(texts)
-        results = []
-        for source, hypotheses in zip(src, self.decode_ids(src, options, need_weights)):
-            source_tokens = self.source.tokens_from_ids(source)
-            results.append([
-                Translation(self.target.decode([h.tokens])[0], h.score, h.log_prob, source_tokens,
-                            self.target.tokens_from_ids(h.tokens), h.attention)
-                for h in hypotheses
-            ])
-        return results
+        decoded = self.decode_ids(src, _options(options, kwargs), need_weights)
+        outputs = iter(self.target.decode([h.tokens for hypotheses in decoded for h in hypotheses]))
+        return [
+            [Translation(next(outputs), h.score, h.log_prob, self.source.tokens_from_ids(source),
+                         self.target.tokens_from_ids(h.tokens), h.attention) for h in hypotheses]
+            for source, hypotheses in zip(src, decoded)
+        ]
 
     def translate_ids(self, ids: Sequence[Sequence[int]], options: DecodeOptions | None = None) -> list[str]:
         """The best output text for sources already encoded by ``encode_sources``."""
