@@ -3,7 +3,7 @@
     SEQLAB_DATA=../shared/data python benchmarks/decoding_speed.py runs/date-attention --beams 1 5
 
 Decodes the whole split through ``Translator.translate_ids`` (length-sorted
-batches of ``eval.batch_size``, the cache, bf16 when the run trained in bf16),
+batches of ``eval.batch_size``, the cache, the run's precision as resolved on this CPU),
 once per beam size, after one warm-up batch, and prints a markdown table;
 ``--record docs/benchmarks.md`` appends it there.
 """
@@ -16,7 +16,9 @@ import platform
 import time
 
 import torch
+from report import add_record_option, emit
 
+from seqlab import precision
 from seqlab.data import load_splits, resolve_data_dir
 from seqlab.decoding import DecodeOptions
 from seqlab.evaluate import EncodedSplit
@@ -31,7 +33,7 @@ def main() -> None:
     parser.add_argument("--beams", type=int, nargs="+", default=[1, 5])
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--record", help="append the table to this markdown file")
+    add_record_option(parser)
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -51,7 +53,7 @@ def main() -> None:
     lines = [
         f"\n### Decoding speed: `{args.run_dir}`, {args.split} split ({datetime.date.today().isoformat()})\n",
         (f"{platform.machine()}, {torch.get_num_threads()} threads, torch {torch.__version__}; model "
-         f"{cfg.model.type}, precision {cfg.train.precision}, {len(outputs)} sentences in batches of "
+         f"{cfg.model.type}, precision {precision.resolve(cfg.train.precision)}, {len(outputs)} sentences in batches of "
          f"{cfg.eval.batch_size}. Command: `python benchmarks/decoding_speed.py {args.run_dir} --beams "
          f"{' '.join(map(str, args.beams))}`\n"),
         "| search | seconds | sentences/s | exact match % |",
@@ -59,10 +61,7 @@ def main() -> None:
     ]
     lines += [f"| {'greedy' if b == 1 else f'beam {b}'} | {s:.2f} | {r:.0f} | {m:.2f} |" for b, s, r, m in rows]
     text = "\n".join(lines) + "\n"
-    print(text)
-    if args.record:
-        with open(args.record, "a", encoding="utf-8") as f:
-            f.write(text)
+    emit(text, args.record)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from seqlab import precision
 from seqlab.config import Config
 from seqlab.data.batching import pad, source_ids
 from seqlab.decoding import DecodeOptions, Hypothesis, decode
@@ -34,9 +35,8 @@ class Translator:
         self.config = config
 
     def autocast(self) -> contextlib.AbstractContextManager:
-        """bf16 autocast when the run was configured for it (``train.precision``)."""
-        enabled = self.config.train.precision == "bf16"
-        return torch.autocast("cpu", dtype=torch.bfloat16, enabled=enabled)
+        """bf16 autocast when ``train.precision`` resolves to it on this CPU (see ``seqlab.precision``)."""
+        return precision.autocast(self.config.train.precision)
 
     def encode_sources(self, texts: Sequence[str], what: str = "input") -> list[list[int]]:
         """Token ids + <eos>, cut to ``data.max_source_length`` (a warning counts the cuts)."""

@@ -16,8 +16,6 @@ place, so a run killed mid-write never leaves a broken file behind.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +26,7 @@ from safetensors.torch import save as save_safetensors
 from torch import nn
 
 from seqlab.config import Config, dump_config, load_config
+from seqlab.files import atomic_write
 
 CONFIG = "config.yaml"
 SOURCE_TOKENIZER = "source_tokenizer.json"
@@ -36,24 +35,6 @@ MODEL = "model.safetensors"
 MODEL_INFO = "model.json"
 CHECKPOINT = "checkpoint.safetensors"
 LOG = "log.jsonl"
-
-
-def atomic_write(path: Path, data: bytes | str) -> None:
-    """Write ``data`` to ``path`` via a temporary file and ``os.replace``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    payload = data.encode("utf-8") if isinstance(data, str) else data
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the usual permissions
-        with os.fdopen(fd, "wb") as f:
-            f.write(payload)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def save_run_config(run_dir: Path, config: Config) -> None:
@@ -65,12 +46,6 @@ def load_run_config(run_dir: Path) -> Config:
     if not path.exists():
         raise FileNotFoundError(f"{run_dir}: not a seqlab run directory (no {CONFIG})")
     return load_config(path)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def _weights(model: nn.Module) -> dict[str, torch.Tensor]:

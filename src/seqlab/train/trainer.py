@@ -20,10 +20,12 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from seqlab import precision
 from seqlab.config import Config, ConfigError
 from seqlab.data import Pair, load_splits, resolve_data_dir
 from seqlab.data.batching import Batch, collate, length_batches, random_batches
 from seqlab.evaluate import EncodedSplit, evaluate
+from seqlab.files import atomic_write
 from seqlab.model import Seq2seq, build_model, num_parameters
 from seqlab.tokenizer import Tokenizer
 from seqlab.train import checkpoint
@@ -86,9 +88,9 @@ class Trainer:
         else:
             checkpoint.save_run_config(self.run_dir, config)
         log.info(
-            "%d train / %d valid pairs; vocab %d → %d; %s parameters",
+            "%d train / %d valid pairs; vocab %d → %d; %s parameters; %s on %d threads",
             len(self.train_set.src), len(self.valid_set.src), source.vocab_size, target.vocab_size,
-            f"{num_parameters(model):,}",
+            f"{num_parameters(model):,}", precision.resolve(config.train.precision), torch.get_num_threads(),
         )
 
     @property
@@ -107,7 +109,7 @@ class Trainer:
         else:
             source, target = Tokenizer.train(sources, cfg.source), Tokenizer.train(targets, cfg.target)
         for path, tokenizer in zip(paths, (source, target)):
-            checkpoint.atomic_write(path, tokenizer.to_json())
+            atomic_write(path, tokenizer.to_json())
         return source, target
 
     # --- one step ---------------------------------------------------------------
@@ -242,4 +244,4 @@ def _truncate_log(path: Path, step: int) -> None:
     """Drop log lines written after the checkpoint we resume from."""
     if path.exists():
         kept = [line for line in path.read_text(encoding="utf-8").splitlines() if json.loads(line)["step"] <= step]
-        checkpoint.atomic_write(path, "".join(line + "\n" for line in kept))
+        atomic_write(path, "".join(line + "\n" for line in kept))

@@ -1,0 +1,46 @@
+"""Atomic file writes: a file appears under its name complete, or not at all.
+
+Everything seqlab saves (run directories, downloaded corpora) is written to a
+temporary file in the destination's directory, flushed to disk, and renamed
+over the destination (``os.replace`` is atomic on POSIX and Windows). A process
+killed mid-write leaves the old file, never a half-written one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | Path) -> Iterator[BinaryIO]:
+    """A binary file for ``path``: renamed into place when the block ends, deleted if it raises."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the usual permissions
+        with os.fdopen(fd, "wb") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write(path: str | Path, data: bytes | str) -> None:
+    """Write ``data`` (str as UTF-8) to ``path`` atomically."""
+    with atomic_open(path) as f:
+        f.write(data.encode("utf-8") if isinstance(data, str) else data)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
