@@ -1,4 +1,4 @@
-"""The ``seqlab`` command: train, translate, eval."""
+"""The ``seqlab`` command: train, translate, eval, data fetch."""
 
 from __future__ import annotations
 
@@ -16,6 +16,9 @@ if TYPE_CHECKING:
     from seqlab.decoding import DecodeOptions
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Sequence-to-sequence learning on the CPU.")
+
+data_app = typer.Typer(no_args_is_help=True, help="Get the public corpora that the configs read.")
+app.add_typer(data_app, name="data")
 
 DataDir = Annotated[
     Path | None,
@@ -187,3 +190,24 @@ def _read_lines(path: str) -> list[str]:
         return [text for _, text in decode_lines(sys.stdin.buffer, "<stdin>")]
     with open(path, "rb") as f:
         return [text for _, text in decode_lines(f, path)]
+
+
+@data_app.command("fetch")
+def data_fetch(
+    name: Annotated[str, typer.Argument(help="chatbot-ko, multi30k or dlfs2 (the book's date and addition files).")],
+    data_dir: Annotated[Path | None, typer.Option(
+        "--data-dir", "--dest", help="Where to put it (default: $SEQLAB_DATA, else ./data).")] = None,
+    mirror: Annotated[str | None, typer.Option(
+        "--mirror", help="Fetch from this URL, laid out like the data directory, instead of the publishers.")] = None,
+) -> None:
+    """Download a corpus into the data directory, checking SHA-256; files already there and valid are kept."""
+    from seqlab.data import resolve_data_dir
+    from seqlab.data.fetch import FetchError, fetch
+
+    _setup_logging()
+    try:
+        paths = fetch(name, resolve_data_dir(data_dir), mirror)
+    except FetchError as exc:
+        _fail(exc)
+    for path in paths:
+        typer.echo(path)

@@ -1,0 +1,129 @@
+"""``seqlab data fetch`` against a server this test starts on 127.0.0.1: checksums, skips, corrupted
+files, dropped connections. The real addresses are never contacted."""
+
+import hashlib
+import threading
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from typer.testing import CliRunner
+
+from seqlab.cli import app
+from seqlab.data import fetch as fetch_module
+from seqlab.data.fetch import DATASETS, FetchError, Remote, fetch, sha256_of
+
+FILES = {"tiny/a.txt": "안녕하세요\tHello\n".encode() * 500, "tiny/b.csv": b"Q,A,label\n\"x, y\",z,0\n"}
+
+
+class Server:
+    """Serves FILES; ``behaviour[path]`` can be 'corrupt', 'drop' (every time) or 'drop-once'."""
+
+    def __init__(self) -> None:
+        self.requests: Counter[str] = Counter()
+        self.behaviour: dict[str, str] = {}
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+                path = self.path.lstrip("/")
+                server.requests[path] += 1
+                if path not in FILES:
+                    self.send_error(404)
+                    return
+                body, how = FILES[path], server.behaviour.get(path)
+                if how == "corrupt":
+                    body = body[:-3] + b"!!!"
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(FILES[path])))
+                self.end_headers()
+                if how == "drop" or (how == "drop-once" and server.requests[path] == 1):
+                    self.wfile.write(body[: len(body) // 2])  # then the connection closes
+                    self.close_connection = True
+                    return
+                self.wfile.write(body)
+
+            def log_message(self, *args) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+
+@pytest.fixture
+def server(monkeypatch):
+    remotes = [Remote(p, "https://example.invalid/" + p, hashlib.sha256(b).hexdigest()) for p, b in FILES.items()]
+    monkeypatch.setitem(DATASETS, "tiny", remotes)
+    s = Server()
+    yield s
+    s.httpd.shutdown()
+
+
+def test_fetch_writes_every_file_with_its_checksum_then_skips_them(server, tmp_path):
+    paths = fetch("tiny", tmp_path, mirror=server.url, progress=False)
+    assert [p.relative_to(tmp_path).as_posix() for p in paths] == list(FILES)
+    assert all(p.read_bytes() == FILES[p.relative_to(tmp_path).as_posix()] for p in paths)
+    fetch("tiny", tmp_path, mirror=server.url, progress=False)
+    assert set(server.requests.values()) == {1}  # the second fetch downloaded nothing
+
+
+def test_a_damaged_local_file_is_fetched_again(server, tmp_path):
+    fetch("tiny", tmp_path, mirror=server.url, progress=False)
+    (tmp_path / "tiny/a.txt").write_bytes(b"truncated")
+    fetch("tiny", tmp_path, mirror=server.url, progress=False)
+    assert (tmp_path / "tiny/a.txt").read_bytes() == FILES["tiny/a.txt"]
+    assert server.requests["tiny/a.txt"] == 2 and server.requests["tiny/b.csv"] == 1
+
+
+def test_a_corrupted_download_never_replaces_the_file(server, tmp_path):
+    (tmp_path / "tiny").mkdir()
+    (tmp_path / "tiny/a.txt").write_bytes(b"what the user had")
+    server.behaviour["tiny/a.txt"] = "corrupt"
+    with pytest.raises(FetchError, match=r"tiny/a.txt: SHA-256 .* expected"):
+        fetch("tiny", tmp_path, mirror=server.url, progress=False)
+    assert (tmp_path / "tiny/a.txt").read_bytes() == b"what the user had"
+    assert sorted(p.name for p in (tmp_path / "tiny").iterdir()) == ["a.txt"]  # no temporary files
+    assert server.requests["tiny/a.txt"] == fetch_module.ATTEMPTS
+
+
+def test_a_dropped_connection_is_retried(server, tmp_path):
+    server.behaviour["tiny/a.txt"] = "drop-once"
+    fetch("tiny", tmp_path, mirror=server.url, progress=False)
+    assert (tmp_path / "tiny/a.txt").read_bytes() == FILES["tiny/a.txt"]
+    assert server.requests["tiny/a.txt"] == 2
+
+
+def test_a_connection_that_keeps_dropping_fails_cleanly(server, tmp_path):
+    server.behaviour["tiny/b.csv"] = "drop"
+    with pytest.raises(FetchError, match="tiny/b.csv: connection failed"):
+        fetch("tiny", tmp_path, mirror=server.url, progress=False)
+    assert (tmp_path / "tiny/a.txt").read_bytes() == FILES["tiny/a.txt"]  # what came before is kept
+    assert sorted(p.name for p in (tmp_path / "tiny").iterdir()) == ["a.txt"]
+
+
+def test_missing_file_and_unknown_dataset_are_clear_errors(server, tmp_path, monkeypatch):
+    monkeypatch.setitem(DATASETS, "gone", [Remote("tiny/missing.txt", "", "0" * 64)])
+    with pytest.raises(FetchError, match="missing.txt: HTTP 404"):
+        fetch("gone", tmp_path, mirror=server.url, progress=False)
+    with pytest.raises(FetchError, match="unknown dataset 'nope' .*multi30k"):
+        fetch("nope", tmp_path)
+
+
+def test_cli_fetch_fills_the_data_directory(server, tmp_path, monkeypatch):
+    runner = CliRunner()
+    monkeypatch.setenv("SEQLAB_DATA", str(tmp_path / "from-env"))
+    result = runner.invoke(app, ["data", "fetch", "tiny", "--mirror", server.url])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "from-env/tiny/b.csv").read_bytes() == FILES["tiny/b.csv"]
+    result = runner.invoke(app, ["data", "fetch", "tiny", "--dest", str(tmp_path / "d"), "--mirror", server.url])
+    assert result.exit_code == 0 and (tmp_path / "d/tiny/a.txt").exists()
+    server.behaviour["tiny/a.txt"] = "corrupt"
+    result = runner.invoke(app, ["data", "fetch", "tiny", "--dest", str(tmp_path / "e"), "--mirror", server.url])
+    assert result.exit_code == 2 and "SHA-256" in result.output
+
+
+@pytest.mark.parametrize("name", sorted(DATASETS))
+def test_published_checksums_match_the_shared_copies(shared_data, name):
+    for remote in DATASETS[name]:
+        assert sha256_of(shared_data / remote.path) == remote.sha256, remote.path
