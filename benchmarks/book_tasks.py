@@ -31,6 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from report import add_record_option, emit
+
 ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = {"addition": ["baseline", "reverse", "peeky", "attention", "transformer"], "date": ["attention", "transformer"]}
 BOOK_VARIANTS = {"baseline", "reverse", "peeky", "attention"}
@@ -116,7 +118,7 @@ def main() -> None:
     parser.add_argument("--set", dest="overrides", action="append", default=[], help="seqlab config override")
     parser.add_argument("--book-repo", help="a checkout of oreilly-japan/deep-learning-from-scratch-2")
     parser.add_argument("--book-epochs", type=int, help="default: the book's")
-    parser.add_argument("--record", help="append the tables to this markdown file")
+    add_record_option(parser)
     parser.add_argument("--json", help="also write every number here")
     args = parser.parse_args()
 
@@ -134,12 +136,9 @@ def main() -> None:
         print(f"{variant}: seqlab test {ours['test']['exact_match']:.2f} %, {ours['train_s']:.1f} s training",
               flush=True)
     text = "\n".join(summary(args.task, results) + curves(results)) + "\n"
-    print(text)
+    emit(text, args.record)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1), encoding="utf-8")
-    if args.record:
-        with open(args.record, "a", encoding="utf-8") as f:
-            f.write("\n" + text)
 
 
 if __name__ == "__main__":

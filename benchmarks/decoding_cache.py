@@ -21,6 +21,7 @@ import platform
 import time
 
 import torch
+from report import add_record_option, emit
 
 from seqlab.config import TransformerConfig
 from seqlab.decoding import PrefixDecoder, beam_search, greedy_decode
@@ -51,7 +52,7 @@ def main() -> None:
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--record", help="append the table to this markdown file")
+    add_record_option(parser)
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -93,10 +94,7 @@ def main() -> None:
     for name, fast, slow in rows:
         lines.append(f"| {name} | {fast:.3f} | {slow:.3f} | {args.batch / fast:.1f} | **{slow / fast:.2f}×** |")
     text = "\n".join(lines) + "\n"
-    print(text)
-    if args.record:
-        with open(args.record, "a", encoding="utf-8") as f:
-            f.write(text)
+    emit(text, args.record)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ import platform
 import time
 
 import torch
+from report import add_record_option, emit
 
 from seqlab.config import Config, load_config
 from seqlab.data import load_splits, resolve_data_dir
@@ -98,7 +99,7 @@ def main() -> None:
     parser.add_argument("config")
     parser.add_argument("--set", dest="overrides", action="append", default=[], help="config override key=value")
     parser.add_argument("--steps", type=int, default=30)
-    parser.add_argument("--record", help="append the table to this markdown file")
+    add_record_option(parser)
     args = parser.parse_args()
 
     cfg = load_config(args.config, args.overrides)
@@ -121,10 +122,7 @@ def main() -> None:
         lines.append(f"| {p} | {r['tokens_per_s']:,.0f} | {r['gflops']:.1f} | {peaks[p]:.0f} | {r['gflops'] / peaks[p]:.1%} |")
     lines.append(f"\nbf16 / fp32 speed: {rows['bf16']['tokens_per_s'] / rows['fp32']['tokens_per_s']:.2f}×\n")
     text = "\n".join(lines)
-    print(text)
-    if args.record:
-        with open(args.record, "a", encoding="utf-8") as f:
-            f.write("\n" + text + "\n")
+    emit(text, args.record)
 
 
 if __name__ == "__main__":

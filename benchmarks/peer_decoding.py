@@ -1,0 +1,171 @@
+"""Decoding speed next to the peers, in one run, on one model: seqlab, JoeyNMT and CTranslate2.
+
+    python benchmarks/peer_decoding.py RUN_DIR --data-dir ../shared/data [--split test] [--beams 1 5]
+
+The run's Transformer is exported (its weights, positional table and sizes, and the split's source
+ids) and loaded weight for weight into JoeyNMT 2.3.0 and CTranslate2 4.8.5. Those are installed
+by this script into a virtual environment of their own (``--peer-venv``, made on first use from the
+package index with the same CPU torch wheel) and run there by ``benchmarks/peers/*_decode.py``. So
+every engine decodes the same model from the same ids: differences in the outputs are differences
+in the search (or in rounding), and "same as seqlab" shows how far they go.
+
+Each engine decodes the whole split in batches of ``eval.batch_size`` sentences with at most
+``eval.max_output_length`` words, after one warm-up batch, ``--repeats`` times (the best time is
+reported); beam search without length penalty. seqlab runs in fp32 and bf16 autocast;
+CTranslate2 in float32 and int8 (it has no bf16 on CPU); JoeyNMT in float32 (its CPU autocast is
+float16). The table goes to stdout, and with ``--record FILE`` is appended there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from report import add_record_option, emit, machine
+from safetensors.torch import save_file
+
+from seqlab.config import TransformerConfig
+from seqlab.data import load_splits, resolve_data_dir
+from seqlab.decoding import DecodeOptions
+from seqlab.evaluate import EncodedSplit
+from seqlab.metrics import corpus_bleu, exact_match
+from seqlab.precision import native_bf16
+from seqlab.translator import Translator, load
+
+PEERS = Path(__file__).parent / "peers"
+PEER_PACKAGES = ["torch==2.13.0", "joeynmt==2.3.0", "importlib_metadata", "ctranslate2==4.8.5", "safetensors"]
+WORKERS = {"ctranslate2": "ctranslate2_decode.py", "joeynmt": "joeynmt_decode.py"}
+
+
+def peer_python(venv: Path) -> Path:
+    """The peers' interpreter; the venv is made and filled on first use."""
+    python = venv / "bin" / "python"
+    if not python.exists():
+        print(f"installing {' '.join(PEER_PACKAGES)} into {venv} ...", file=sys.stderr)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "--quiet", *PEER_PACKAGES], check=True)
+    return python
+
+
+def export(translator: Translator, src: list[list[int]], out: Path) -> None:
+    """Write weights.safetensors, model.json and source.txt (see benchmarks/peers/export.py)."""
+    model, cfg = translator.model, translator.config.model
+    weights = {name: t.detach().float().clone().contiguous() for name, t in model.state_dict().items()}
+    weights["positional_table"] = model.encoder.embed.positions.table[0].clone()
+    save_file(weights, str(out / "weights.safetensors"))
+    sizes = {"d_model": cfg.d_model, "num_layers": cfg.num_layers, "num_heads": cfg.num_heads, "d_ff": cfg.d_ff,
+             "norm": cfg.norm, "source_vocab": translator.source.vocab_size,
+             "target_vocab": translator.target.vocab_size}
+    (out / "model.json").write_text(json.dumps(sizes))
+    (out / "source.txt").write_text("".join(" ".join(map(str, s)) + "\n" for s in src))
+
+
+def with_precision(translator: Translator, precision: str) -> Translator:
+    config = translator.config
+    config = config.model_copy(update={"train": config.train.model_copy(update={"precision": precision})})
+    return Translator(translator.model, translator.source, translator.target, config)
+
+
+def seqlab_runs(translator: Translator, src: list[list[int]], beams: list[int], repeats: int) -> list[dict]:
+    """fp32, and bf16 autocast where this CPU has native bf16 (emulated bf16 is many times slower)."""
+    runs = []
+    for precision in ("fp32", "bf16") if native_bf16() else ("fp32",):
+        t = with_precision(translator, precision)
+        for beam in beams:
+            options = DecodeOptions(beam=beam)
+            t.decode_ids(src[: t.config.eval.batch_size], options)  # warm-up
+            seconds, outputs = [], []
+            for _ in range(repeats):
+                start = time.perf_counter()
+                outputs = [hyps[0].tokens for hyps in t.decode_ids(src, options)]
+                seconds.append(time.perf_counter() - start)
+            runs.append({"engine": "seqlab", "setting": precision, "beam": beam, "seconds": seconds,
+                         "outputs": outputs})
+    return runs
+
+
+def peer_runs(python: Path, worker: str, export_dir: Path, beams: list[int], repeats: int,
+              translator: Translator) -> list[dict]:
+    """Run one worker in the peers' venv with the run's decoding settings; its JSON lines."""
+    command = [str(python), str(PEERS / worker), str(export_dir), "--beams", *map(str, beams),
+               "--max-length", str(translator.config.eval.max_output_length),
+               "--batch-size", str(translator.config.eval.batch_size), "--threads", str(torch.get_num_threads()),
+               "--repeats", str(repeats)]
+    done = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True)
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
+def table(runs: list[dict], translator: Translator, references: list[str]) -> list[str]:
+    """One row per engine, setting and beam: time, speed, quality, agreement with seqlab fp32, ratio."""
+    texts = {id(r): translator.target.decode(r["outputs"]) for r in runs}
+    reference_run = {r["beam"]: r for r in runs if r["engine"] == "seqlab" and r["setting"] == "fp32"}
+    fastest = {b: min(min(r["seconds"]) for r in runs if r["engine"] == "seqlab" and r["beam"] == b)
+               for b in reference_run}
+    lines = ["| engine | precision | search | seconds (best of runs) | sentences/s | exact match % | BLEU | "
+             "same output as seqlab fp32 % | time ÷ seqlab's best |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in sorted(runs, key=lambda r: (r["beam"], r["engine"] != "seqlab")):
+        best = min(r["seconds"])
+        same = sum(a == b for a, b in zip(r["outputs"], reference_run[r["beam"]]["outputs"]))
+        search = "greedy" if r["beam"] == 1 else f"beam {r['beam']}"
+        hyps = texts[id(r)]
+        lines.append(
+            f"| {r['engine']} | {r['setting']} | {search} | {best:.2f} ({', '.join(f'{s:.2f}' for s in r['seconds'])})"
+            f" | {len(references) / best:,.0f} | {exact_match(hyps, references):.2f}"
+            f" | {corpus_bleu(hyps, references):.2f} | {100.0 * same / len(references):.1f}"
+            f" | {best / fastest[r['beam']]:.2f} |"
+        )
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("run_dir")
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--beams", type=int, nargs="+", default=[1, 5])
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--peers", nargs="+", choices=sorted(WORKERS), default=sorted(WORKERS))
+    parser.add_argument("--peer-venv", type=Path, default=Path(tempfile.gettempdir()) / "seqlab-peers")
+    parser.add_argument("--threads", type=int, default=None)
+    add_record_option(parser)
+    args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+    translator = load(args.run_dir)
+    if not isinstance(translator.config.model, TransformerConfig):
+        raise SystemExit("the peers decode Transformers only; this run is an RNN")
+    pairs = load_splits(translator.config.data, resolve_data_dir(args.data_dir))[args.split]
+    split = EncodedSplit.build(translator, pairs, args.split)
+    python = peer_python(args.peer_venv)
+    with tempfile.TemporaryDirectory() as tmp:
+        export(translator, split.src, Path(tmp))
+        runs = seqlab_runs(translator, split.src, args.beams, args.repeats)
+        for peer in args.peers:
+            runs += peer_runs(python, WORKERS[peer], Path(tmp), args.beams, args.repeats, translator)
+
+    model, eval_cfg = translator.config.model, translator.config.eval
+    header = [
+        f"\n### Decoding next to the peers: `{args.run_dir}`, {args.split} split "
+        f"({datetime.datetime.now():%Y-%m-%d %H:%M})\n",
+        f"Command: `python benchmarks/peer_decoding.py {args.run_dir} --split {args.split} --beams "
+        f"{' '.join(map(str, args.beams))} --repeats {args.repeats}`. {machine()}. Model: Transformer d_model "
+        f"{model.d_model}, {model.num_layers}+{model.num_layers} layers, {model.num_heads} heads, d_ff {model.d_ff}, "
+        f"{model.norm}-LN, vocab {translator.source.vocab_size}/{translator.target.vocab_size}; {len(split.src):,} "
+        f"sentences in batches of {eval_cfg.batch_size}, at most {eval_cfg.max_output_length} words."
+        + ("" if native_bf16() else " No seqlab bf16 row: this CPU has no native bf16.") + "\n",
+    ]
+    text = "\n".join(header + table(runs, translator, split.references)) + "\n"
+    emit(text, args.record)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,35 @@
+"""What every benchmark script does with its tables: print them, and append them to a markdown file on request."""
+
+from __future__ import annotations
+
+import argparse
+import platform
+from pathlib import Path
+
+import torch
+
+
+def add_record_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--record", metavar="FILE", help="also append the tables to this markdown file "
+                        "(docs/benchmarks.md)")
+
+
+def emit(text: str, record: str | None) -> None:
+    """Print ``text``; with ``record``, append it to that file after a blank line."""
+    print(text)
+    if record:
+        with open(record, "a", encoding="utf-8") as f:
+            f.write("\n" + text.strip("\n") + "\n")
+
+
+def machine() -> str:
+    """The CPU, its vector extensions that matter here, threads and torch: one line for a table's caption."""
+    name = platform.processor() or platform.machine()
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        lines = cpuinfo.read_text().splitlines()
+        name = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), name)
+        flags = set(next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), []))
+        vector = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f in flags]
+        name += f" ({', '.join(vector) or 'no AVX2'})"
+    return f"{name}, {torch.get_num_threads()} threads, torch {torch.__version__}"
