@@ -413,3 +413,15 @@ def test_training_input_is_checked():
         train("bpe", [])
     with pytest.raises(TypeError):
         train("char", ["ok", None])
+
+
+@pytest.mark.parametrize("level", ["char", "bpe", "wordpiece"])
+def test_unknown_characters_are_the_ones_that_encode_to_unk(level):
+    t = train(level)
+    assert t.unknown_characters("사랑이 뭐라고 생각해?") == []
+    assert t.unknown_characters("사랑 🍕 뭐라고？ 🍕") == ["🍕", "？"]  # distinct, in order; spaces never count
+    assert UNK in t.encode(["🍕"])[0] and UNK not in t.encode(["사랑"])[0]
+
+
+def test_word_level_reports_no_unknown_characters():
+    assert train("word").unknown_characters("완전히 새로운 단어 🍕") == []

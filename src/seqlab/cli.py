@@ -1,4 +1,4 @@
-"""The ``seqlab`` command: train, translate, eval, data fetch."""
+"""The ``seqlab`` command: train, translate, eval, chat, data fetch."""
 
 from __future__ import annotations
 
@@ -180,6 +180,44 @@ def evaluate_run(
     else:
         for key, value in metrics.items():
             typer.echo(f"{key:12s} {value:.4f}" if isinstance(value, float) else f"{key:12s} {value}")
+
+
+@app.command()
+def chat(
+    run_dir: Annotated[Path, typer.Argument(help="A trained run directory, e.g. a chatbot.")],
+    beam: Beam = 1,
+    sample: Sample = False,
+    temperature: Temperature = 1.0,
+    top_k: TopK = 0,
+    top_p: TopP = 1.0,
+    seed: Seed = 0,
+    max_length: MaxLength = None,
+) -> None:
+    """Talk to a model. In a terminal: a prompt with line editing, history and /beam N, /greedy, /sample T,
+    /help, /quit. Otherwise every line of stdin gets one line of reply, so conversations can be scripted."""
+    from seqlab.chat import HELP, Chat, converse, terminal_lines
+    from seqlab.data.corpus import decode_lines
+    from seqlab.translator import load
+
+    _setup_logging()
+    options = _decode_options(beam=beam, sample=sample, temperature=temperature, top_k=top_k, top_p=top_p,
+                              seed=seed, max_length=max_length)
+    try:
+        translator = load(run_dir)
+    except (ConfigError, FileNotFoundError, ValueError) as exc:
+        _fail(exc)
+    for stream in (sys.stdout, sys.stderr):  # replies are UTF-8 whatever the locale says
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(encoding="utf-8", errors="replace")
+    if sys.stdin.isatty():
+        typer.echo(f"{run_dir} — {HELP}", err=True)
+        lines = terminal_lines()
+    else:
+        lines = (text for _, text in decode_lines(sys.stdin.buffer, "<stdin>"))
+    try:
+        converse(Chat(translator, options), lines, sys.stdout, sys.stderr)
+    except ValueError as exc:  # undecodable input names its line
+        _fail(exc)
 
 
 def _read_lines(path: str) -> list[str]:

@@ -274,6 +274,18 @@ class Tokenizer:
         lower = self._lower
         return [normalize(s, lower) for s in self._tok.decode_batch(rows, skip_special_tokens=True)]
 
+    def unknown_characters(self, text: str) -> list[str]:
+        """The distinct characters of ``text`` (normalised) that this tokenizer encodes as ``<unk>``, in order.
+
+        A character is unknown when it alone encodes to ``<unk>`` (for ``wordpiece`` too, where an unseen
+        character makes its whole word one ``<unk>``). At the ``word`` level words, not characters, are
+        known or not, so nothing is reported there.
+        """
+        if self._cfg.level == "word":
+            return []
+        chars = list(dict.fromkeys(c for c in self.normalize(text) if not c.isspace()))
+        return [c for c, ids in zip(chars, self.encode(chars)) if UNK in ids]
+
     def tokens(self, text: str) -> list[str]:
         """The token strings of ``text`` (for display and attention plots); ``"▁"`` marks a space."""
         if not isinstance(text, str):
