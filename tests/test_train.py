@@ -71,7 +71,8 @@ def test_date_model_trains_translates_and_evaluates_through_the_cli(tmp_path):
     result = runner.invoke(app, ["eval", str(run), "--split", "test", "--json"])
     assert result.exit_code == 0, result.output
     metrics = json.loads(result.stdout)
-    assert set(metrics) >= {"loss", "perplexity", "exact_match", "bleu"}
+    assert set(metrics) >= {"loss", "perplexity", "exact_match", "bleu", "bleu_lowercase", "bleu_signature"}
+    assert metrics["bleu_signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
     assert metrics["perplexity"] == pytest.approx(math.exp(metrics["loss"]))
     assert metrics["exact_match"] > 50.0  # a real model, not noise: chance is ~0
 

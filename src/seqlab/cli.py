@@ -158,11 +158,12 @@ def evaluate_run(
     seed: Seed = 0,
     max_length: MaxLength = None,
 ) -> None:
-    """Loss, perplexity, exact match and BLEU of a trained model on a split of its data."""
+    """Loss, perplexity, exact match and BLEU (sacreBLEU, cased and lower-cased, with signatures) on a split."""
     options = _decode_options(beam=beam, length_penalty=length_penalty, normalize=normalize, sample=sample,
                               temperature=temperature, top_k=top_k, top_p=top_p, seed=seed, max_length=max_length)
     from seqlab.data import DataError, load_splits, resolve_data_dir
     from seqlab.evaluate import EncodedSplit, evaluate
+    from seqlab.metrics import bleu_signature
     from seqlab.translator import load
 
     _setup_logging()
@@ -175,6 +176,8 @@ def evaluate_run(
         metrics = evaluate(translator, encoded, translator.config.train.batch_tokens, options=options)
     except (ConfigError, DataError, FileNotFoundError, ValueError) as exc:
         _fail(exc)
+    metrics["bleu_signature"] = bleu_signature()
+    metrics["bleu_lowercase_signature"] = bleu_signature(lowercase=True)
     if as_json:
         typer.echo(json.dumps(metrics))
     else:

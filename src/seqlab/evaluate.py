@@ -63,8 +63,8 @@ def evaluate(
     decode_limit: int | None = None,
     options: DecodeOptions | None = None,
 ) -> dict:
-    """{'loss', 'perplexity', 'exact_match', 'bleu', 'sentences'}; ``decode_limit`` caps the decoded sentences,
-    ``options`` chooses how to decode them (greedy by default)."""
+    """{'loss', 'perplexity', 'exact_match', 'bleu', 'bleu_lowercase', 'sentences'}; ``decode_limit`` caps
+    the decoded sentences, ``options`` chooses how to decode them (greedy by default)."""
     loss = teacher_forced_loss(translator, split, batch_tokens)
     n = len(split.src) if decode_limit is None else min(decode_limit, len(split.src))
     hypotheses = translator.translate_ids(split.src[:n], options)
@@ -74,5 +74,6 @@ def evaluate(
         "perplexity": math.exp(min(loss, 50.0)),
         "exact_match": exact_match(hypotheses, references),
         "bleu": corpus_bleu(hypotheses, references),
+        "bleu_lowercase": corpus_bleu(hypotheses, references, lowercase=True),
         "sentences": n,
     }
