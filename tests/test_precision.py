@@ -18,11 +18,13 @@ def test_auto_picks_bf16_only_where_the_cpu_has_it(monkeypatch, native):
     assert product.dtype == (torch.bfloat16 if native else torch.float32)
 
 
-def test_explicit_bf16_is_kept_with_a_warning_where_it_is_emulated(monkeypatch, caplog):
+def test_bf16_falls_back_to_fp32_with_a_warning_where_it_is_not_native(monkeypatch, caplog):
     monkeypatch.setattr(precision, "native_bf16", lambda: False)
-    precision._warn_emulated.cache_clear()
+    precision._warn_not_native.cache_clear()
     with caplog.at_level(logging.WARNING, logger="seqlab"):
-        assert precision.resolve("bf16") == "bf16"
+        assert precision.resolve("bf16") == "fp32"
     assert "no native bf16" in caplog.text
     with precision.autocast("bf16"):
-        assert (torch.ones(2, 3) @ torch.ones(3, 2)).dtype == torch.bfloat16
+        assert (torch.ones(2, 3) @ torch.ones(3, 2)).dtype == torch.float32
+    monkeypatch.setattr(precision, "native_bf16", lambda: True)
+    assert precision.resolve("bf16") == "bf16" and precision.resolve("fp32") == "fp32"

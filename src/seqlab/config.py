@@ -201,7 +201,7 @@ class TrainConfig(_Strict):
     label_smoothing: float = Field(0.0, ge=0, lt=1)
     clip_norm: float | None = Field(1.0, gt=0)
     precision: Literal["auto", "bf16", "fp32"] = Field(
-        "auto", description="bf16 autocast (fp32 master weights) or fp32; auto: bf16 where the CPU has native bf16"
+        "auto", description="auto/bf16: bf16 autocast (fp32 master weights) where the CPU has native bf16, else fp32"
     )
     best_metric: Literal["exact_match", "bleu", "loss"] = Field("bleu", description="valid score that picks the best model")
     early_stopping: int = Field(0, ge=0, description="stop after this many epochs without a better valid score; 0 = off")

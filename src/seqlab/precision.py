@@ -7,9 +7,10 @@ loss curves (docs/benchmarks.md). On CPUs without them (AVX2-only machines) PyTo
 emulates bf16, and a bf16 matrix product is 5-100× *slower* than fp32 (measured on an
 AVX2 EPYC: 12 against 66 GFLOP/s for a 2160×256×8000 product, docs/benchmarks.md).
 
-So the default, ``auto``, picks bf16 only where it is native. It is resolved on the
-machine that runs the model, not stored: a run trained in bf16 decodes in fp32 on a
-CPU without native bf16, and the other way round.
+So bf16 runs only where it is native: ``auto`` (the default) and ``bf16`` both mean
+bf16 there and fp32 elsewhere (``bf16`` says so in a warning), ``fp32`` means fp32.
+It is decided on the machine that runs the model, not stored: a run trained in bf16
+decodes in fp32 on a CPU without native bf16, and the other way round.
 """
 
 from __future__ import annotations
@@ -32,18 +33,20 @@ def native_bf16() -> bool:
 
 
 def resolve(precision: str) -> str:
-    """``auto`` -> ``bf16`` or ``fp32`` for this CPU; explicit choices are kept (bf16 with a warning where emulated)."""
-    if precision == "auto":
-        return "bf16" if native_bf16() else "fp32"
-    if precision == "bf16" and not native_bf16():
-        _warn_emulated()
-    return precision
+    """What ``auto``, ``bf16`` or ``fp32`` means on this CPU: ``bf16`` or ``fp32``."""
+    if precision == "fp32":
+        return "fp32"
+    if native_bf16():
+        return "bf16"
+    if precision == "bf16":
+        _warn_not_native()
+    return "fp32"
 
 
 @functools.cache
-def _warn_emulated() -> None:
-    log.warning("precision bf16: this CPU has no native bf16 (AVX-512 BF16 or AMX), so bf16 is emulated and "
-                "much slower than fp32; use precision auto or fp32")
+def _warn_not_native() -> None:
+    log.warning("precision bf16: this CPU has no native bf16 (AVX-512 BF16 or AMX), where emulated bf16 is many "
+                "times slower than fp32; running in fp32")
 
 
 def autocast(precision: str) -> contextlib.AbstractContextManager:
