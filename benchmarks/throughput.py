@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import platform
 import time
 
 import torch
-from report import add_record_option, emit
+from report import add_record_option, emit, machine
 
 from seqlab.config import Config, load_config
 from seqlab.data import load_splits, resolve_data_dir
@@ -110,8 +109,7 @@ def main() -> None:
     lines = [
         f"### Training throughput: `{args.config}` {' '.join(args.overrides)}",
         "",
-        f"{datetime.date.today()}, {platform.processor() or platform.machine()}, {torch.get_num_threads()} threads, "
-        f"torch {torch.__version__}; d_model {m.d_model}, {m.num_layers}+{m.num_layers} layers, d_ff {m.d_ff}, "
+        f"{datetime.date.today()}, {machine()}; d_model {m.d_model}, {m.num_layers}+{m.num_layers} layers, d_ff {m.d_ff}, "
         f"dropout {m.dropout}, {rows['fp32']['params']:,} parameters, {len(batches)} batches of "
         f"≤{cfg.train.batch_tokens} tokens. Command: `python benchmarks/throughput.py {args.config}`",
         "",

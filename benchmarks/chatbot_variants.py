@@ -1,0 +1,118 @@
+"""The Korean chatbot (configs/chatbot_ko.yaml) in several variants, scored on the same held-out split.
+
+    python benchmarks/chatbot_variants.py --data-dir ../shared/data [--variants bpe wordpiece seed] [--samples 20]
+
+Each variant is ``seqlab train configs/chatbot_ko.yaml --set ...`` (a subprocess; its wall time is
+measured around it), then its best model is scored on the test split:
+
+* perplexity per token, which depends on the tokenizer, and **perplexity per character**
+  (``exp(total NLL / characters)``, one end of sentence counted per answer), which does not,
+  so that BPE and WordPiece can be compared;
+* sacreBLEU of the greedy answers against the reference answers.
+
+``seed`` is the recipe of seed 000: its ``small_transformer`` (4+4 layers, d_model 128, 4 heads,
+d_ff 512, dropout 0.3) with its warm-up schedule (4,000 steps, no label smoothing).
+With ``--samples N``, the first N test questions are answered by the first variant and printed
+next to the reference answers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from report import add_record_option, emit, machine
+
+from seqlab.data import load_splits, resolve_data_dir
+from seqlab.evaluate import EncodedSplit, evaluate
+from seqlab.translator import load
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = ROOT / "configs" / "chatbot_ko.yaml"
+VARIANTS = {
+    "bpe": [],
+    "wordpiece": ["tokens.source.level=wordpiece"],
+    "char": ["tokens.source.level=char"],
+    "seed": ["model.num_layers=4", "model.d_model=128", "model.num_heads=4", "model.d_ff=512", "model.dropout=0.3",
+             "train.warmup=4000", "train.lr_scale=1.0", "train.label_smoothing=0.0"],
+}
+
+
+def train(variant: str, data_dir: str, extra: list[str]) -> tuple[Path, float]:
+    run_dir = Path(tempfile.mkdtemp(prefix=f"seqlab-chatbot-{variant}-")) / "run"
+    command = ["seqlab", "train", str(CONFIG), "--out", str(run_dir)]
+    for item in VARIANTS[variant] + extra:
+        command += ["--set", item]
+    start = time.perf_counter()
+    subprocess.run(command, check=True, env=os.environ | {"SEQLAB_DATA": data_dir})
+    return run_dir, time.perf_counter() - start
+
+
+def score(run_dir: Path, data_dir: str) -> dict:
+    translator = load(run_dir)
+    pairs = load_splits(translator.config.data, resolve_data_dir(data_dir))["test"]
+    split = EncodedSplit.build(translator, pairs, "test")
+    metrics = evaluate(translator, split, translator.config.train.batch_tokens)
+    tokens = sum(len(t) + 1 for t in split.trg)  # + <eos>, as the loss counts them
+    characters = sum(len(r) + 1 for r in split.references)  # + one end of sentence
+    metrics["tokens_per_character"] = tokens / characters
+    metrics["perplexity_per_character"] = math.exp(metrics["loss"] * tokens / characters)
+    log = [json.loads(line) for line in (run_dir / "log.jsonl").read_text().splitlines()]
+    metrics["best_epoch"] = json.loads((run_dir / "model.json").read_text())["epoch"]
+    metrics["epochs"] = len(log)
+    metrics["parameters"] = sum(p.numel() for p in translator.model.parameters())
+    return metrics
+
+
+def samples(run_dir: Path, data_dir: str, n: int) -> list[str]:
+    translator = load(run_dir)
+    pairs = load_splits(translator.config.data, resolve_data_dir(data_dir))["test"][:n]
+    answers = translator.translate([q for q, _ in pairs])
+    lines = ["| # | question (held out) | reference answer | seqlab's answer |", "|---|---|---|---|"]
+    lines += [f"| {i} | {q} | {a} | {m} |" for i, ((q, a), m) in enumerate(zip(pairs, answers), 1)]
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", required=True)
+    parser.add_argument("--variants", nargs="+", choices=sorted(VARIANTS), default=["bpe", "wordpiece", "seed"])
+    parser.add_argument("--set", dest="extra", action="append", default=[], help="an override for every variant")
+    parser.add_argument("--samples", type=int, default=0, help="answer this many test questions with the first variant")
+    add_record_option(parser)
+    args = parser.parse_args()
+
+    rows, first = [], None
+    for variant in args.variants:
+        run_dir, wall = train(variant, args.data_dir, args.extra)
+        first = first or run_dir
+        rows.append((variant, wall, score(run_dir, args.data_dir), run_dir))
+
+    extra = "".join(f" --set {item}" for item in args.extra)
+    lines = [
+        f"### Korean chatbot variants, test split ({datetime.date.today().isoformat()})\n",
+        f"Command: `python benchmarks/chatbot_variants.py --data-dir DATA --variants {' '.join(args.variants)}{extra}`."
+        f" {machine()}.\n",
+        "| variant | parameters | training wall s | best epoch / epochs | tokens per character | perplexity per token"
+        " | perplexity per character | BLEU |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for variant, wall, m, run_dir in rows:
+        lines.append(f"| {variant} (`{run_dir}`) | {m['parameters']:,} | {wall:.0f} | {m['best_epoch']} / "
+                     f"{m['epochs']} | {m['tokens_per_character']:.3f} | {m['perplexity']:.2f} "
+                     f"| {m['perplexity_per_character']:.3f} | {m['bleu']:.2f} |")
+    if args.samples:
+        lines += ["", f"Answers of `{args.variants[0]}` to the first {args.samples} test questions:", ""]
+        lines += samples(first, args.data_dir, args.samples)
+    emit("\n".join(lines) + "\n", args.record)
+
+
+if __name__ == "__main__":
+    main()
