@@ -17,6 +17,8 @@ from ctranslate2.specs import common_spec, transformer_spec
 from export import EOS, best_of, load_export, result, token, token_id, worker_arguments
 
 NAMES = {0: "<blank>", 1: "<s>", EOS: "</s>", 3: "<unk>"}  # CTranslate2's special tokens, at seqlab's ids
+# seqlab's search rules: <pad> and <sos> are never output; an empty output (<eos> first) is allowed
+AS_SEQLAB = {"suppress_sequences": [["<blank>"], ["<s>"]], "min_decoding_length": 0}
 
 
 class SeqlabConverter(ctranslate2.converters.Converter):
@@ -98,12 +100,12 @@ def main() -> None:
                 def run() -> list[list[int]]:
                     results = translator.translate_batch(
                         tokens, beam_size=beam, max_batch_size=args.batch_size, batch_type="examples",
-                        max_decoding_length=args.max_length, length_penalty=0.0,
+                        max_decoding_length=args.max_length, length_penalty=0.0, **AS_SEQLAB,
                     )
                     return [[ids[t] if t in ids else token_id(t) for t in r.hypotheses[0]] for r in results]
 
                 translator.translate_batch(tokens[: args.batch_size], beam_size=beam,
-                                           max_decoding_length=args.max_length)  # warm-up
+                                           max_decoding_length=args.max_length, **AS_SEQLAB)  # warm-up
                 seconds, outputs = best_of(args.repeats, run)
                 engine = f"CTranslate2 {ctranslate2.__version__}"
                 print(result(engine, compute_type, beam, seconds, outputs), flush=True)
