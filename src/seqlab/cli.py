@@ -181,8 +181,9 @@ def evaluate_run(
     if as_json:
         typer.echo(json.dumps(metrics))
     else:
+        width = max(map(len, metrics))
         for key, value in metrics.items():
-            typer.echo(f"{key:12s} {value:.4f}" if isinstance(value, float) else f"{key:12s} {value}")
+            typer.echo(f"{key:{width}s} {value:.4f}" if isinstance(value, float) else f"{key:{width}s} {value}")
 
 
 @app.command()
