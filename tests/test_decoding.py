@@ -160,6 +160,29 @@ def test_a_sentence_decodes_the_same_alone_and_inside_a_batch(kind, beam):
         assert [h.score for h in alone] == pytest.approx([h.score for h in batch[i]], abs=1e-4)
 
 
+class _CountingRows:
+    """A model wrapper that records how many rows each step decodes."""
+
+    def __init__(self, model):
+        self.model, self.rows = model, []
+
+    def start(self, src):
+        return self.model.start(src)
+
+    def step(self, ids, state, need_weights=False):
+        self.rows.append(ids.numel())
+        return self.model.step(ids, state, need_weights)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_finished_sentences_leave_the_batch(kind):
+    model, src = _model(kind), _sources(8)
+    limits = torch.tensor([1, 1, 1, 1, 1, 1, 1, 9])  # seven sentences end after one word, one may go on
+    counting = _CountingRows(model)
+    assert greedy_decode(counting, src, limits) == greedy_decode(model, src, limits)
+    assert counting.rows[0] == 8 and set(counting.rows[1:]) <= {1}
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_sampling_limits(kind):
     model, src = _model(kind), _sources(10)

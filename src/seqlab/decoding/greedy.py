@@ -3,7 +3,10 @@
 ``decode_left_to_right`` is the loop greedy decoding and sampling share: every
 sentence of the batch advances one word per step through the model's
 ``step`` (cached: the prefix is never recomputed); a sentence is done at
-<eos> or at its length limit, and the batch when all are.
+<eos> or at its length limit, and the batch when all are. Done sentences leave
+the batch (``state.select``) once they are a quarter of its rows, so that one
+long output does not keep the whole batch decoding, without paying for a copy
+of the cache at every step where some sentence ends.
 """
 
 from __future__ import annotations
@@ -26,27 +29,39 @@ def decode_left_to_right(
     Returns one hypothesis per sentence; its score is the model's log-probability."""
     batch = src.size(0)
     state = model.start(src)
+    rows = torch.arange(batch)  # the sentence in each row of the state
     ids = torch.full((batch,), SOS, dtype=torch.long)
-    total = torch.zeros(batch)  # summed log-probabilities of the chosen words
-    finished = torch.zeros(batch, dtype=torch.bool)
-    outputs, weights = [], []  # per step: (batch,) ids, (batch, layers, heads, src_len)
+    done = torch.zeros(batch, dtype=torch.bool)  # per row
+    total = torch.zeros(batch)  # per sentence: summed log-probabilities of the chosen words
+    steps = []  # per step: the sentences still going, their words (live,) and weights (live, layers, heads, src_len)
     for t in range(int(limits.max())):
         logits, state, w = model.step(ids, state, need_weights)
-        scores = log_probs(logits)  # (batch, vocab)
-        ids = pick(scores).masked_fill(finished, PAD)  # (batch,)
-        total += scores.gather(1, ids[:, None]).squeeze(1).masked_fill(finished, 0.0)
-        outputs.append(ids)
-        weights.append(w)
-        finished |= (ids == EOS) | (t + 1 >= limits)
-        if finished.all():
+        scores = log_probs(logits)  # (rows, vocab)
+        ids = pick(scores)  # (rows,)
+        live = ~done
+        total[rows[live]] += scores.gather(1, ids[:, None]).squeeze(1)[live]
+        steps.append((rows[live], ids[live], None if w is None else w[live]))
+        done |= (ids == EOS) | (t + 1 >= limits[rows])
+        if done.all():
             break
-    rows = torch.stack(outputs, dim=1).tolist()  # (batch, steps)
+        if 4 * int(done.sum()) >= done.numel():  # done sentences leave once they are a quarter of the rows
+            keep = (~done).nonzero().squeeze(1)
+            state, rows, ids, done = state.select(keep), rows[keep], ids[keep], done[keep]
+
+    words = torch.full((batch, len(steps)), PAD, dtype=torch.long)  # (batch, steps), PAD after a sentence ends
+    attention = None
+    for t, (live, chosen, w) in enumerate(steps):
+        words[live, t] = chosen
+        if w is not None:
+            if attention is None:
+                attention = torch.zeros(batch, len(steps), *w.shape[1:])  # (batch, steps, layers, heads, src_len)
+            attention[live, t] = w.float()
     hypotheses = []
-    for i, row in enumerate(rows):
-        steps = row.index(PAD) if PAD in row else len(row)  # steps taken, <eos> included
-        tokens = row[: steps - 1] if row[steps - 1] == EOS else row[:steps]
-        attention = torch.stack([w[i] for w in weights[:steps]]).float() if need_weights and weights[0] is not None else None
-        hypotheses.append(Hypothesis(tokens, float(total[i]), float(total[i]), attention))
+    for i, row in enumerate(words.tolist()):
+        length = row.index(PAD) if PAD in row else len(row)  # steps taken, <eos> included
+        tokens = row[: length - 1] if row[length - 1] == EOS else row[:length]
+        weights = None if attention is None else attention[i, :length]
+        hypotheses.append(Hypothesis(tokens, float(total[i]), float(total[i]), weights))
     return hypotheses
 
 
