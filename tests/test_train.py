@@ -1,16 +1,19 @@
 """End to end: a tiny model learns, the CLI trains/translates/evaluates, a killed run resumes exactly."""
 
+import gzip
 import json
 import math
 from pathlib import Path
 
 import pytest
+import sacrebleu
 import yaml
 from typer.testing import CliRunner
 
 import seqlab
 from seqlab.cli import app
 from seqlab.config import ConfigError, parse_config
+from seqlab.evaluate import evaluate
 from seqlab.train import checkpoint
 from seqlab.train.schedule import cosine_lr
 from seqlab.train.trainer import Trainer
@@ -214,3 +217,31 @@ def test_fixed_size_random_batches_and_cosine_decay_drive_the_loop(tmp_path):
     assert [r["step"] for r in log] == [3, 6, 9]  # batches of 50, 50 and 28 sentences
     assert [r["lr"] for r in log] == pytest.approx([cosine_lr(s, 0.01, 9) for s in (3, 6, 9)])
     assert log[-1]["lr"] == 0.0
+
+
+def test_a_multi30k_slice_trains_and_is_scored_by_sacrebleu(shared_data, tmp_path):
+    for lang in ("de", "en"):
+        with gzip.open(shared_data / f"multi30k/train.{lang}.gz", "rt", encoding="utf-8") as f:
+            lines = [next(f) for _ in range(450)]
+        with gzip.open(tmp_path / f"train.{lang}.gz", "wt", encoding="utf-8") as f:
+            f.writelines(lines[:400])
+        (tmp_path / f"valid.{lang}").write_text("".join(lines[400:]), encoding="utf-8")
+    config = parse_config({
+        "data": {"train": {"format": "aligned", "source": "train.de.gz", "target": "train.en.gz"},
+                 "valid": {"format": "aligned", "source": "valid.de", "target": "valid.en"},
+                 "max_source_length": 60, "max_target_length": 60},
+        "tokens": {"shared": True, "source": {"level": "bpe", "vocab_size": 600}},
+        "model": {**TINY_MODEL, "max_length": 64},
+        "train": {"epochs": 3, "batch_tokens": 1500, "warmup": 20, "lr_scale": 0.5, "precision": "fp32"},
+        "eval": {"max_output_length": 40},
+    })
+    trainer = Trainer(config, tmp_path / "run", data_dir=tmp_path, progress=False)
+    trainer.fit()
+    log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
+    assert log[-1]["train_loss"] < log[0]["train_loss"]
+    translator = seqlab.load(tmp_path / "run")
+    valid = trainer.valid_set
+    metrics = evaluate(translator, valid, 1500)
+    hypotheses = translator.translate(valid.sources)
+    assert metrics["bleu"] == pytest.approx(sacrebleu.corpus_bleu(hypotheses, [valid.references]).score)
+    assert len(hypotheses) == 50 and 0.0 <= metrics["bleu"] <= metrics["bleu_lowercase"]
