@@ -4,8 +4,9 @@ Under bf16 autocast (``train.precision: bf16``) matrix products run in bfloat16 
 the master weights, the optimizer and the loss stay in float32. On CPUs with AVX-512
 BF16 or AMX that is 1.2-1.8× faster than fp32 for training and decoding, with the same
 loss curves (docs/benchmarks.md). On CPUs without them (AVX2-only machines) PyTorch
-emulates bf16, and a bf16 matrix product is 5-100× *slower* than fp32 (measured on an
-AVX2 EPYC: 12 against 66 GFLOP/s for a 2160×256×8000 product, docs/benchmarks.md).
+emulates bf16: on an AVX2 EPYC a 1024² bf16 product ran at 1 GFLOP/s against 150 for
+fp32, and a bf16 training step was 25× *slower* than fp32 (docs/benchmarks.md, "bf16 on a
+CPU without it").
 
 So bf16 runs only where it is native: ``auto`` (the default) and ``bf16`` both mean
 bf16 there and fp32 elsewhere (``bf16`` says so in a warning), ``fp32`` means fp32.
