@@ -382,6 +382,11 @@ def test_chatbot_csv(shared_data):
     pairs = read_corpus(spec, shared_data)
     assert len(pairs) == 11_823
     assert pairs[0] == ("12시 땡!", "하루가 또 가네요.")
+    # The label column (0 everyday, 1 parting, 2 love) is kept: any column can be read, in the same
+    # order, for a later classifier. One label in the file is "2   "; fields are stripped.
+    labelled = read_corpus(spec.model_copy(update={"target_column": "label"}), shared_data)
+    assert [q for q, _ in labelled] == [q for q, _ in pairs]
+    assert Counter(label for _, label in labelled) == {"0": 5290, "1": 3570, "2": 2963}
 
 
 def test_multi30k_aligned_gz(shared_data):
