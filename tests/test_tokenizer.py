@@ -425,3 +425,58 @@ def test_unknown_characters_are_the_ones_that_encode_to_unk(level):
 
 def test_word_level_reports_no_unknown_characters():
     assert train("word").unknown_characters("완전히 새로운 단어 🍕") == []
+
+
+# --- Korean morpheme boundaries (tokens.*.morphemes, seqlab.morphemes) ------------------------------
+
+def test_morpheme_boundaries_cut_inside_words_only():
+    pytest.importorskip("kiwipiepy", reason="tokens.morphemes needs kiwipiepy (pip install 'seqlab[korean]')")
+    from seqlab.morphemes import MARK, mark_boundaries
+
+    marked = mark_boundaries(["학교에 갔었어요", "12시 땡!", "사랑이 뭐라고 생각해?", f"a{MARK}b"])
+    # 갔었어요 is 가 + 었었 + 어요 to Kiwi; 가 and 었었 share the syllable 갔, so only 어요 is cut off
+    assert marked[:3] == [f"학교{MARK}에 갔었{MARK}어요", f"12{MARK}시 땡!", f"사랑{MARK}이 뭐{MARK}라고 생각{MARK}해?"]
+    assert marked[3] == "ab"  # a mark in the input is dropped, never trusted
+    assert [m.replace(MARK, "") for m in marked[:3]] == ["학교에 갔었어요", "12시 땡!", "사랑이 뭐라고 생각해?"]
+
+
+@pytest.mark.parametrize("level", ["word", "bpe", "wordpiece"])
+def test_morpheme_tokenizer_round_trips_and_saves(level):
+    pytest.importorskip("kiwipiepy", reason="tokens.morphemes needs kiwipiepy (pip install 'seqlab[korean]')")
+    tok = train(level, KOREAN * 3 + ["학교에 갔었어요"] * 3, morphemes=True)
+    if level == "word":
+        assert tok.tokens("학교에 갔었어요") == ["▁학교", "에", "▁갔었", "어요"]
+    for text in KOREAN + ["학교에 갔었어요"]:
+        assert tok.decode(tok.encode([text])) == [text]
+    again = Tokenizer.from_json(tok.to_json())
+    assert again.config.morphemes and again.encode(KOREAN) == tok.encode(KOREAN)
+
+
+def test_morphemes_without_kiwipiepy_is_a_clear_error(monkeypatch):
+    from seqlab import morphemes
+
+    morphemes._kiwi.cache_clear()
+    monkeypatch.setitem(__import__("sys").modules, "kiwipiepy", None)  # import fails as if not installed
+    with pytest.raises(RuntimeError, match=r"pip install 'seqlab\[korean\]'"):
+        train("bpe", KOREAN, morphemes=True)
+    morphemes._kiwi.cache_clear()
+
+
+def test_morphemes_refused_at_the_char_level():
+    with pytest.raises(ValueError, match="does not apply to level 'char'"):
+        TokenizerConfig(level="char", morphemes=True)
+
+
+@pytest.mark.parametrize("morphemes", [False, True])
+@pytest.mark.parametrize("level", ["bpe", "wordpiece"])
+def test_chatbotdata_round_trips(shared_data, level, morphemes):
+    """Every question and answer of the real ChatbotData comes back exactly from a vocabulary learned on it."""
+    if morphemes:
+        pytest.importorskip("kiwipiepy", reason="tokens.morphemes needs kiwipiepy (pip install 'seqlab[korean]')")
+    from seqlab.config import CsvCorpus
+    from seqlab.data import read_corpus
+
+    spec = CsvCorpus(format="csv", path="chatbot_ko/ChatbotData.csv", source_column="Q", target_column="A")
+    texts = [text for pair in read_corpus(spec, shared_data) for text in pair]
+    tok = train(level, texts, vocab_size=8000, morphemes=morphemes)
+    assert tok.decode(tok.encode(texts)) == [normalize(t) for t in texts]

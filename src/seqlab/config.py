@@ -119,6 +119,14 @@ class TokenizerConfig(_Strict):
     vocab_size: int = Field(8000, gt=4, description="upper bound on ids, the 4 specials included")
     min_frequency: int = Field(1, ge=1, description="char/word: keep symbols seen this often; bpe/wordpiece: merges")
     lowercase: bool = False
+    morphemes: bool = Field(
+        False, description="Korean: cut words at kiwipiepy's morpheme boundaries first (word/bpe/wordpiece)")
+
+    @model_validator(mode="after")
+    def _morphemes_need_words(self) -> TokenizerConfig:
+        if self.morphemes and self.level == "char":
+            raise ValueError("tokens.morphemes cuts words into morphemes; it does not apply to level 'char'")
+        return self
 
 
 class TokensConfig(_Strict):

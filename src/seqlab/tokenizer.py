@@ -61,6 +61,11 @@ Per level (pre-tokeniser -> model -> decoder):
     encoder (greedy longest match instead of merges) and the handling of
     unseen characters (below).
 
+With ``morphemes`` (Korean; ``word``/``bpe``/``wordpiece``), words are also cut at the
+morpheme boundaries that kiwipiepy finds, before the model sees them: :mod:`seqlab.morphemes`
+marks the cuts in the text and a last ``Split`` pre-tokeniser cuts there, so
+``"학교에 갔었어요"`` -> ``▁학교 에 ▁갔었 어요`` at the ``word`` level. The decoder is unchanged.
+
 For ``bpe``/``wordpiece`` a text is covered when all its characters were in
 the training texts (the whole alphabet is kept unless it alone exceeds
 ``vocab_size``).
@@ -93,13 +98,14 @@ from __future__ import annotations
 
 import json
 import unicodedata
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from tokenizers import Regex, decoders, models, pre_tokenizers, trainers
 from tokenizers import Tokenizer as _HFTokenizer
 
 from seqlab.config import TokenizerConfig
+from seqlab.morphemes import MARK, mark_boundaries
 
 __all__ = ["PAD", "SOS", "EOS", "UNK", "SPECIALS", "Tokenizer", "normalize"]
 
@@ -120,10 +126,13 @@ def normalize(text: str, lowercase: bool = False) -> str:
     return " ".join(text.split())
 
 
-def _words() -> pre_tokenizers.PreTokenizer:
-    """SentencePiece-style ``▁word`` pieces, each punctuation mark a piece of its own."""
-    return pre_tokenizers.Sequence(
-        [pre_tokenizers.Metaspace(replacement=_SPACE), pre_tokenizers.Punctuation("isolated")])
+def _words(morphemes: bool) -> pre_tokenizers.PreTokenizer:
+    """SentencePiece-style ``▁word`` pieces, each punctuation mark a piece of its own; with ``morphemes``
+    the words are also cut where :func:`seqlab.morphemes.mark_boundaries` put its mark."""
+    steps = [pre_tokenizers.Metaspace(replacement=_SPACE), pre_tokenizers.Punctuation("isolated")]
+    if morphemes:
+        steps.append(pre_tokenizers.Split(MARK, "removed"))
+    return pre_tokenizers.Sequence(steps)
 
 
 def _pipeline(cfg: TokenizerConfig) -> tuple[_HFTokenizer, trainers.Trainer]:
@@ -152,7 +161,7 @@ def _pipeline(cfg: TokenizerConfig) -> tuple[_HFTokenizer, trainers.Trainer]:
     if cfg.level == "char":  # the pre-tokeniser only counts characters; see _char_encoder
         tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), "isolated")
     else:
-        tok.pre_tokenizer = _words()
+        tok.pre_tokenizer = _words(cfg.morphemes)
         tok.decoder = decoders.Metaspace(replacement=_SPACE)
     return tok, trainer
 
@@ -186,6 +195,12 @@ def _check(tok: _HFTokenizer) -> None:
         raise ValueError("tokenizer ids are not contiguous 0..vocab_size-1")
     if tok.normalizer is not None:
         raise ValueError("tokenizer pipeline has a normaliser; seqlab normalises in Python")
+
+
+def _prepare(texts: Sequence[str], cfg: TokenizerConfig) -> list[str]:
+    """What the ``tokenizers`` pipeline is given: each text normalised and, with ``cfg.morphemes``, marked."""
+    batch = [normalize(t, cfg.lowercase) for t in texts]
+    return mark_boundaries(batch) if cfg.morphemes else batch
 
 
 def _as_rows(ids: Any) -> list[list[int]]:
@@ -226,19 +241,14 @@ class Tokenizer:
         to be merged. Deterministic: the same texts and config give the same vocabulary.
         """
         tok, trainer = _pipeline(cfg)
-        count = 0
-
-        def normalized() -> Iterator[str]:
-            nonlocal count
-            for text in texts:
-                if not isinstance(text, str):
-                    raise TypeError(f"training texts must be str, got {type(text).__name__} at index {count}")
-                count += 1
-                yield normalize(text, cfg.lowercase)
-
-        tok.train_from_iterator(normalized(), trainer)
-        if count == 0:
+        batch = []
+        for text in texts:
+            if not isinstance(text, str):
+                raise TypeError(f"training texts must be str, got {type(text).__name__} at index {len(batch)}")
+            batch.append(text)
+        if not batch:
             raise ValueError("cannot train a tokenizer on no text")
+        tok.train_from_iterator(_prepare(batch, cfg), trainer)
         if cfg.level == "char":
             tok = _char_encoder(tok.get_vocab(with_added_tokens=False))
         elif cfg.level == "word":
@@ -255,9 +265,7 @@ class Tokenizer:
         """Token ids of each text (a batch); no special ids are added. Unseen symbols -> ``UNK``."""
         if isinstance(texts, str):
             raise TypeError("encode takes a batch of texts, e.g. encode([text]), not one string")
-        lower = self._lower
-        batch = [normalize(t, lower) for t in texts]
-        return [enc.ids for enc in self._encode_batch(batch, add_special_tokens=False)]
+        return [enc.ids for enc in self._encode_batch(_prepare(texts, self._cfg), add_special_tokens=False)]
 
     def decode(self, ids: Sequence[Sequence[int]]) -> list[str]:
         """Text of each id sequence (a batch, lists or a 2-D tensor), special ids dropped.
@@ -290,7 +298,7 @@ class Tokenizer:
         """The token strings of ``text`` (for display and attention plots); ``"▁"`` marks a space."""
         if not isinstance(text, str):
             raise TypeError(f"tokens takes one string, got {type(text).__name__}")
-        return self._tok.encode(self.normalize(text), add_special_tokens=False).tokens
+        return self._tok.encode(_prepare([text], self._cfg)[0], add_special_tokens=False).tokens
 
     def tokens_from_ids(self, ids: Sequence[int]) -> list[str]:
         """The token strings of one id sequence (e.g. model output), specials included."""
