@@ -33,6 +33,7 @@ from report import add_record_option, emit, machine
 
 from seqlab.data import load_splits, resolve_data_dir
 from seqlab.evaluate import EncodedSplit, evaluate
+from seqlab.train.checkpoint import read_log
 from seqlab.translator import load
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,7 +67,7 @@ def score(run_dir: Path, data_dir: str) -> dict:
     characters = sum(len(r) + 1 for r in split.references)  # + one end of sentence
     metrics["tokens_per_character"] = tokens / characters
     metrics["perplexity_per_character"] = math.exp(metrics["loss"] * tokens / characters)
-    log = [json.loads(line) for line in (run_dir / "log.jsonl").read_text().splitlines()]
+    log = read_log(run_dir)
     metrics["best_epoch"] = json.loads((run_dir / "model.json").read_text())["epoch"]
     metrics["epochs"] = len(log)
     metrics["parameters"] = sum(p.numel() for p in translator.model.parameters())

@@ -13,3 +13,32 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip("../shared/data is absent: data-bound acceptance test skipped")
     return SHARED_DATA
+
+
+KOREAN_PAIRS = [("안녕하세요?", "반가워요!"), ("배고파", "뭐 좀 드세요."), ("잘 자", "좋은 꿈 꾸세요."),
+                ("심심해", "같이 놀아요!"), ("고마워", "천만에요.")]
+
+
+@pytest.fixture(scope="session")
+def korean_chatbot(tmp_path_factory) -> Path:
+    """The run directory of a tiny Transformer (1+1 layers, 4 heads, char tokens) that has learned
+    KOREAN_PAIRS by heart: a few seconds of training, shared by the chat, plot and serve tests."""
+    from seqlab.config import parse_config
+    from seqlab.train.trainer import Trainer
+
+    tmp = tmp_path_factory.mktemp("korean-chatbot")
+    tsv = tmp / "pairs.tsv"
+    tsv.write_text("".join(f"{q}\t{a}\n" for q, a in KOREAN_PAIRS * 24), encoding="utf-8")
+    config = parse_config({
+        "data": {"train": {"format": "tsv", "path": str(tsv)}, "valid": {"format": "tsv", "path": str(tsv)},
+                 "max_source_length": 16, "max_target_length": 16},
+        "tokens": {"shared": True, "source": {"level": "char"}},
+        "model": {"d_model": 64, "num_layers": 1, "num_heads": 4, "d_ff": 128, "dropout": 0.0, "max_length": 32},
+        "train": {"epochs": 12, "batch_tokens": 200, "warmup": 40, "lr_scale": 0.2, "precision": "fp32",
+                  "best_metric": "exact_match"},
+        "eval": {"max_output_length": 16},
+    })
+    run = tmp / "run"
+    best = Trainer(config, run, progress=False).fit()
+    assert best["valid"]["exact_match"] == 100.0
+    return run

@@ -1,4 +1,4 @@
-"""The ``seqlab`` command: train, translate, eval, chat, data fetch."""
+"""The ``seqlab`` command: train, translate, eval, chat, serve, plot, data fetch."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import json
 import logging
 import sys
 from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -19,6 +20,11 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="Sequence-to-
 
 data_app = typer.Typer(no_args_is_help=True, help="Get the public corpora that the configs read.")
 app.add_typer(data_app, name="data")
+
+plot_app = typer.Typer(no_args_is_help=True, help="Figures: attention maps, the seeds' PE and LR plots, training curves.")
+app.add_typer(plot_app, name="plot")
+
+Out = Annotated[Path, typer.Option("--out", help="The image to write: .png, .svg or .pdf.")]
 
 DataDir = Annotated[
     Path | None,
@@ -224,6 +230,27 @@ def chat(
         _fail(exc)
 
 
+@app.command()
+def serve(
+    run_dir: Annotated[Path, typer.Argument(help="A trained run directory.")],
+    host: Annotated[str, typer.Option("--host", help="Address to listen on; 0.0.0.0 opens it to the network.")]
+    = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=0, max=65535)] = 8000,
+) -> None:
+    """A web page to talk to the model (http://HOST:PORT/) and its JSON API (/api/translate, /api/info, /docs)."""
+    import uvicorn
+
+    from seqlab.server import create_app
+
+    _setup_logging()
+    try:
+        web = create_app(run_dir)
+    except (ConfigError, FileNotFoundError, ValueError) as exc:
+        _fail(exc)
+    typer.echo(f"seqlab: serving {run_dir} on http://{host}:{port}/", err=True)
+    uvicorn.run(web, host=host, port=port, log_level="warning")
+
+
 def _read_lines(path: str) -> list[str]:
     """Lines of a UTF-8 file (or stdin for ``-``); undecodable bytes name the file and line."""
     from seqlab.data.corpus import decode_lines
@@ -253,3 +280,74 @@ def data_fetch(
         _fail(exc)
     for path in paths:
         typer.echo(path)
+
+
+@plot_app.command("attention")
+def plot_attention(
+    run_dir: Annotated[Path, typer.Argument(help="A trained run directory.")],
+    text: Annotated[str, typer.Argument(help="The input to translate; its output's attention is drawn.")],
+    out: Out,
+    layer: Annotated[int, typer.Option("--layer", help="Decoder layer, from 0; -1 is the last.")] = -1,
+    head: Annotated[int, typer.Option("--head", help="Head of that layer, from 0.")] = 0,
+    all_heads: Annotated[bool, typer.Option("--all-heads", help="A grid of every head of the layer.")] = False,
+    beam: Beam = 1,
+) -> None:
+    """Cross-attention of the model's output over its input: input tokens across, output tokens down."""
+    from seqlab import plots
+    from seqlab.translator import load
+
+    try:
+        translation = load(run_dir).generate([text], beam=beam, need_weights=True)[0][0]
+        if translation.attention is None:
+            raise ValueError(f"{run_dir}: this model has no attention to draw")
+        maps, titles = plots.head_maps(translation.attention, layer, None if all_heads else head)
+        figure = plots.attention_figure(translation.source_tokens, [*translation.tokens, "<eos>"], maps, titles)
+        typer.echo(f"{translation.text}\n{plots.save(figure, out)}")
+    except (ConfigError, FileNotFoundError, ValueError) as exc:
+        _fail(exc)
+
+
+@plot_app.command("pe")
+def plot_pe(
+    out: Out,
+    length: Annotated[int, typer.Option("--length", min=1, help="Positions (rows).")] = 50,
+    d_model: Annotated[int, typer.Option("--d-model", min=2, help="Depth (columns).")] = 128,
+) -> None:
+    """The sinusoidal positional-encoding table, as seed 000 draws it."""
+    from seqlab import plots
+
+    _save_or_fail(lambda: plots.positional_figure(length, d_model), out)
+
+
+@plot_app.command("lr")
+def plot_lr(
+    out: Out,
+    d_model: Annotated[int, typer.Option("--d-model", min=1)] = 128,
+    warmup: Annotated[int, typer.Option("--warmup", min=1, help="Warm-up steps.")] = 4000,
+    steps: Annotated[int, typer.Option("--steps", min=1, help="Steps drawn.")] = 200_000,
+) -> None:
+    """The warm-up learning-rate schedule, as seed 000 draws it."""
+    from seqlab import plots
+
+    _save_or_fail(lambda: plots.schedule_figure(d_model, warmup, steps), out)
+
+
+@plot_app.command("curves")
+def plot_curves(
+    run_dirs: Annotated[list[Path], typer.Argument(help="One or more run directories, overlaid.")],
+    out: Out,
+) -> None:
+    """Loss, exact match and BLEU per epoch of one or more runs (their log.jsonl), overlaid."""
+    from seqlab import plots
+    from seqlab.train.checkpoint import read_log
+
+    _save_or_fail(lambda: plots.curves_figure({str(d): read_log(d) for d in run_dirs}), out)
+
+
+def _save_or_fail(figure: Callable[[], object], out: Path) -> None:
+    from seqlab import plots
+
+    try:
+        typer.echo(plots.save(figure(), out))
+    except (FileNotFoundError, ValueError) as exc:
+        _fail(exc)

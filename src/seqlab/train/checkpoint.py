@@ -48,6 +48,20 @@ def load_run_config(run_dir: Path) -> Config:
     return load_config(path)
 
 
+def read_log(run_dir: Path) -> list[dict[str, Any]]:
+    """The per-epoch records of ``log.jsonl`` (epoch, step, train_loss, ..., valid: {loss, exact_match, bleu})."""
+    path = Path(run_dir) / LOG
+    if not path.exists():
+        raise FileNotFoundError(f"{run_dir}: no {LOG} (not a seqlab run directory, or no epoch finished yet)")
+    records = []
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}:{lineno}: not a JSON record ({exc.msg})") from None
+    return records
+
+
 def _weights(model: nn.Module) -> dict[str, torch.Tensor]:
     # Cloned so that tied parameters (shared memory) can be stored under both names.
     return {name: t.detach().contiguous().clone() for name, t in model.state_dict().items()}

@@ -1,0 +1,194 @@
+"""Pictures of a model and of its training: attention maps, the seeds' two figures, training curves.
+
+* :func:`attention_figure`: the attention weights of one output over its source, source tokens on
+  the x axis and output tokens on the y axis, brighter = more weight, as the book draws them
+  (002 §8.3, where "AUGUST" lights up "08"); one head, or a grid of several;
+* :func:`positional_figure`: the sinusoidal positional-encoding table, ``pcolormesh`` in RdBu with
+  "Depth" across and "Position" down (seed 000, 50 × 128);
+* :func:`schedule_figure`: the warm-up learning-rate schedule over the training steps (seed 000,
+  d_model 128, 4,000 warm-up steps, 200,000 steps);
+* :func:`curves_figure`: loss, exact match and BLEU per epoch of one or more runs, overlaid (the
+  book's comparison of baseline / Reverse / Peeky / attention).
+
+Figures are built with ``matplotlib.figure.Figure`` (no pyplot, no global state, no display), so
+they work headless, in threads and inside the web server; :func:`save` writes PNG or SVG atomically.
+
+Text is set in NanumGothic, which covers Hangul as well as Latin (matplotlib's default DejaVu
+Sans has no Hangul: Korean tokens would be drawn as boxes), with DejaVu Sans as the fallback for
+symbols such as "␣", which marks spaces in token labels. The font file ships with the
+``koreanize-matplotlib`` package; :func:`text_font` finds it without importing that package (whose
+import restyles every plot of the process) and :func:`missing_glyphs` checks what a font covers.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from collections.abc import Mapping, Sequence
+from functools import cache
+from pathlib import Path
+
+import torch
+from matplotlib import font_manager
+from matplotlib.figure import Figure
+from matplotlib.font_manager import FontProperties
+from matplotlib.ft2font import FT2Font
+
+from seqlab.files import atomic_open
+from seqlab.model.positional import sinusoidal_table
+from seqlab.train.schedule import transformer_lr
+
+FONT_FILE = "NanumGothic.ttf"
+
+
+@cache
+def font_path() -> Path:
+    """NanumGothic.ttf, from the ``koreanize-matplotlib`` package (a dependency of seqlab)."""
+    spec = importlib.util.find_spec("koreanize_matplotlib")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("seqlab's plots need the Korean font of koreanize-matplotlib: pip install koreanize-matplotlib")
+    path = Path(next(iter(spec.submodule_search_locations))) / "fonts" / FONT_FILE
+    if not path.is_file():
+        raise RuntimeError(f"{path}: font file missing from koreanize-matplotlib")
+    return path
+
+
+@cache
+def text_font() -> FontProperties:
+    """The fonts every label is set in: NanumGothic (registered with matplotlib once), falling back
+    to DejaVu Sans for what it lacks."""
+    font_manager.fontManager.addfont(str(font_path()))
+    name = FT2Font(str(font_path())).family_name
+    return FontProperties(family=[name, "DejaVu Sans"])
+
+
+def missing_glyphs(path: str | Path, text: str) -> list[str]:
+    """The distinct characters of ``text`` (spaces aside) that the font file at ``path`` has no glyph for."""
+    font = FT2Font(str(path))
+    return [c for c in dict.fromkeys(text) if not c.isspace() and font.get_char_index(ord(c)) == 0]
+
+
+def save(figure: Figure, out: str | Path) -> Path:
+    """Write ``figure`` to ``out``; the format (png, svg, pdf) follows the file's suffix."""
+    out = Path(out)
+    fmt = out.suffix.lstrip(".").lower()
+    if fmt not in ("png", "svg", "pdf"):
+        raise ValueError(f"{out}: the file name must end in .png, .svg or .pdf")
+    with atomic_open(out) as f:
+        figure.savefig(f, format=fmt, bbox_inches="tight", dpi=150)
+    return out
+
+
+# --- attention -----------------------------------------------------------------------------------
+
+
+def shown(token: str) -> str:
+    """A token as it is labelled: a space (char level) and the word-start mark "▁" of subwords as "␣"."""
+    return "␣" if token == " " else token.replace("▁", "␣")
+
+
+def attention_figure(
+    source_tokens: Sequence[str],
+    output_tokens: Sequence[str],
+    weights: torch.Tensor,
+    titles: Sequence[str] = (),
+    columns: int = 4,
+) -> Figure:
+    """Attention maps: weights (maps, output tokens, source tokens), one panel per map (e.g. per head),
+    ``columns`` panels a row; each panel titled by ``titles``. Source tokens across, output tokens down."""
+    if weights.dim() == 2:
+        weights = weights.unsqueeze(0)  # (1, out, src)
+    maps, rows_, cols_ = weights.shape
+    if (rows_, cols_) != (len(output_tokens), len(source_tokens)):
+        raise ValueError(f"weights of shape {tuple(weights.shape)} do not match {len(output_tokens)} output "
+                         f"and {len(source_tokens)} source tokens")
+    font = text_font()
+    columns = min(columns, maps)
+    rows = math.ceil(maps / columns)
+    cell = 0.32  # inches per token
+    width = max(3.0, cell * len(source_tokens) + 1.5)
+    height = max(2.5, cell * len(output_tokens) + 1.0)
+    figure = Figure(figsize=(width * columns, height * rows), layout="constrained")
+    axes = figure.subplots(rows, columns, squeeze=False)
+    for index, ax in enumerate(axes.flat):
+        if index >= maps:
+            ax.set_visible(False)
+            continue
+        image = ax.imshow(weights[index].float().numpy(), cmap="gray", vmin=0.0, vmax=1.0, aspect="auto")
+        ax.set_xticks(range(len(source_tokens)), [shown(t) for t in source_tokens], rotation=90, fontproperties=font)
+        ax.set_yticks(range(len(output_tokens)), [shown(t) for t in output_tokens], fontproperties=font)
+        if index < len(titles):
+            ax.set_title(titles[index], fontproperties=font)
+    figure.colorbar(image, ax=axes, shrink=0.8)
+    return figure
+
+
+# --- the seeds' two figures -------------------------------------------------------------------------
+
+
+def positional_figure(length: int = 50, d_model: int = 128) -> Figure:
+    """The positional-encoding table (length × d_model) as the seed draws it: RdBu, Depth × Position."""
+    table = sinusoidal_table(length, d_model)[0]  # (length, d_model)
+    font = text_font()
+    figure = Figure(figsize=(8, 5), layout="constrained")
+    ax = figure.subplots()
+    mesh = ax.pcolormesh(table.numpy(), cmap="RdBu")
+    ax.set_xlabel("Depth", fontproperties=font)
+    ax.set_xlim((0, d_model))
+    ax.set_ylabel("Position", fontproperties=font)
+    ax.set_title(f"Sinusoidal positional encoding ({length} × {d_model})", fontproperties=font)
+    figure.colorbar(mesh, ax=ax)
+    return figure
+
+
+def schedule_figure(d_model: int = 128, warmup: int = 4000, steps: int = 200_000, scale: float = 1.0) -> Figure:
+    """The warm-up schedule d_model^-0.5 · min(step^-0.5, step · warmup^-1.5) over ``steps`` steps."""
+    stride = max(1, steps // 2000)  # 2,000 points draw the curve exactly enough
+    xs = list(range(1, steps + 1, stride))
+    font = text_font()
+    figure = Figure(figsize=(8, 4.5), layout="constrained")
+    ax = figure.subplots()
+    ax.plot(xs, [transformer_lr(step, d_model, warmup, scale) for step in xs])
+    ax.set_xlabel("Train Step", fontproperties=font)
+    ax.set_ylabel("Learning Rate", fontproperties=font)
+    ax.set_title(f"d_model {d_model}, warm-up {warmup:,} steps", fontproperties=font)
+    return figure
+
+
+# --- training curves -----------------------------------------------------------------------------------
+
+
+def curves_figure(runs: Mapping[str, Sequence[Mapping]]) -> Figure:
+    """Loss (train solid, valid dashed), valid exact match and valid BLEU per epoch, one line per run;
+    ``runs`` maps a label to the run's ``log.jsonl`` records."""
+    font = text_font()
+    figure = Figure(figsize=(13, 4), layout="constrained")
+    loss_ax, exact_ax, bleu_ax = figure.subplots(1, 3)
+    for label, records in runs.items():
+        epochs = [r["epoch"] for r in records]
+        line, = loss_ax.plot(epochs, [r["train_loss"] for r in records], label=f"{label} train")
+        loss_ax.plot(epochs, [r["valid"]["loss"] for r in records], "--", color=line.get_color(),
+                     label=f"{label} valid")
+        exact_ax.plot(epochs, [100 * r["valid"]["exact_match"] for r in records], marker=".", label=label)
+        bleu_ax.plot(epochs, [r["valid"]["bleu"] for r in records], marker=".", label=label)
+    for ax, title in ((loss_ax, "loss"), (exact_ax, "valid exact match (%)"), (bleu_ax, "valid BLEU")):
+        ax.set_xlabel("epoch", fontproperties=font)
+        ax.set_title(title, fontproperties=font)
+        ax.grid(alpha=0.3)
+        ax.legend(prop=font)
+    return figure
+
+
+def head_maps(attention: torch.Tensor, layer: int = -1, head: int | None = 0) -> tuple[torch.Tensor, list[str]]:
+    """One head (or, with ``head=None``, every head) of one layer from ``Translation.attention``
+    (output tokens, layers, heads, source tokens) -> (maps, output tokens, source tokens) and a title
+    per map. Indices count from 0; negative ones from the end (layer -1 is the last)."""
+    _, layers, heads, _ = attention.shape
+    if not -layers <= layer < layers:
+        raise ValueError(f"--layer {layer}: the model has {layers} attention layer(s), 0..{layers - 1}")
+    if head is not None and not -heads <= head < heads:
+        raise ValueError(f"--head {head}: the model has {heads} head(s) per layer, 0..{heads - 1}")
+    layer %= layers
+    chosen = range(heads) if head is None else [head % heads]
+    maps = attention[:, layer].permute(1, 0, 2)[list(chosen)]  # (maps, out, src)
+    return maps, [f"layer {layer}, head {h}" for h in chosen]

@@ -1,0 +1,135 @@
+"""``seqlab plot``: attention maps, the seeds' PE and LR figures, training curves; Hangul is drawn in Hangul."""
+
+import json
+import warnings
+
+import matplotlib
+import pytest
+import torch
+from matplotlib import font_manager
+from typer.testing import CliRunner
+
+import seqlab
+from seqlab import plots
+from seqlab.cli import app
+from seqlab.model.positional import sinusoidal_table
+from seqlab.train.schedule import transformer_lr
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def test_the_chosen_font_covers_hangul_and_the_default_does_not():
+    text = "헤어진 사람이 자꾸 생각나 ABC 123"
+    assert plots.missing_glyphs(plots.font_path(), text) == []
+    # the check can fail: matplotlib's default font has no Hangul
+    default = font_manager.findfont(matplotlib.rcParams["font.sans-serif"][0])
+    assert plots.missing_glyphs(default, text) == list("헤어진사람이자꾸생각나")
+
+
+@pytest.mark.parametrize("suffix", ["png", "svg"])
+def test_korean_attention_map_renders_without_missing_glyphs(tmp_path, suffix):
+    source = ["▁헤어진", "▁사람", "이", "?", "<eos>"]
+    output = ["▁힘내", "세요", ".", "<eos>"]
+    weights = torch.softmax(torch.randn(4, len(output), len(source)), dim=-1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matplotlib warns "Glyph ... missing from font(s)" for a box
+        out = plots.save(plots.attention_figure(source, output, weights, ["a", "b", "c", "d"]), tmp_path / f"a.{suffix}")
+    data = out.read_bytes()
+    assert data.startswith(PNG_MAGIC) if suffix == "png" else b"<svg" in data[:500]
+    assert len(data) > 10_000
+
+
+def test_attention_figure_checks_shapes_and_draws_the_weights():
+    weights = torch.rand(3, 2, 4)
+    figure = plots.attention_figure(list("abcd"), ["x", "y"], weights, ["h0", "h1", "h2"], columns=2)
+    visible = [ax for ax in figure.axes if ax.get_visible() and ax.images]
+    assert len(visible) == 3
+    assert torch.equal(torch.tensor(visible[2].images[0].get_array()), weights[2])
+    assert [t.get_text() for t in visible[0].get_xticklabels()] == list("abcd")
+    spaced = plots.attention_figure(["▁a", " ", "b"], ["x"], torch.rand(1, 3))
+    assert [t.get_text() for t in spaced.axes[0].get_xticklabels()] == ["␣a", "␣", "b"]
+    with pytest.raises(ValueError, match="do not match 3 output and 4 source tokens"):
+        plots.attention_figure(list("abcd"), ["x", "y", "z"], weights)
+
+
+def test_head_maps_selects_layers_and_heads():
+    attention = torch.rand(5, 3, 4, 7)  # (output tokens, layers, heads, source tokens)
+    one, titles = plots.head_maps(attention, layer=1, head=2)
+    assert one.shape == (1, 5, 7) and torch.equal(one[0], attention[:, 1, 2]) and titles == ["layer 1, head 2"]
+    every, titles = plots.head_maps(attention, layer=-1, head=None)
+    assert every.shape == (4, 5, 7) and torch.equal(every[3], attention[:, 2, 3])
+    assert titles == [f"layer 2, head {h}" for h in range(4)]
+    with pytest.raises(ValueError, match="has 3 attention layer"):
+        plots.head_maps(attention, layer=3)
+    with pytest.raises(ValueError, match="has 4 head"):
+        plots.head_maps(attention, head=4)
+
+
+def test_positional_figure_is_the_seed_table():
+    figure = plots.positional_figure(50, 128)
+    mesh = figure.axes[0].collections[0]
+    assert torch.allclose(torch.tensor(mesh.get_array()).reshape(50, 128).float(), sinusoidal_table(50, 128)[0])
+    assert (figure.axes[0].get_xlabel(), figure.axes[0].get_ylabel()) == ("Depth", "Position")
+    assert mesh.get_cmap().name == "RdBu"
+
+
+def test_schedule_figure_peaks_at_the_warmup():
+    line = plots.schedule_figure(128, 4000, 200_000).axes[0].lines[0]
+    steps, rates = line.get_xdata(), line.get_ydata()
+    assert steps[0] == 1 and steps[-1] <= 200_000
+    peak = steps[rates.argmax()]
+    assert abs(peak - 4000) <= 100  # the curve is drawn every 100 steps
+    assert rates.max() == pytest.approx(transformer_lr(int(peak), 128, 4000))
+    assert rates.max() == pytest.approx(128**-0.5 * 4000**-0.5, rel=1e-3)  # seed: ~0.0014 at step 4,000
+
+
+def test_cli_plots_attention_of_a_trained_model(korean_chatbot, tmp_path):
+    runner = CliRunner()
+    result = runner.invoke(app, ["plot", "attention", str(korean_chatbot), "배고파", "--out", str(tmp_path / "a.png")])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == ["뭐 좀 드세요.", str(tmp_path / "a.png")]
+    assert (tmp_path / "a.png").read_bytes().startswith(PNG_MAGIC)
+    result = runner.invoke(app, ["plot", "attention", str(korean_chatbot), "배고파", "--all-heads",
+                                 "--out", str(tmp_path / "all.svg")])
+    assert result.exit_code == 0 and (tmp_path / "all.svg").stat().st_size > (tmp_path / "a.png").stat().st_size / 4
+    result = runner.invoke(app, ["plot", "attention", str(korean_chatbot), "배고파", "--head", "9",
+                                 "--out", str(tmp_path / "b.png")])
+    assert result.exit_code == 2 and "--head 9: the model has 4 head(s)" in result.output
+    assert not (tmp_path / "b.png").exists()
+
+
+def test_cli_attention_figure_shows_the_models_own_weights(korean_chatbot):
+    translation = seqlab.load(korean_chatbot).generate(["배고파"], need_weights=True)[0][0]
+    maps, _ = plots.head_maps(translation.attention, -1, None)
+    figure = plots.attention_figure(translation.source_tokens, [*translation.tokens, "<eos>"], maps)
+    drawn = torch.stack([torch.tensor(ax.images[0].get_array()) for ax in figure.axes if ax.images])
+    assert torch.allclose(drawn.float(), maps.float())
+    assert torch.allclose(drawn.sum(-1).float(), torch.ones(drawn.shape[:2]), atol=1e-5)  # rows are distributions
+
+
+def test_cli_seed_figures_and_curves(korean_chatbot, tmp_path):
+    runner = CliRunner()
+    for args in (["pe", "--length", "50", "--d-model", "128"], ["lr", "--d-model", "128", "--warmup", "4000"]):
+        out = tmp_path / f"{args[0]}.png"
+        result = runner.invoke(app, ["plot", *args, "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        assert out.read_bytes().startswith(PNG_MAGIC)
+    result = runner.invoke(app, ["plot", "curves", str(korean_chatbot), str(korean_chatbot), "--out", str(tmp_path / "c.svg")])
+    assert result.exit_code == 0, result.output
+    epochs = len((korean_chatbot / "log.jsonl").read_text().splitlines())
+    assert b"<svg" in (tmp_path / "c.svg").read_bytes()[:500] and epochs == 12
+    result = runner.invoke(app, ["plot", "curves", str(tmp_path), "--out", str(tmp_path / "d.png")])
+    assert result.exit_code == 2 and "no log.jsonl" in result.output
+    result = runner.invoke(app, ["plot", "pe", "--out", str(tmp_path / "pe.jpg")])
+    assert result.exit_code == 2 and "must end in .png, .svg or .pdf" in result.output
+
+
+def test_curves_figure_overlays_runs():
+    records = [{"epoch": e, "train_loss": 3.0 / e, "valid": {"loss": 3.5 / e, "exact_match": e / 10, "bleu": 5.0 * e}}
+               for e in range(1, 5)]
+    figure = plots.curves_figure({"baseline": records, "peeky": records[:2]})
+    loss, exact, bleu = figure.axes[:3]
+    assert len(loss.lines) == 4 and len(exact.lines) == 2 and len(bleu.lines) == 2
+    assert list(bleu.lines[0].get_ydata()) == [5.0, 10.0, 15.0, 20.0]
+    assert list(exact.lines[1].get_ydata()) == [10.0, 20.0]  # percent
+    assert json.dumps([t.get_text() for t in exact.get_legend().get_texts()]) == '["baseline", "peeky"]'
