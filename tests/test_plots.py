@@ -10,10 +10,13 @@ from matplotlib import font_manager
 from typer.testing import CliRunner
 
 import seqlab
+from conftest import KOREAN_PAIRS
 from seqlab import plots
 from seqlab.cli import app
+from seqlab.config import parse_config
 from seqlab.model.positional import sinusoidal_table
 from seqlab.train.schedule import transformer_lr
+from seqlab.train.trainer import Trainer
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -125,11 +128,41 @@ def test_cli_seed_figures_and_curves(korean_chatbot, tmp_path):
 
 
 def test_curves_figure_overlays_runs():
-    records = [{"epoch": e, "train_loss": 3.0 / e, "valid": {"loss": 3.5 / e, "exact_match": e / 10, "bleu": 5.0 * e}}
-               for e in range(1, 5)]
+    records = [{"epoch": e, "train_loss": 3.0 / e, "valid": {"loss": 3.5 / e, "exact_match": 10.0 * e, "bleu": 5.0 * e}}
+               for e in range(1, 5)]  # as log.jsonl has them: exact match in percent
     figure = plots.curves_figure({"baseline": records, "peeky": records[:2]})
     loss, exact, bleu = figure.axes[:3]
     assert len(loss.lines) == 4 and len(exact.lines) == 2 and len(bleu.lines) == 2
     assert list(bleu.lines[0].get_ydata()) == [5.0, 10.0, 15.0, 20.0]
-    assert list(exact.lines[1].get_ydata()) == [10.0, 20.0]  # percent
+    assert list(exact.lines[1].get_ydata()) == [10.0, 20.0]
     assert json.dumps([t.get_text() for t in exact.get_legend().get_texts()]) == '["baseline", "peeky"]'
+
+
+@pytest.fixture(scope="module")
+def korean_rnn(tmp_path_factory):
+    """A tiny GRU encoder-decoder with Luong attention on the same pairs (a few seconds of training)."""
+    tmp = tmp_path_factory.mktemp("korean-rnn")
+    tsv = tmp / "pairs.tsv"
+    tsv.write_text("".join(f"{q}\t{a}\n" for q, a in KOREAN_PAIRS * 24), encoding="utf-8")
+    config = parse_config({
+        "data": {"train": {"format": "tsv", "path": str(tsv)}, "valid": {"format": "tsv", "path": str(tsv)}},
+        "tokens": {"shared": True, "source": {"level": "char"}},
+        "model": {"type": "rnn", "cell": "gru", "embedding_size": 32, "hidden_size": 64, "attention": "general"},
+        "train": {"epochs": 8, "batch_sentences": 16, "schedule": "constant", "lr": 0.01, "precision": "fp32",
+                  "best_metric": "exact_match"},
+        "eval": {"max_output_length": 16},
+    })
+    Trainer(config, tmp / "run", progress=False).fit()
+    return tmp / "run"
+
+
+def test_rnn_attention_map(korean_rnn, tmp_path):
+    translation = seqlab.load(korean_rnn).generate(["배고파"], need_weights=True)[0][0]
+    assert translation.attention.shape[1:3] == (1, 1)  # one layer, one head
+    result = CliRunner().invoke(app, ["plot", "attention", str(korean_rnn), "배고파", "--all-heads",
+                                      "--out", str(tmp_path / "rnn.png")])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [translation.text, str(tmp_path / "rnn.png")]
+    assert (tmp_path / "rnn.png").read_bytes().startswith(PNG_MAGIC)
+    maps, titles = plots.head_maps(translation.attention, -1, None)
+    assert titles == ["layer 0, head 0"] and torch.allclose(maps[0].sum(-1), torch.ones(maps.shape[1]), atol=1e-5)

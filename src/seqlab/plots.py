@@ -169,7 +169,7 @@ def curves_figure(runs: Mapping[str, Sequence[Mapping]]) -> Figure:
         line, = loss_ax.plot(epochs, [r["train_loss"] for r in records], label=f"{label} train")
         loss_ax.plot(epochs, [r["valid"]["loss"] for r in records], "--", color=line.get_color(),
                      label=f"{label} valid")
-        exact_ax.plot(epochs, [100 * r["valid"]["exact_match"] for r in records], marker=".", label=label)
+        exact_ax.plot(epochs, [r["valid"]["exact_match"] for r in records], marker=".", label=label)  # in %
         bleu_ax.plot(epochs, [r["valid"]["bleu"] for r in records], marker=".", label=label)
     for ax, title in ((loss_ax, "loss"), (exact_ax, "valid exact match (%)"), (bleu_ax, "valid BLEU")):
         ax.set_xlabel("epoch", fontproperties=font)
