@@ -97,6 +97,7 @@ def test_attention_on_request(served):
     ({"inputs": ["a"] * 9}, 413, "9 inputs; at most 8 per request"),
     ({"inputs": ["ok", "가" * 51]}, 413, "inputs[1] has 51 characters; at most 50"),
     ({"inputs": ["a"], "beam": 7}, 422, "beam 7; at most 6"),
+    ({"inputs": ["a"], "sample": True, "num_samples": 7}, 422, "num_samples 7; at most 6"),
     ({"inputs": ["a"], "beam": 0}, 422, "beam: Input should be greater than or equal to 1"),
     ({"inputs": ["a"], "beam": 3, "sample": True}, 422, "choose beam search (beam > 1) or sampling, not both"),
     ({"inputs": ["a"], "nbest": 2}, 422, "nbest (2) cannot exceed the beam size (1)"),

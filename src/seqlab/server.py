@@ -52,7 +52,7 @@ class Limits:
 
     max_input_chars: int = 1000
     max_inputs: int = 64
-    max_beam: int = 16
+    max_beam: int = 16  # also the most samples per input
     max_output_length: int = 256
     timeout_s: float = 30.0
     chunk: int = 8  # inputs decoded at a time, between which other requests get their turn
@@ -148,6 +148,8 @@ def _check(request: TranslateRequest, limits: Limits) -> DecodeOptions:
             raise RequestError(413, f"inputs[{i}] has {len(text)} characters; at most {limits.max_input_chars}")
     if request.beam > limits.max_beam:
         raise RequestError(422, f"beam {request.beam}; at most {limits.max_beam}")
+    if request.num_samples > limits.max_beam:
+        raise RequestError(422, f"num_samples {request.num_samples}; at most {limits.max_beam}")
     if (request.max_length or 0) > limits.max_output_length:
         raise RequestError(422, f"max_length {request.max_length}; at most {limits.max_output_length}")
     return DecodeOptions(**request.model_dump(exclude={"inputs", "attention"}))
