@@ -119,7 +119,7 @@ def create_app(run_dir: str | Path, limits: Limits = Limits()) -> FastAPI:
         start = time.perf_counter()
         try:
             outputs = await asyncio.wait_for(_decode(worker, translator, request, options, limits), limits.timeout_s)
-        except TimeoutError:
+        except asyncio.TimeoutError:  # the builtin TimeoutError only from Python 3.11 on
             raise RequestError(503, f"the request took longer than {limits.timeout_s:g} s; send fewer or "
                                     "shorter inputs, or a smaller beam") from None
         return {"outputs": outputs, "seconds": round(time.perf_counter() - start, 4)}
