@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import math
 import os
 import subprocess
@@ -33,7 +32,7 @@ from report import add_record_option, emit, machine
 
 from seqlab.data import load_splits, resolve_data_dir
 from seqlab.evaluate import EncodedSplit, evaluate
-from seqlab.train.checkpoint import read_log
+from seqlab.train.checkpoint import read_log, read_model_info
 from seqlab.translator import load
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,7 +68,7 @@ def score(run_dir: Path, data_dir: str) -> dict:
     metrics["tokens_per_character"] = tokens / characters
     metrics["perplexity_per_character"] = math.exp(metrics["loss"] * tokens / characters)
     log = read_log(run_dir)
-    metrics["best_epoch"] = json.loads((run_dir / "model.json").read_text())["epoch"]
+    metrics["best_epoch"] = read_model_info(run_dir)["epoch"]
     metrics["epochs"] = len(log)
     metrics["parameters"] = sum(p.numel() for p in translator.model.parameters())
     return metrics

@@ -1,7 +1,6 @@
 """``seqlab serve``: the JSON API (schema, limits, errors, 50 concurrent clients) and the page in a real browser."""
 
 import asyncio
-import os
 import shutil
 import socket
 import threading

@@ -22,7 +22,6 @@ import asyncio
 import contextlib
 import functools
 import io
-import json
 import time
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
@@ -40,6 +39,7 @@ from pydantic import Field
 from seqlab.config import Config, CsvCorpus, ModelConfig, TransformerConfig
 from seqlab.decoding import DecodeOptions
 from seqlab.plots import font_path
+from seqlab.train.checkpoint import read_model_info
 from seqlab.translator import Translation, Translator, load
 
 WEB = resources.files("seqlab") / "web"
@@ -187,7 +187,7 @@ def _info(run_dir: Path, translator: Translator, limits: Limits) -> dict[str, An
         "run": run_dir.name,
         "kind": "chat" if _is_chat(config) else "translate",
         "config": config.model_dump(mode="json"),
-        "metrics": json.loads((run_dir / "model.json").read_text(encoding="utf-8")),
+        "metrics": read_model_info(run_dir),
         "attention": _attention_shape(config.model),
         "limits": asdict(limits),
     }

@@ -78,7 +78,12 @@ def load_model_weights(run_dir: Path, model: nn.Module) -> dict[str, Any]:
     if not path.exists():
         raise FileNotFoundError(f"{path}: no trained model in this run directory yet (no epoch has finished)")
     model.load_state_dict(load_safetensors(path.read_bytes()))
-    return json.loads((run_dir / MODEL_INFO).read_text(encoding="utf-8"))
+    return read_model_info(run_dir)
+
+
+def read_model_info(run_dir: Path) -> dict[str, Any]:
+    """What the saved model is (model.json): its epoch, step and valid metrics."""
+    return json.loads((Path(run_dir) / MODEL_INFO).read_text(encoding="utf-8"))
 
 
 def save_checkpoint(

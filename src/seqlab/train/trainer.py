@@ -139,7 +139,7 @@ class Trainer:
             if cfg.early_stopping and pos.bad_epochs >= cfg.early_stopping:
                 log.info("early stopping: no better valid %s for %d epochs", cfg.best_metric, pos.bad_epochs)
                 break
-        return json.loads((self.run_dir / checkpoint.MODEL_INFO).read_text(encoding="utf-8"))
+        return checkpoint.read_model_info(self.run_dir)
 
     def _train_epoch(self) -> None:
         pos, cfg = self.position, self.config.train
