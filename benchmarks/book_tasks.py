@@ -54,7 +54,7 @@ def run_seqlab(task: str, variant: str, data_dir: str, overrides: list[str]) -> 
     )
     epochs = [json.loads(line) for line in (run_dir / "log.jsonl").read_text().splitlines()]
     best = json.loads((run_dir / "model.json").read_text())["epoch"]
-    return {"config": str(config.relative_to(ROOT)), "wall_s": wall, "test": test, "epochs": epochs,
+    return {"config": str(config.relative_to(ROOT)), "run_dir": str(run_dir), "wall_s": wall, "test": test, "epochs": epochs,
             "best_epoch": best, "train_s": sum(e["train_seconds"] for e in epochs)}
 
 

@@ -11,7 +11,8 @@ in the search (or in rounding), and "same as seqlab" shows how far they go.
 
 Each engine decodes the whole split in batches of ``eval.batch_size`` sentences with at most
 ``eval.max_output_length`` words, after one warm-up batch, ``--repeats`` times (the best time is
-reported); beam search without length penalty. seqlab runs in fp32 and bf16 autocast;
+reported); beam search without length penalty. seqlab runs in fp32, bf16 autocast (where the CPU
+has native bf16) and with int8 linear layers;
 CTranslate2 in float32 and int8 (it has no bf16 on CPU); JoeyNMT in float32 (its CPU autocast is
 float16). The table goes to stdout, and with ``--record FILE`` is appended there.
 """
@@ -36,7 +37,7 @@ from seqlab.data import load_splits, resolve_data_dir
 from seqlab.decoding import DecodeOptions
 from seqlab.evaluate import EncodedSplit
 from seqlab.metrics import corpus_bleu, exact_match
-from seqlab.precision import native_bf16
+from seqlab.precision import native_bf16, quantize_int8
 from seqlab.translator import Translator, load
 
 PEERS = Path(__file__).parent / "peers"
@@ -67,17 +68,22 @@ def export(translator: Translator, src: list[list[int]], out: Path) -> None:
     (out / "source.txt").write_text("".join(" ".join(map(str, s)) + "\n" for s in src))
 
 
-def with_precision(translator: Translator, precision: str) -> Translator:
-    config = translator.config
-    config = config.model_copy(update={"train": config.train.model_copy(update={"precision": precision})})
-    return Translator(translator.model, translator.source, translator.target, config)
+def variants(translator: Translator) -> list[tuple[str, Translator]]:
+    """seqlab's settings: fp32, bf16 autocast where this CPU has native bf16 (emulated bf16 is many times
+    slower), and int8 linear layers (``seqlab.load(run, int8=True)``)."""
+    def with_precision(precision: str) -> Translator:
+        config = translator.config
+        config = config.model_copy(update={"train": config.train.model_copy(update={"precision": precision})})
+        return Translator(translator.model, translator.source, translator.target, config)
+
+    settings = [("fp32", with_precision("fp32"))] + ([("bf16", with_precision("bf16"))] if native_bf16() else [])
+    int8 = Translator(quantize_int8(translator.model), translator.source, translator.target, translator.config, True)
+    return settings + [("int8", int8)]
 
 
 def seqlab_runs(translator: Translator, src: list[list[int]], beams: list[int], repeats: int) -> list[dict]:
-    """fp32, and bf16 autocast where this CPU has native bf16 (emulated bf16 is many times slower)."""
     runs = []
-    for precision in ("fp32", "bf16") if native_bf16() else ("fp32",):
-        t = with_precision(translator, precision)
+    for setting, t in variants(translator):
         for beam in beams:
             options = DecodeOptions(beam=beam)
             t.decode_ids(src[: t.config.eval.batch_size], options)  # warm-up
@@ -86,7 +92,7 @@ def seqlab_runs(translator: Translator, src: list[list[int]], beams: list[int], 
                 start = time.perf_counter()
                 outputs = [hyps[0].tokens for hyps in t.decode_ids(src, options)]
                 seconds.append(time.perf_counter() - start)
-            runs.append({"engine": "seqlab", "setting": precision, "beam": beam, "seconds": seconds,
+            runs.append({"engine": "seqlab", "setting": setting, "beam": beam, "seconds": seconds,
                          "outputs": outputs})
     return runs
 

@@ -242,3 +242,29 @@ def test_length_limits_follow_the_source():
 def test_inconsistent_options_are_refused(options, message):
     with pytest.raises(ValueError, match=message):
         DecodeOptions(**options)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_reordering_beams_keeps_the_encoder_parts_in_place(kind):
+    """``select(rows, same_sources=True)``, as beam search calls it between copies of one source, equals a
+    full ``select`` and copies none of the encoder's tensors."""
+    model = _model(kind)
+    src = _sources(4).repeat_interleave(3, dim=0)  # three copies (beams) of each sentence
+    with torch.no_grad():
+        state = model.start(src)
+        _, state, _ = model.step(torch.full((12,), SOS), state)
+        rows = torch.tensor([2, 2, 0, 3, 5, 4, 8, 6, 6, 11, 9, 9])  # each row stays among its sentence's copies
+        full, shared = state.select(rows), state.select(rows, same_sources=True)
+        ids = torch.arange(12) % 5 + 3
+        a, _, _ = model.step(ids, full)
+        b, _, _ = model.step(ids, shared)
+    assert torch.allclose(a, b, atol=1e-6)
+    encoder_parts = (
+        [shared.src_mask, *[t for kv in shared.memory_kv for t in kv]] if kind == "transformer"
+        else [shared.memory, shared.src_pad, shared.final]
+    )
+    originals = (
+        [state.src_mask, *[t for kv in state.memory_kv for t in kv]] if kind == "transformer"
+        else [state.memory, state.src_pad, state.final]
+    )
+    assert all(x is y for x, y in zip(encoder_parts, originals))

@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 
 import pytest
+import torch
 import sacrebleu
 import yaml
 from typer.testing import CliRunner
@@ -108,6 +109,14 @@ def test_date_model_trains_translates_and_evaluates_through_the_cli(tmp_path):
     result = runner.invoke(app, ["eval", str(run), "--split", "test", "--json", "--beam", "4"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["exact_match"] > 50.0
+
+    # int8 linear layers: a different model, nearly the same answers
+    result = runner.invoke(app, ["eval", str(run), "--split", "test", "--json", "--int8"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["exact_match"] == pytest.approx(metrics["exact_match"], abs=2.0)
+    int8 = seqlab.load(run, int8=True)
+    assert isinstance(int8.model.generator, torch.ao.nn.quantized.dynamic.Linear)
+    assert int8.translate(["september 27, 1994", "10/15/94"]) == outputs
     result = runner.invoke(app, ["translate", str(run), "10/15/94", "--beam", "2", "--nbest", "3"], env={"COLUMNS": "200"})
     assert result.exit_code == 2 and "nbest (3) cannot exceed the beam size (2)" in result.output
 

@@ -51,6 +51,8 @@ TopP = Annotated[float, typer.Option("--top-p", help="Sample among the most prob
 NumSamples = Annotated[int, typer.Option("--num-samples", help="Samples per input (with --sample).",
                                          rich_help_panel="Decoding")]
 Seed = Annotated[int, typer.Option("--seed", help="Seed of the sampling generator.", rich_help_panel="Decoding")]
+Int8 = Annotated[bool, typer.Option("--int8", help="Decode with int8 linear layers (dynamic quantisation; "
+                                     "docs/benchmarks.md has its speed and accuracy).", rich_help_panel="Decoding")]
 MaxLength = Annotated[int | None, typer.Option("--max-length", help="Most output words (default: the run's "
                                                "eval.max_output_length).", rich_help_panel="Decoding")]
 
@@ -124,6 +126,7 @@ def translate(
     num_samples: NumSamples = 1,
     seed: Seed = 0,
     max_length: MaxLength = None,
+    int8: Int8 = False,
 ) -> None:
     """Translate sentences given as arguments, or a file line by line (one line in, one line out).
 
@@ -138,7 +141,7 @@ def translate(
     if bool(texts) == bool(input):
         _fail(ValueError("give sentences as arguments or --input FILE, not both and not neither"))
     try:
-        translator = load(run_dir)
+        translator = load(run_dir, int8)
         lines = texts or _read_lines(input)
     except (ConfigError, FileNotFoundError, ValueError) as exc:  # DataError is a ValueError
         _fail(exc)
@@ -163,6 +166,7 @@ def evaluate_run(
     top_p: TopP = 1.0,
     seed: Seed = 0,
     max_length: MaxLength = None,
+    int8: Int8 = False,
 ) -> None:
     """Loss, perplexity, exact match and BLEU (sacreBLEU, cased and lower-cased, with signatures) on a split."""
     options = _decode_options(beam=beam, length_penalty=length_penalty, normalize=normalize, sample=sample,
@@ -174,7 +178,7 @@ def evaluate_run(
 
     _setup_logging()
     try:
-        translator = load(run_dir)
+        translator = load(run_dir, int8)
         pairs = load_splits(translator.config.data, resolve_data_dir(data_dir)).get(split)
         if not pairs:
             raise ValueError(f"the run's data has no {split!r} split (splits: train, valid, test)")

@@ -12,6 +12,11 @@ So bf16 runs only where it is native: ``auto`` (the default) and ``bf16`` both m
 bf16 there and fp32 elsewhere (``bf16`` says so in a warning), ``fp32`` means fp32.
 It is decided on the machine that runs the model, not stored: a run trained in bf16
 decodes in fp32 on a CPU without native bf16, and the other way round.
+
+For decoding only, ``quantize_int8`` gives a copy of a model whose linear layers hold
+int8 weights (dynamic quantisation: activations are quantised on the fly, per batch).
+It changes outputs slightly; docs/benchmarks.md reports speed and accuracy before and
+after, measured in the same run.
 """
 
 from __future__ import annotations
@@ -19,8 +24,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import warnings
 
 import torch
+from torch import nn
 
 log = logging.getLogger("seqlab")
 
@@ -53,3 +60,11 @@ def _warn_not_native() -> None:
 def autocast(precision: str) -> contextlib.AbstractContextManager:
     """bf16 autocast on the CPU when ``precision`` resolves to bf16, else a no-op."""
     return torch.autocast("cpu", dtype=torch.bfloat16, enabled=resolve(precision) == "bf16")
+
+
+def quantize_int8(model: nn.Module) -> nn.Module:
+    """A copy of ``model`` for CPU inference with int8 weights in every ``nn.Linear`` (per-tensor scales)
+    and activations quantised on the fly; everything else (embeddings, attention products, norms) stays fp32."""
+    with warnings.catch_warnings():  # torch.ao.quantization is deprecated in favour of torchao, not yet removed
+        warnings.simplefilter("ignore")
+        return torch.ao.quantization.quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8)

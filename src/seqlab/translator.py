@@ -28,15 +28,17 @@ log = logging.getLogger("seqlab")
 
 
 class Translator:
-    def __init__(self, model: Seq2seq, source: Tokenizer, target: Tokenizer, config: Config) -> None:
+    def __init__(self, model: Seq2seq, source: Tokenizer, target: Tokenizer, config: Config, int8: bool = False) -> None:
         self.model = model
         self.source = source
         self.target = target
         self.config = config
+        self.int8 = int8  # the model's linear layers are int8 (``precision.quantize_int8``)
 
     def autocast(self) -> contextlib.AbstractContextManager:
-        """bf16 autocast when ``train.precision`` resolves to it on this CPU (see ``seqlab.precision``)."""
-        return precision.autocast(self.config.train.precision)
+        """bf16 autocast when ``train.precision`` resolves to it on this CPU (see ``seqlab.precision``);
+        never for an int8 model, whose quantised layers take fp32 inputs."""
+        return precision.autocast("fp32" if self.int8 else self.config.train.precision)
 
     def encode_sources(self, texts: Sequence[str], what: str = "input") -> list[list[int]]:
         """Token ids + <eos>, cut to ``data.max_source_length`` (a warning counts the cuts)."""
@@ -115,15 +117,17 @@ def _options(options: DecodeOptions | None, kwargs: dict[str, Any]) -> DecodeOpt
     return options or DecodeOptions(**kwargs)
 
 
-def load(run_dir: str | Path) -> Translator:
-    """Load a trained run directory (``seqlab train ... --out RUN_DIR``) for translation."""
+def load(run_dir: str | Path, int8: bool = False) -> Translator:
+    """Load a trained run directory (``seqlab train ... --out RUN_DIR``) for translation; ``int8``: with the
+    linear layers quantised to int8 (``precision.quantize_int8``), for faster CPU decoding of large models."""
     run_dir = Path(run_dir)
     config = checkpoint.load_run_config(run_dir)
     source = Tokenizer.from_json((run_dir / checkpoint.SOURCE_TOKENIZER).read_text(encoding="utf-8"))
     target = Tokenizer.from_json((run_dir / checkpoint.TARGET_TOKENIZER).read_text(encoding="utf-8"))
     model = build_model(config.model, source.vocab_size, target.vocab_size)
     checkpoint.load_model_weights(run_dir, model)
-    return Translator(model.eval(), source, target, config)
+    model = precision.quantize_int8(model.eval()) if int8 else model.eval()
+    return Translator(model, source, target, config, int8)
 
 
 def _truncate(seqs: list[list[int]], limit: int, what: str) -> list[list[int]]:

@@ -105,6 +105,6 @@ def beam_search(
         if attention is not None:
             attention = attention[keep_rows]
         rows = (keep_rows[:, None] * k + beam).view(-1)  # the rows of the state that the new beams extend
-        state = state.select(rows)
+        state = state.select(rows, same_sources=keep_rows.numel() == n)  # the beams of a sentence share its source
         ids = word.view(-1)
     return [sorted(hyps, key=lambda h: h.score, reverse=True)[:nbest] for hyps in finished]

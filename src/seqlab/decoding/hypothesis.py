@@ -6,7 +6,8 @@ A model decodes step by step through three calls (``Transformer`` and ``RNNSeq2s
 * ``logits, state, weights = model.step(ids, state, need_weights)``: feed the previous output words
   ids (batch,), get the next word's logits (batch, vocab) and, if asked, the cross-attention weights
   (batch, layers, heads, src_len);
-* ``state.select(rows)``: keep, repeat or reorder sentences (beam search).
+* ``state.select(rows, same_sources)``: keep, repeat or reorder sentences (beam search); with
+  ``same_sources`` the rows only reorder copies of the same source, whose encoder parts stay in place.
 
 Greedy, beam and sampling are strategies outside the models, written against this contract only.
 """
@@ -22,7 +23,7 @@ from seqlab.tokenizer import PAD, SOS
 
 
 class DecoderState(Protocol):
-    def select(self, rows: torch.Tensor) -> DecoderState: ...
+    def select(self, rows: torch.Tensor, same_sources: bool = False) -> DecoderState: ...
 
 
 class StepDecoder(Protocol):

@@ -22,7 +22,9 @@ class PrefixState:
     src_mask: torch.Tensor
     prefix: torch.Tensor  # (batch, steps): the words fed so far, <sos> first
 
-    def select(self, rows: torch.Tensor) -> PrefixState:
+    def select(self, rows: torch.Tensor, same_sources: bool = False) -> PrefixState:
+        if same_sources:
+            return PrefixState(self.memory, self.src_mask, self.prefix[rows])
         memory = tuple(m[rows] for m in self.memory) if isinstance(self.memory, tuple) else self.memory[rows]
         return PrefixState(memory, self.src_mask[rows], self.prefix[rows])
 

@@ -82,8 +82,8 @@ class MultiHeadAttention(nn.Module):
         if need_weights or not self.fused or q.dtype != torch.float32:
             out, weights = scaled_dot_product_attention(q, k, v, mask)
         else:
-            additive = None if mask is None else mask.to(q.dtype) * MASK_VALUE
-            out, weights = F.scaled_dot_product_attention(q, k, v, attn_mask=additive), None
+            keep = None if mask is None else ~mask  # SDPA's boolean masks mark the positions that take part
+            out, weights = F.scaled_dot_product_attention(q, k, v, attn_mask=keep), None
         return self.w_o(self.merge_heads(out)), weights
 
     def forward(

@@ -38,6 +38,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from seqlab.config import RNNConfig
+from seqlab.model.dropout import Dropout
 from seqlab.model.rnn_attention import RNNAttention
 from seqlab.tokenizer import EOS, PAD
 
@@ -81,7 +82,7 @@ class RNNEncoder(nn.Module):
             )
             for i in range(num_layers)
         )
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def forward(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """src (batch, src_len) -> states (batch, src_len, output_size), zero at padding, and the top
@@ -147,7 +148,7 @@ class RNNDecoder(nn.Module):
         luong = attention in ("dot", "general", "concat")
         self.combine = nn.Linear(encoder_size + hidden_size, hidden_size) if luong else None  # W_c
         self.output = nn.Linear(hidden_size + (encoder_size if peeky else 0), vocab_size)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
 
     def init_state(self, encoder_final: torch.Tensor) -> State:
         """The first decoder state from the top encoder layer's final h (batch, encoder_size): that h in every
@@ -275,7 +276,11 @@ class RNNState:
     final: torch.Tensor  # (batch, encoder_size)
     hidden: State  # each part (num_layers, batch, hidden)
 
-    def select(self, rows: torch.Tensor) -> RNNState:
-        """Keep, repeat or reorder sentences: row i of the result is row ``rows[i]`` (beam search)."""
-        return RNNState(self.memory[rows], self.src_pad[rows], self.final[rows],
-                        tuple(part[:, rows] for part in self.hidden))
+    def select(self, rows: torch.Tensor, same_sources: bool = False) -> RNNState:
+        """Keep, repeat or reorder sentences: row i of the result is row ``rows[i]`` (beam search).
+
+        ``same_sources``: row i already holds the source of row ``rows[i]``; the encoder's parts are kept."""
+        hidden = tuple(part[:, rows] for part in self.hidden)
+        if same_sources:
+            return RNNState(self.memory, self.src_pad, self.final, hidden)
+        return RNNState(self.memory[rows], self.src_pad[rows], self.final[rows], hidden)

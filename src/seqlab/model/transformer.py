@@ -24,6 +24,7 @@ from torch import nn
 
 from seqlab.config import TransformerConfig
 from seqlab.model.attention import MultiHeadAttention
+from seqlab.model.dropout import Dropout
 from seqlab.model.masks import look_ahead_mask, padding_mask
 from seqlab.model.positional import PositionalEncoding
 
@@ -50,7 +51,7 @@ class Residual(nn.Module):
     def __init__(self, d_model: int, dropout: float, pre_norm: bool) -> None:
         super().__init__()
         self.norm = nn.LayerNorm(d_model, eps=LAYER_NORM_EPS)
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = Dropout(dropout)
         self.pre_norm = pre_norm
 
     def forward(self, x: torch.Tensor, sublayer: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
@@ -136,7 +137,7 @@ class Embedder(nn.Module):
         with torch.no_grad():
             self.embedding.weight[0].zero_()
         self.positions = PositionalEncoding(cfg.d_model, cfg.max_length)
-        self.dropout = nn.Dropout(cfg.dropout)
+        self.dropout = Dropout(cfg.dropout)
 
     def forward(self, ids: torch.Tensor, offset: int = 0) -> torch.Tensor:  # ids: (batch, len) -> (batch, len, d_model)
         return self.dropout(self.positions(self.embedding(ids) * self.scale, offset))
@@ -257,10 +258,12 @@ class TransformerState:
     memory_kv: list[KV]  # per layer, each (batch, heads, src_len, depth)
     past: list[KV]  # per layer, each (batch, heads, steps, depth)
 
-    def select(self, rows: torch.Tensor) -> TransformerState:
-        """Keep, repeat or reorder sentences: row i of the result is row ``rows[i]`` (beam search)."""
-        return TransformerState(
-            self.src_mask[rows],
-            [(k[rows], v[rows]) for k, v in self.memory_kv],
-            [(k[rows], v[rows]) for k, v in self.past],
-        )
+    def select(self, rows: torch.Tensor, same_sources: bool = False) -> TransformerState:
+        """Keep, repeat or reorder sentences: row i of the result is row ``rows[i]`` (beam search).
+
+        ``same_sources``: row i already holds the source of row ``rows[i]`` (beams reordered among the
+        copies of one sentence), so the per-source parts are kept as they are, not copied."""
+        past = [(k[rows], v[rows]) for k, v in self.past]
+        if same_sources:
+            return TransformerState(self.src_mask, self.memory_kv, past)
+        return TransformerState(self.src_mask[rows], [(k[rows], v[rows]) for k, v in self.memory_kv], past)
