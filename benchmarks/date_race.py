@@ -3,7 +3,8 @@
     python benchmarks/date_race.py --data-dir ../shared/data --book-repo /tmp/dlfs2 [--record docs/benchmarks.md]
 
 1. seqlab: ``seqlab train configs/book/date-fast.yaml`` as a user runs it (wall time measured around
-   the command; training seconds from its log, validation excluded), then ``seqlab eval --split test``.
+   the command; training seconds from its log, validation excluded), then ``seqlab eval --split test``;
+   then the same with character-level sources, the data as JoeyNMT reads it, for the throughput ratio.
 2. JoeyNMT 2.3.0, installed into a virtual environment of its own on first use (``--peer-venv``, shared
    with ``peer_decoding.py``), trains a Transformer of the same size and shape (layers, d_model, heads,
    d_ff, pre-LN, dropout) on the same 44,500 training pairs, exported as plain files, with its recipe
@@ -108,28 +109,28 @@ def time_to_target(rows: list[tuple[float, float]]) -> tuple[float | None, int |
     return None, None
 
 
-def table(ours: dict, joey: dict | None, book: dict | None, command: str) -> str:
+def table(ours: dict, chars: dict, joey: dict | None, book: dict | None, command: str) -> str:
+    """``ours``: date-fast.yaml as it is; ``chars``: the same with character-level sources, as JoeyNMT reads them."""
     m = load_config(CONFIG).model
     ours_s = ours["train_s"] if ours["test"]["exact_match"] >= TARGET else None
-    ours_tokens = sum(e["train_tokens_per_s"] * e["train_seconds"] for e in ours["epochs"]) / ours["train_s"]
-    rows = [f"| seqlab (`configs/book/date-fast.yaml`) | {ours['params']:,} | {len(ours['epochs'])} | "
-            f"{ours['test']['exact_match']:.2f} (after the last) | {_s(ours_s)} | {ours_tokens:,.0f} | 1.00 |"]
+    rows = [_seqlab_row("seqlab (`configs/book/date-fast.yaml`: BPE sources)", ours, ours_s),
+            _seqlab_row("seqlab, the same with character sources", chars, ours_s)]
     after = []
     if joey:
         epochs = joey["rows"]
         seconds, _ = time_to_target([(r["train_s"], r["acc"]) for r in epochs])
         spent = sum(r["train_s"] for r in epochs)
         tokens = sum(r["tokens"] for r in epochs) / spent
-        rows.append(f"| JoeyNMT 2.3.0 | {joey['params'] or 0:,} | {len(epochs)} | "
-                    f"{' / '.join(f'{r['acc']:.2f}' for r in epochs)} | {_s(seconds)} | {tokens:,.0f} | "
+        rows.append(f"| JoeyNMT 2.3.0 (character sources) | {joey['params'] or 0:,} | {len(epochs)} | "
+                    f"{_accuracies([r['acc'] for r in epochs])} | {_s(seconds)} | {tokens:,.0f} | "
                     f"{_ratio(seconds, ours_s, spent)} |")
-        after.append(f"Training throughput on the same model size and data: seqlab / JoeyNMT = "
-                     f"**{ours_tokens / tokens:.2f}×** target tokens per second.")
+        after.append(f"Training throughput on the same model size and the same data (character sources): seqlab / "
+                     f"JoeyNMT = **{_tokens_per_s(chars) / tokens:.2f}×** target tokens per second.")
     if book:
         epochs = book["rows"]
         seconds, _ = time_to_target([(r["train_s"], r["acc"] * 100) for r in epochs])
         rows.append(f"| book NumPy (ch08 AttentionSeq2seq) | — | {len(epochs)} | "
-                    f"{' / '.join(f'{r['acc'] * 100:.2f}' for r in epochs)} | {_s(seconds)} | — | "
+                    f"{_accuracies([r['acc'] * 100 for r in epochs])} | {_s(seconds)} | — | "
                     f"{_ratio(seconds, ours_s, book['total_train_s'])} |")
     lines = [
         f"### Date task: time to {TARGET} % test exact match, side by side ({datetime.date.today()})",
@@ -138,7 +139,7 @@ def table(ours: dict, joey: dict | None, book: dict | None, command: str) -> str
         f"layers, d_model {m.d_model}, {m.num_heads} heads, d_ff {m.d_ff}, {m.norm}-LN, dropout {m.dropout}, "
         "on the 44,500 training pairs of the book's split; book: ch08 AttentionSeq2seq (LSTM 256) on its "
         "45,000. All are scored on the same 5,000 test pairs; training seconds exclude validation. "
-        f"`seqlab train` wall time, everything included: {ours['wall_s']:.1f} s.",
+        f"`seqlab train configs/book/date-fast.yaml` wall time, everything included: {ours['wall_s']:.1f} s.",
         "",
         "| system | parameters | epochs | test exact match % per epoch | training s to ≥ 99.9 % | "
         "target tokens/s | time ÷ seqlab's |",
@@ -146,6 +147,21 @@ def table(ours: dict, joey: dict | None, book: dict | None, command: str) -> str
         *rows,
     ]
     return "\n".join(lines + [""] + after) + "\n"
+
+
+def _seqlab_row(name: str, run: dict, fastest: float | None) -> str:
+    seconds = run["train_s"] if run["test"]["exact_match"] >= TARGET else None
+    ratio = f"{seconds / fastest:.2f}" if seconds and fastest else "—"
+    return (f"| {name} | {run['params']:,} | {len(run['epochs'])} | {run['test']['exact_match']:.2f} (after the last) "
+            f"| {_s(seconds)} | {_tokens_per_s(run):,.0f} | {ratio} |")
+
+
+def _tokens_per_s(run: dict) -> float:
+    return sum(e["train_tokens_per_s"] * e["train_seconds"] for e in run["epochs"]) / run["train_s"]
+
+
+def _accuracies(values: list[float]) -> str:
+    return " / ".join(f"{v:.2f}" for v in values)
 
 
 def _s(seconds: float | None) -> str:
@@ -171,14 +187,17 @@ def main() -> None:
 
     data_dir = args.data_dir.resolve()
     ours = run_seqlab("date", "fast", str(data_dir), [])
-    ours["params"] = num_parameters(load(ours["run_dir"]).model)
-    print(f"seqlab: test {ours['test']['exact_match']:.2f} % after {ours['train_s']:.1f} s of training", flush=True)
+    chars = run_seqlab("date", "fast", str(data_dir), ["tokens.source.level=char"])
+    for run in (ours, chars):
+        run["params"] = num_parameters(load(run["run_dir"]).model)
+        print(f"seqlab: test {run['test']['exact_match']:.2f} % after {run['train_s']:.1f} s of training", flush=True)
     joey = run_joeynmt(peer_python(args.peer_venv), data_dir, args.joey_epochs) if args.joey_epochs else None
     book = run_book("date", "attention", args.book_repo, args.book_epochs) if args.book_repo else None
     command = "python benchmarks/date_race.py " + " ".join(sys.argv[1:])
-    emit(table(ours, joey, book, command), args.record)
+    emit(table(ours, chars, joey, book, command), args.record)
     if args.json:
-        Path(args.json).write_text(json.dumps({"seqlab": ours, "joeynmt": joey, "book": book}, indent=1))
+        Path(args.json).write_text(json.dumps({"seqlab": ours, "seqlab_chars": chars, "joeynmt": joey, "book": book},
+                                              indent=1))
 
 
 if __name__ == "__main__":

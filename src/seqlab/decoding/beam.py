@@ -61,10 +61,13 @@ def beam_search(
     for t in range(int(limits.max())):
         logits, state, w = model.step(ids, state, need_weights)
         n = alive.numel()
-        candidates = scores[:, :, None] + log_probs(logits).view(n, k, -1)  # (alive, k, vocab)
-        vocab = candidates.size(-1)
-        top, index = candidates.view(n, -1).topk(min(2 * k, k * vocab), dim=-1)  # (alive, 2k), best first
-        beam, word = index // vocab, index % vocab
+        # The best 2k of a sentence's k × vocab candidates are among each beam's own best 2k words,
+        # so the (alive, k, vocab) sum is never formed: cheaper by a vocabulary-sized pass per step.
+        word_logp, words = log_probs(logits).topk(min(2 * k, logits.size(-1)), dim=-1)  # (alive·k, width)
+        width = words.size(-1)
+        candidates = scores[:, :, None] + word_logp.view(n, k, width)  # (alive, k, width)
+        top, index = candidates.view(n, -1).topk(min(2 * k, k * width), dim=-1)  # (alive, 2k), best first
+        beam, word = index // width, words.view(n, -1).gather(1, index)
         if need_weights:
             w = w.float().view(n, k, 1, *w.shape[1:])
             attention = w if attention is None else torch.cat([attention, w], dim=2)

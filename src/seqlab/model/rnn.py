@@ -280,7 +280,8 @@ class RNNState:
         """Keep, repeat or reorder sentences: row i of the result is row ``rows[i]`` (beam search).
 
         ``same_sources``: row i already holds the source of row ``rows[i]``; the encoder's parts are kept."""
-        hidden = tuple(part[:, rows] for part in self.hidden)
+        hidden = tuple(part.index_select(1, rows) for part in self.hidden)
         if same_sources:
             return RNNState(self.memory, self.src_pad, self.final, hidden)
-        return RNNState(self.memory[rows], self.src_pad[rows], self.final[rows], hidden)
+        sources = (t.index_select(0, rows) for t in (self.memory, self.src_pad, self.final))
+        return RNNState(*sources, hidden)
