@@ -129,8 +129,9 @@ def main() -> None:
         "|---|---|---|---|---|",
     ]
     for p, r in rows.items():
+        of_bf16 = f"{r['gflops'] / peaks['bf16']:.1%}" if precision.native_bf16() else "— (bf16 emulated)"
         lines.append(f"| {p} | {r['tokens_per_s']:,.0f} | {r['gflops']:.1f} | {r['gflops'] / peaks['fp32']:.1%} "
-                     f"| {r['gflops'] / peaks['bf16']:.1%} |")
+                     f"| {of_bf16} |")
     if "bf16" in rows:
         lines.append(f"\nbf16 / fp32 speed: {rows['bf16']['tokens_per_s'] / rows['fp32']['tokens_per_s']:.2f}×")
     else:
