@@ -1,0 +1,92 @@
+"""Where the time goes: torch.profiler over training steps of a config, or over decoding with a trained run.
+
+    SEQLAB_DATA=../shared/data python benchmarks/profile_ops.py train configs/book/date-transformer.yaml [--set k=v]
+    python benchmarks/profile_ops.py decode runs/multi30k --data-dir ../shared/data --beam 5 [--sentences 512]
+
+``train``: the config's model on its real batches (as ``throughput.py`` builds them), fused Adam,
+clipping; 3 warm-up steps, then ``--steps`` profiled. ``decode``: the run's test split, sorted and
+batched as ``seqlab eval`` does. Prints the time per step (or in all) and the ops by self CPU time.
+The write-up of what these showed is in docs/benchmarks.md ("Speed").
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+from torch.profiler import profile
+from throughput import make_batches
+
+from seqlab.config import load_config
+from seqlab.data import load_splits, resolve_data_dir
+from seqlab.decoding import DecodeOptions
+from seqlab.evaluate import EncodedSplit
+from seqlab.model import build_model
+from seqlab.train.loss import token_nll_sum
+from seqlab.translator import load
+
+
+def profile_training(config: str, overrides: list[str], steps: int) -> profile:
+    cfg = load_config(config, overrides)
+    batches, src_vocab, trg_vocab = make_batches(cfg, steps + 3)
+    torch.manual_seed(0)
+    model = build_model(cfg.model, src_vocab, trg_vocab).train()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9, fused=True)
+
+    def step(batch) -> None:
+        logits = model(batch.src, batch.trg_in)
+        (token_nll_sum(logits, batch.trg_out) / batch.num_target_tokens).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    for batch in batches[:3]:
+        step(batch)
+    start = time.perf_counter()
+    with profile() as prof:
+        for batch in batches[3:]:
+            step(batch)
+    seconds = time.perf_counter() - start
+    tokens = sum(b.num_target_tokens for b in batches[3:])
+    print(f"{seconds / steps * 1000:.0f} ms per step (profiled), {tokens / seconds:,.0f} target tokens/s")
+    return prof
+
+
+def profile_decoding(run_dir: str, data_dir: str | None, beam: int, sentences: int) -> profile:
+    translator = load(run_dir)
+    pairs = load_splits(translator.config.data, resolve_data_dir(data_dir))["test"][:sentences]
+    src = EncodedSplit.build(translator, pairs, "test").src
+    options = DecodeOptions(beam=beam)
+    translator.decode_ids(src[: translator.config.eval.batch_size], options)  # warm-up
+    start = time.perf_counter()
+    with profile() as prof:
+        translator.decode_ids(src, options)
+    print(f"{len(src)} sentences in {time.perf_counter() - start:.2f} s (profiled)")
+    return prof
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="what", required=True)
+    train = sub.add_parser("train")
+    train.add_argument("config")
+    train.add_argument("--set", dest="overrides", action="append", default=[])
+    train.add_argument("--steps", type=int, default=6)
+    decode = sub.add_parser("decode")
+    decode.add_argument("run_dir")
+    decode.add_argument("--data-dir")
+    decode.add_argument("--beam", type=int, default=1)
+    decode.add_argument("--sentences", type=int, default=512)
+    parser.add_argument("--rows", type=int, default=20, help="ops to list")
+    args = parser.parse_args()
+
+    if args.what == "train":
+        prof = profile_training(args.config, args.overrides, args.steps)
+    else:
+        prof = profile_decoding(args.run_dir, args.data_dir, args.beam, args.sentences)
+    print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=args.rows))
+
+
+if __name__ == "__main__":
+    main()
