@@ -233,7 +233,8 @@ class Transformer(nn.Module):
     def start(self, src: torch.Tensor) -> TransformerState:
         """Encode src (batch, src_len) once and project it for every layer's cross-attention; no target yet."""
         memory, src_mask = self.encode(src)
-        memory_kv = self.decoder.memory_kv(memory)
+        # contiguous once here, or the plain attention path copies them at every step
+        memory_kv = [(k.contiguous(), v.contiguous()) for k, v in self.decoder.memory_kv(memory)]
         empty = memory_kv[0][0][:, :, :0]  # (batch, heads, 0, depth)
         return TransformerState(src_mask, memory_kv, [(empty, empty)] * len(memory_kv))
 
