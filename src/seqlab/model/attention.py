@@ -40,8 +40,8 @@ def scaled_dot_product_attention(
 class MultiHeadAttention(nn.Module):
     """W_Q, W_K, W_V (d_model -> d_model), split into heads, attention, concat, W_O.
 
-    ``fused`` selects PyTorch's fused kernel for float32 inputs; the reference
-    path runs otherwise and whenever the weights are asked for.
+    ``fused`` selects PyTorch's fused kernel for float32 inputs of more than one
+    query; the reference path runs otherwise and whenever the weights are asked for.
     """
 
     fused: bool = True
