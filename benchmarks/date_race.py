@@ -99,14 +99,14 @@ def _joey_epochs(log: Path, validations: Path, steps_per_epoch: int) -> list[dic
             for e, tokens, s in epochs if int(e) in accuracy]
 
 
-def time_to_target(rows: list[tuple[float, float]]) -> tuple[float | None, int | None]:
-    """(seconds, accuracy %) per epoch -> cumulative seconds and epoch at the first accuracy ≥ TARGET."""
+def time_to_target(rows: list[tuple[float, float]]) -> float | None:
+    """(seconds, accuracy %) per epoch -> the cumulative seconds at the first accuracy ≥ TARGET."""
     total = 0.0
-    for epoch, (seconds, acc) in enumerate(rows, start=1):
+    for seconds, acc in rows:
         total += seconds
         if acc >= TARGET:
-            return total, epoch
-    return None, None
+            return total
+    return None
 
 
 def table(ours: dict, chars: dict, joey: dict | None, book: dict | None, command: str) -> str:
@@ -118,7 +118,7 @@ def table(ours: dict, chars: dict, joey: dict | None, book: dict | None, command
     after = []
     if joey:
         epochs = joey["rows"]
-        seconds, _ = time_to_target([(r["train_s"], r["acc"]) for r in epochs])
+        seconds = time_to_target([(r["train_s"], r["acc"]) for r in epochs])
         spent = sum(r["train_s"] for r in epochs)
         tokens = sum(r["tokens"] for r in epochs) / spent
         rows.append(f"| JoeyNMT 2.3.0 (character sources) | {joey['params'] or 0:,} | {len(epochs)} | "
@@ -128,7 +128,7 @@ def table(ours: dict, chars: dict, joey: dict | None, book: dict | None, command
                      f"JoeyNMT = **{_tokens_per_s(chars) / tokens:.2f}×** target tokens per second.")
     if book:
         epochs = book["rows"]
-        seconds, _ = time_to_target([(r["train_s"], r["acc"] * 100) for r in epochs])
+        seconds = time_to_target([(r["train_s"], r["acc"] * 100) for r in epochs])
         rows.append(f"| book NumPy (ch08 AttentionSeq2seq) | — | {len(epochs)} | "
                     f"{_accuracies([r['acc'] * 100 for r in epochs])} | {_s(seconds)} | — | "
                     f"{_ratio(seconds, ours_s, book['total_train_s'])} |")
