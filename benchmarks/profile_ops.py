@@ -16,14 +16,13 @@ import time
 
 import torch
 from torch.profiler import profile
-from throughput import make_batches
+from throughput import make_batches, training_step
 
 from seqlab.config import load_config
 from seqlab.data import load_splits, resolve_data_dir
 from seqlab.decoding import DecodeOptions
 from seqlab.evaluate import EncodedSplit
 from seqlab.model import build_model
-from seqlab.train.loss import token_nll_sum
 from seqlab.translator import load
 
 
@@ -31,16 +30,7 @@ def profile_training(config: str, overrides: list[str], steps: int) -> profile:
     cfg = load_config(config, overrides)
     batches, src_vocab, trg_vocab = make_batches(cfg, steps + 3)
     torch.manual_seed(0)
-    model = build_model(cfg.model, src_vocab, trg_vocab).train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9, fused=True)
-
-    def step(batch) -> None:
-        logits = model(batch.src, batch.trg_in)
-        (token_nll_sum(logits, batch.trg_out) / batch.num_target_tokens).backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-
+    step = training_step(build_model(cfg.model, src_vocab, trg_vocab).train())
     for batch in batches[:3]:
         step(batch)
     start = time.perf_counter()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import time
+from collections.abc import Callable
 
 import torch
 from report import add_record_option, emit, machine
@@ -28,8 +29,8 @@ from seqlab.config import Config, load_config
 from seqlab.data import load_splits, resolve_data_dir
 from seqlab.data.batching import Batch, collate, length_batches, source_ids
 from seqlab.model import build_model, num_parameters
-from seqlab.tokenizer import Tokenizer
 from seqlab.train.loss import token_nll_sum
+from seqlab.train.trainer import learn_tokenizers
 
 
 def matmul_peak(dtype: torch.dtype, n: int = 1024, seconds: float = 1.0) -> float:
@@ -64,21 +65,16 @@ def step_flops(cfg: Config, batch: Batch, trg_vocab: int) -> float:
 
 def make_batches(cfg: Config, steps: int) -> tuple[list[Batch], int, int]:
     pairs = load_splits(cfg.data, resolve_data_dir())["train"]
-    sources, targets = [s for s, _ in pairs], [t for _, t in pairs]
-    if cfg.tokens.shared:
-        source = target = Tokenizer.train(sources + targets, cfg.tokens.source)
-    else:
-        source, target = Tokenizer.train(sources, cfg.tokens.source), Tokenizer.train(targets, cfg.tokens.target)
+    source, target = learn_tokenizers(pairs, cfg.tokens)
     src = [source_ids(ids) for ids in source.encode([s for s, _ in pairs])]
     trg = target.encode([t for _, t in pairs])
     order = length_batches([len(s) for s in src], [len(t) for t in trg], cfg.train.batch_tokens, seed=0)[:steps]
     return [collate([src[i] for i in ix], [trg[i] for i in ix]) for ix in order], source.vocab_size, target.vocab_size
 
 
-def measure(cfg: Config, batches: list[Batch], src_vocab: int, trg_vocab: int, bf16: bool) -> dict:
-    torch.manual_seed(0)
-    model = build_model(cfg.model, src_vocab, trg_vocab).train()
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9, fused=True)  # as trained
+def training_step(model: torch.nn.Module, bf16: bool = False) -> Callable[[Batch], None]:
+    """One training step as the trainer takes it: forward, masked loss, backward, clipping, fused Adam."""
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9, fused=True)
 
     def step(batch: Batch) -> None:
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
@@ -88,6 +84,13 @@ def measure(cfg: Config, batches: list[Batch], src_vocab: int, trg_vocab: int, b
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
 
+    return step
+
+
+def measure(cfg: Config, batches: list[Batch], src_vocab: int, trg_vocab: int, bf16: bool) -> dict:
+    torch.manual_seed(0)
+    model = build_model(cfg.model, src_vocab, trg_vocab).train()
+    step = training_step(model, bf16)
     for batch in batches[:3]:  # warm-up
         step(batch)
     start = time.perf_counter()

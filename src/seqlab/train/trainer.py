@@ -21,7 +21,7 @@ import torch
 from tqdm import tqdm
 
 from seqlab import precision
-from seqlab.config import Config, ConfigError
+from seqlab.config import Config, ConfigError, TokensConfig
 from seqlab.data import Pair, load_splits, resolve_data_dir
 from seqlab.data.batching import Batch, collate, length_batches, random_batches
 from seqlab.evaluate import EncodedSplit, evaluate
@@ -102,12 +102,7 @@ class Trainer:
         if resume:
             source, target = (Tokenizer.from_json(p.read_text(encoding="utf-8")) for p in paths)
             return source, target
-        cfg = self.config.tokens
-        sources, targets = [s for s, _ in train_pairs], [t for _, t in train_pairs]
-        if cfg.shared:
-            source = target = Tokenizer.train(sources + targets, cfg.source)
-        else:
-            source, target = Tokenizer.train(sources, cfg.source), Tokenizer.train(targets, cfg.target)
+        source, target = learn_tokenizers(train_pairs, self.config.tokens)
         for path, tokenizer in zip(paths, (source, target)):
             atomic_write(path, tokenizer.to_json())
         return source, target
@@ -202,6 +197,15 @@ class Trainer:
         if cfg.batch_sentences:
             return random_batches(len(src), cfg.batch_sentences, seed)
         return length_batches([len(s) for s in src], [len(t) for t in trg], cfg.batch_tokens, seed)
+
+
+def learn_tokenizers(train_pairs: list[Pair], cfg: TokensConfig) -> tuple[Tokenizer, Tokenizer]:
+    """The source and target tokenizers learnt from the training pairs (one shared one if ``cfg.shared``)."""
+    sources, targets = [s for s, _ in train_pairs], [t for _, t in train_pairs]
+    if cfg.shared:
+        shared = Tokenizer.train(sources + targets, cfg.source)
+        return shared, shared
+    return Tokenizer.train(sources, cfg.source), Tokenizer.train(targets, cfg.target)
 
 
 def _schedule(optimizer: torch.optim.Optimizer, config: Config, total_steps: int) -> torch.optim.lr_scheduler.LambdaLR:
