@@ -1,9 +1,9 @@
-"""The Korean chatbot (configs/chatbot_ko.yaml) in several variants, scored on the same held-out split.
+"""The Korean chatbot (configs/chatbot_ko.yaml) in several variants, compared on the valid split.
 
     python benchmarks/chatbot_variants.py --data-dir ../shared/data [--variants bpe wordpiece morphemes seed] [--samples 20]
 
 Each variant is ``seqlab train configs/chatbot_ko.yaml --set ...`` (a subprocess; its wall time is
-measured around it), then its best model is scored on the test split:
+measured around it), then its best model is scored on the valid split (500 pairs, never trained on):
 
 * perplexity per token, which depends on the tokenizer, and **perplexity per character**
   (``exp(total NLL / characters)``, one end of sentence counted per answer), which does not,
@@ -13,15 +13,17 @@ measured around it), then its best model is scored on the test split:
 
 ``seed`` is the recipe of seed 000: its ``small_transformer`` (4+4 layers, d_model 128, 4 heads,
 d_ff 512, dropout 0.3) with its warm-up schedule (4,000 steps, no label smoothing), on plain BPE.
-With ``--samples N``, the first N test questions are answered by the variant with the lowest
+With ``--samples N``, the first N valid questions are answered by the variant with the lowest
 perplexity per character and printed next to the reference answers.
+
+The variant with the lowest valid perplexity per character is the choice. This script never loads the
+test split: the chosen run is scored on it once, with ``seqlab eval RUN_DIR --split test``.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
-import math
 import os
 import subprocess
 import tempfile
@@ -60,13 +62,10 @@ def train(variant: str, data_dir: str, extra: list[str]) -> tuple[Path, float]:
 
 def score(run_dir: Path, data_dir: str) -> dict:
     translator = load(run_dir)
-    pairs = load_splits(translator.config.data, resolve_data_dir(data_dir))["test"]
-    split = EncodedSplit.build(translator, pairs, "test")
+    pairs = load_splits(translator.config.data, resolve_data_dir(data_dir))["valid"]
+    split = EncodedSplit.build(translator, pairs, "valid")
     metrics = evaluate(translator, split, translator.config.train.batch_tokens)
-    tokens = sum(len(t) + 1 for t in split.trg)  # + <eos>, as the loss counts them
-    characters = sum(len(r) + 1 for r in split.references)  # + one end of sentence
-    metrics["tokens_per_character"] = tokens / characters
-    metrics["perplexity_per_character"] = math.exp(metrics["loss"] * tokens / characters)
+    metrics["tokens_per_character"] = sum(len(t) + 1 for t in split.trg) / sum(len(r) + 1 for r in split.references)
     log = read_log(run_dir)
     metrics["best_epoch"] = read_model_info(run_dir)["epoch"]
     metrics["epochs"] = len(log)
@@ -76,7 +75,7 @@ def score(run_dir: Path, data_dir: str) -> dict:
 
 def samples(run_dir: Path, data_dir: str, n: int) -> list[str]:
     translator = load(run_dir)
-    pairs = load_splits(translator.config.data, resolve_data_dir(data_dir))["test"][:n]
+    pairs = load_splits(translator.config.data, resolve_data_dir(data_dir))["valid"][:n]
     answers = translator.translate([q for q, _ in pairs])
     lines = ["| # | question (held out) | reference answer | seqlab's answer |", "|---|---|---|---|"]
     lines += [f"| {i} | {q} | {a} | {m} |" for i, ((q, a), m) in enumerate(zip(pairs, answers), 1)]
@@ -88,7 +87,7 @@ def main() -> None:
     parser.add_argument("--data-dir", required=True)
     parser.add_argument("--variants", nargs="+", choices=sorted(VARIANTS), default=["bpe", "wordpiece", "morphemes", "seed"])
     parser.add_argument("--set", dest="extra", action="append", default=[], help="an override for every variant")
-    parser.add_argument("--samples", type=int, default=0, help="answer this many test questions with the best variant")
+    parser.add_argument("--samples", type=int, default=0, help="answer this many valid questions with the best variant")
     add_record_option(parser)
     args = parser.parse_args()
 
@@ -99,7 +98,7 @@ def main() -> None:
 
     extra = "".join(f" --set {item}" for item in args.extra)
     lines = [
-        f"### Korean chatbot variants, test split ({datetime.date.today().isoformat()})\n",
+        f"### Korean chatbot variants, valid split ({datetime.date.today().isoformat()})\n",
         f"Command: `python benchmarks/chatbot_variants.py --data-dir DATA --variants {' '.join(args.variants)}{extra}`."
         f" {machine()}.\n",
         "| variant | parameters | training wall s | best epoch / epochs | tokens per character | perplexity per token"
@@ -110,10 +109,11 @@ def main() -> None:
         lines.append(f"| {variant} (`{run_dir}`) | {m['parameters']:,} | {wall:.0f} | {m['best_epoch']} / "
                      f"{m['epochs']} | {m['tokens_per_character']:.3f} | {m['perplexity']:.2f} "
                      f"| {m['perplexity_per_character']:.3f} | {m['bleu']:.2f} |")
+    best, _, _, best_dir = min(rows, key=lambda row: row[2]["perplexity_per_character"])
+    lines += ["", f"Chosen on valid (the lowest perplexity per character): **{best}**. Score it on test once: "
+              f"`seqlab eval {best_dir} --split test`."]
     if args.samples:
-        best, _, _, best_dir = min(rows, key=lambda row: row[2]["perplexity_per_character"])
-        lines += ["", f"Answers of `{best}` (the lowest perplexity per character) to the first {args.samples}"
-                  " test questions, greedy:", ""]
+        lines += ["", f"Answers of `{best}` to the first {args.samples} valid questions, greedy:", ""]
         lines += samples(best_dir, args.data_dir, args.samples)
     emit("\n".join(lines) + "\n", args.record)
 

@@ -8,6 +8,9 @@ from pathlib import Path
 
 import torch
 
+from seqlab import precision
+from seqlab.precision import cpu_flags
+
 
 def add_record_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--record", metavar="FILE", help="also append the tables to this markdown file "
@@ -29,7 +32,12 @@ def machine() -> str:
     if cpuinfo.exists():
         lines = cpuinfo.read_text().splitlines()
         name = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), name)
-        flags = set(next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), []))
-        vector = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f in flags]
-        name += f" ({', '.join(vector) or 'no AVX2'})"
-    return f"{name}, {torch.get_num_threads()} threads, torch {torch.__version__}"
+        vector = cpu_flags(("avx2", "avx512f", "avx512_bf16", "amx_bf16"), cpuinfo)
+        name += f" ({', '.join(vector or []) or 'no AVX2'})"
+    return f"{name}, {torch.get_num_threads()} threads, torch {torch.__version__}, {precision_note()}"
+
+
+def precision_note() -> str:
+    """What ``precision: auto`` runs in here, and whether SEQLAB_PRECISION forced it."""
+    forced = " (SEQLAB_PRECISION)" if precision.forced() else ""
+    return f"precision auto = {precision.resolve('auto')}{forced}"

@@ -4,7 +4,29 @@ from pathlib import Path
 
 import pytest
 
+from seqlab import precision as _precision
+
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def pytest_report_header() -> str:
+    """What the CPU offers and what ``auto`` resolves to, at the top of every test run."""
+    return _precision.describe()
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A test that takes ``each_precision`` runs once in fp32 and once in bf16 (emulated where the CPU has no
+    bf16), or only in the precision that ``SEQLAB_PRECISION`` forces for the whole run."""
+    if "each_precision" in metafunc.fixturenames:
+        forced = _precision.forced()
+        metafunc.parametrize("each_precision", [forced] if forced else list(_precision.PRECISIONS), indirect=True)
+
+
+@pytest.fixture
+def each_precision(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The precision ``auto`` resolves to in this test (set through SEQLAB_PRECISION)."""
+    monkeypatch.setenv(_precision.ENV, request.param)
+    return request.param
 
 
 @pytest.fixture

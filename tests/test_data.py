@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 from pydantic import TypeAdapter
 
-from seqlab.config import Corpus, DataConfig, SplitConfig
+from seqlab.config import Corpus, DataConfig, SplitConfig, load_config
 from seqlab.data import DataError, generate_task, load_splits, read_corpus, resolve_data_dir
 from seqlab.data.splits import split_pairs
+from seqlab.data import tasks
 from seqlab.data.tasks import generate_addition, generate_date
 
 CORPUS = TypeAdapter(Corpus)
@@ -104,6 +105,27 @@ def test_addition_sums_are_correct_and_operands_in_range():
     assert min(operands) >= 0 and max(operands) <= 999
     assert min(operands) < 10 and max(operands) > 990
     assert generate_addition(100, seed=1) != generate_addition(100, seed=2)
+
+
+@pytest.mark.parametrize("generate", [generate_date, generate_addition])
+def test_generated_sources_are_drawn_without_replacement(generate):
+    pairs = generate(30000, seed=4)
+    assert len({source for source, _ in pairs}) == len(pairs) == 30000
+
+
+def test_every_written_form_of_a_day_is_counted_and_too_large_a_corpus_is_refused():
+    day = date(1994, 9, 27)
+    forms = {tasks._cased(form(day), casing) for form in tasks.DATE_FORMATS.values() for casing in tasks.CASINGS}
+    assert len(forms) == tasks.DATE_FORMS_PER_DAY == 10
+    with pytest.raises(ValueError, match="only 175,320 distinct sources exist"):
+        generate_date(175321, seed=0)
+
+
+def test_the_main_configs_splits_share_no_source():
+    config = load_config(Path(__file__).parents[1] / "configs" / "date.yaml")
+    parts = {name: {source for source, _ in pairs} for name, pairs in load_splits(config.data, Path("/nonexistent")).items()}
+    assert len(parts["test"]) == 5000 and parts["valid"]
+    assert not parts["train"] & parts["test"] and not parts["train"] & parts["valid"] and not parts["valid"] & parts["test"]
 
 
 def test_unknown_task_is_an_error():

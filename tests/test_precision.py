@@ -1,4 +1,4 @@
-"""Precision: ``auto`` follows the CPU; bf16 autocast really runs matrix products in bf16."""
+"""Precision: ``auto`` follows the CPU (or SEQLAB_PRECISION); bf16 autocast really runs matrix products in bf16."""
 
 import logging
 
@@ -10,8 +10,15 @@ from seqlab.config import TransformerConfig
 from seqlab.model import build_model
 
 
+@pytest.fixture
+def cpu_decides(monkeypatch):
+    """No SEQLAB_PRECISION: the CPU's answer (monkeypatched by the test) decides."""
+    monkeypatch.delenv(precision.ENV, raising=False)
+    precision._warn_not_bf16.cache_clear()
+
+
 @pytest.mark.parametrize("native", [True, False])
-def test_auto_picks_bf16_only_where_the_cpu_has_it(monkeypatch, native):
+def test_auto_picks_bf16_only_where_the_cpu_has_it(monkeypatch, cpu_decides, native):
     monkeypatch.setattr(precision, "native_bf16", lambda: native)
     assert precision.resolve("auto") == ("bf16" if native else "fp32")
     assert precision.resolve("fp32") == "fp32"
@@ -20,9 +27,8 @@ def test_auto_picks_bf16_only_where_the_cpu_has_it(monkeypatch, native):
     assert product.dtype == (torch.bfloat16 if native else torch.float32)
 
 
-def test_bf16_falls_back_to_fp32_with_a_warning_where_it_is_not_native(monkeypatch, caplog):
+def test_bf16_falls_back_to_fp32_with_a_warning_where_it_is_not_native(monkeypatch, cpu_decides, caplog):
     monkeypatch.setattr(precision, "native_bf16", lambda: False)
-    precision._warn_not_native.cache_clear()
     with caplog.at_level(logging.WARNING, logger="seqlab"):
         assert precision.resolve("bf16") == "fp32"
     assert "no native bf16" in caplog.text
@@ -30,6 +36,44 @@ def test_bf16_falls_back_to_fp32_with_a_warning_where_it_is_not_native(monkeypat
         assert (torch.ones(2, 3) @ torch.ones(3, 2)).dtype == torch.float32
     monkeypatch.setattr(precision, "native_bf16", lambda: True)
     assert precision.resolve("bf16") == "bf16" and precision.resolve("fp32") == "fp32"
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_the_environment_forces_what_auto_means_on_any_cpu(monkeypatch, cpu_decides, caplog, native):
+    monkeypatch.setattr(precision, "native_bf16", lambda: native)
+    monkeypatch.setenv(precision.ENV, "bf16")
+    assert precision.resolve("auto") == precision.resolve("bf16") == "bf16"  # emulated where not native
+    assert precision.resolve("fp32") == "fp32"  # a config's explicit fp32 stands
+    with precision.autocast("auto"):
+        assert (torch.ones(2, 3) @ torch.ones(3, 2)).dtype == torch.bfloat16
+    assert "forced by SEQLAB_PRECISION" in precision.describe()
+    monkeypatch.setenv(precision.ENV, "FP32")
+    with caplog.at_level(logging.WARNING, logger="seqlab"):
+        assert precision.resolve("auto") == precision.resolve("bf16") == "fp32"
+    assert "SEQLAB_PRECISION=fp32 forces fp32" in caplog.text
+    monkeypatch.setenv(precision.ENV, "fp16")
+    with pytest.raises(ValueError, match="SEQLAB_PRECISION='fp16': expected one of fp32, bf16"):
+        precision.resolve("auto")
+
+
+def test_native_bf16_is_what_the_kernel_lists_for_this_cpu():
+    flags = precision.cpu_flags()
+    if flags is None:
+        pytest.skip("no /proc/cpuinfo to compare PyTorch's CPU detection with")
+    assert precision.native_bf16() == bool(flags)
+
+
+def test_cpu_flags_are_read_from_cpuinfo(tmp_path, monkeypatch, cpu_decides):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse avx2 avx512f avx512_bf16 amx_tile\n"
+                       "processor\t: 1\nflags\t\t: fpu sse avx2 avx512f avx512_bf16 amx_tile\n")
+    assert precision.cpu_flags(cpuinfo=cpuinfo) == ["avx512_bf16", "amx_tile"]
+    assert precision.cpu_flags(("avx2", "avx512f", "amx_bf16"), cpuinfo) == ["avx2", "avx512f"]
+    cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse avx2\n")
+    assert precision.cpu_flags(cpuinfo=cpuinfo) == []
+    assert precision.cpu_flags(cpuinfo=tmp_path / "absent") is None
+    monkeypatch.setattr(precision, "native_bf16", lambda: False)
+    assert precision.describe().endswith("precision auto -> fp32 (no native bf16)")
 
 
 def test_int8_quantises_every_linear_layer_and_stays_close_to_fp32():

@@ -2,6 +2,7 @@
 
 import gzip
 import json
+import logging
 import math
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from typer.testing import CliRunner
 import seqlab
 from seqlab.cli import app
 from seqlab.config import ConfigError, parse_config
-from seqlab.evaluate import evaluate
+from seqlab.evaluate import EncodedSplit, evaluate
 from seqlab.train import checkpoint
 from seqlab.train.schedule import cosine_lr
 from seqlab.train.trainer import Trainer
@@ -24,34 +25,49 @@ PAIRS = [("abc", "cba"), ("hello", "olleh"), ("seq", "qes"), ("lab", "bal"), ("t
 TINY_MODEL = {"d_model": 64, "num_layers": 1, "num_heads": 4, "d_ff": 128, "dropout": 0.0, "max_length": 32}
 
 
-def _reversal_config(tmp_path: Path, epochs: int) -> dict:
+def _reversal_config(tmp_path: Path, epochs: int, precision: str = "fp32") -> dict:
+    """A tiny Transformer on PAIRS; ``precision: auto`` for the tests run in each precision."""
     tsv = tmp_path / "pairs.tsv"
     tsv.write_text("".join(f"{a}\t{b}\n" for a, b in PAIRS * 16), encoding="utf-8")
     return {
         "data": {"train": {"format": "tsv", "path": str(tsv)}, "valid": {"format": "tsv", "path": str(tsv)},
                  "max_source_length": 16, "max_target_length": 16},
         "model": TINY_MODEL,
-        "train": {"epochs": epochs, "batch_tokens": 160, "warmup": 50, "lr_scale": 0.1, "precision": "fp32",
+        "train": {"epochs": epochs, "batch_tokens": 160, "warmup": 50, "lr_scale": 0.1, "precision": precision,
                   "best_metric": "exact_match"},
         "eval": {"max_output_length": 12},
     }
 
 
-def test_tiny_model_overfits_a_handful_of_pairs(tmp_path):
+@pytest.mark.slow
+def test_tiny_model_overfits_a_handful_of_pairs_and_int8_agrees(tmp_path, each_precision):
     run = tmp_path / "run"
-    best = Trainer(parse_config(_reversal_config(tmp_path, epochs=10)), run, progress=False).fit()
+    best = Trainer(parse_config(_reversal_config(tmp_path, epochs=10, precision="auto")), run, progress=False).fit()
     assert best["valid"]["exact_match"] == 100.0
+    sources, targets = [a for a, _ in PAIRS], [b for _, b in PAIRS]
+    assert seqlab.load(run).translate(sources) == targets
+    assert seqlab.load(run, int8=True).translate(sources) == targets  # int8 agrees where fp32 is sure
     translator = seqlab.load(run)
-    assert translator.translate([a for a, _ in PAIRS]) == [b for _, b in PAIRS]
+    novel = [("abcd", "dcba"), ("zz", "zz")]
+    split = EncodedSplit.build(translator, PAIRS + novel, "valid")
+    metrics = evaluate(translator, split, 500, seen_sources={a for a, _ in PAIRS})
+    hypotheses = translator.translate([a for a, _ in novel])
+    assert metrics["unseen_sentences"] == 2
+    assert metrics["exact_match_unseen"] == 50.0 * sum(h == b for h, (_, b) in zip(hypotheses, novel))
+    assert metrics["exact_match"] == 100.0 * (len(PAIRS) + metrics["exact_match_unseen"] / 50.0) / len(split.src)
 
 
 def _date_config(tmp_path: Path) -> Path:
+    """A tiny date model that reaches 97-100 % valid exact match in 8 short epochs, in fp32 and in bf16 (BPE
+    sources, pre-LN, a cosine-decayed 4e-3): small enough for emulated bf16, good enough for known answers."""
     config = {
         "seed": 3,
         "data": {"corpus": {"format": "task", "task": "date", "size": 3000, "seed": 5},
-                 "split": {"valid": 100, "test": 100, "seed": 1}, "max_source_length": 40},
-        "model": {"d_model": 64, "num_layers": 1, "num_heads": 4, "d_ff": 128, "dropout": 0.0, "max_length": 40},
-        "train": {"epochs": 8, "batch_tokens": 2500, "warmup": 30, "lr_scale": 0.3, "best_metric": "exact_match"},
+                 "split": {"valid": 200, "test": 200, "seed": 1}, "max_source_length": 40},
+        "tokens": {"source": {"level": "bpe", "vocab_size": 300}},
+        "model": {"d_model": 64, "num_layers": 1, "num_heads": 4, "d_ff": 128, "dropout": 0.0, "norm": "pre",
+                  "max_length": 40},
+        "train": {"epochs": 8, "batch_tokens": 600, "schedule": "cosine", "lr": 0.004, "best_metric": "exact_match"},
         "eval": {"max_output_length": 12},
     }
     path = tmp_path / "date.yaml"
@@ -59,18 +75,26 @@ def _date_config(tmp_path: Path) -> Path:
     return path
 
 
+KNOWN_DATES = {"september 27, 1994": "1994-09-27", "TUESDAY, SEPTEMBER 25, 1984": "1984-09-25",
+               "10/15/94": "1994-10-15", "Jan 3, 2001": "2001-01-03"}
+
+
 @pytest.mark.slow
-def test_date_model_trains_translates_and_evaluates_through_the_cli(tmp_path):
+def test_date_model_trains_translates_and_evaluates_through_the_cli(tmp_path, caplog, each_precision):
     runner = CliRunner()
     run = tmp_path / "runs" / "date"
-    result = runner.invoke(app, ["train", str(_date_config(tmp_path)), "--out", str(run)])
+    with caplog.at_level(logging.INFO, logger="seqlab"):
+        result = runner.invoke(app, ["train", str(_date_config(tmp_path)), "--out", str(run)])
     assert result.exit_code == 0, result.output
+    assert f"parameters; {each_precision} on" in caplog.text  # what auto resolved to, in the run's first line
     assert {p.name for p in run.iterdir()} >= {"config.yaml", "model.safetensors", "model.json",
                                                "checkpoint.safetensors", "log.jsonl", "source_tokenizer.json",
                                                "target_tokenizer.json"}
     log = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
     assert [r["epoch"] for r in log] == list(range(1, 9))
     assert log[-1]["train_loss"] < log[0]["train_loss"]
+    # 97.5-99.5 % in both precisions on an AVX-512 BF16 machine; 90 leaves room for other CPUs' rounding
+    assert max(r["valid"]["exact_match"] for r in log) >= 90.0
 
     result = runner.invoke(app, ["eval", str(run), "--split", "test", "--json"])
     assert result.exit_code == 0, result.output
@@ -78,12 +102,14 @@ def test_date_model_trains_translates_and_evaluates_through_the_cli(tmp_path):
     assert set(metrics) >= {"loss", "perplexity", "exact_match", "bleu", "bleu_lowercase", "bleu_signature"}
     assert metrics["bleu_signature"].startswith("nrefs:1|case:mixed|eff:no|tok:13a")
     assert metrics["perplexity"] == pytest.approx(math.exp(metrics["loss"]))
-    assert metrics["exact_match"] > 50.0  # a real model, not noise: chance is ~0
+    assert metrics["exact_match"] >= 90.0
+    assert metrics["unseen_sentences"] == 200 and metrics["exact_match_unseen"] == metrics["exact_match"]  # disjoint
 
-    result = runner.invoke(app, ["translate", str(run), "september 27, 1994", "10/15/94"])
+    result = runner.invoke(app, ["translate", str(run), *KNOWN_DATES])
     assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == list(KNOWN_DATES.values())
+    result = runner.invoke(app, ["translate", str(run), "september 27, 1994", "10/15/94"])
     outputs = result.stdout.splitlines()
-    assert len(outputs) == 2 and all(len(o) == 10 and o[4] == "-" for o in outputs)
 
     # one line in, one line out, from a file and from stdin; the same input gives the same output
     (tmp_path / "in.txt").write_text("september 27, 1994\n10/15/94\n", encoding="utf-8")
@@ -108,22 +134,23 @@ def test_date_model_trains_translates_and_evaluates_through_the_cli(tmp_path):
     assert sampled[0] == sampled[1] and len(sampled[0].splitlines()) == 4
     result = runner.invoke(app, ["eval", str(run), "--split", "test", "--json", "--beam", "4"])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["exact_match"] > 50.0
+    assert json.loads(result.stdout)["exact_match"] >= 90.0
 
-    # int8 linear layers: a different model, nearly the same answers
+    # int8 linear layers: a different model with the same answers wherever the fp32 model is sure of them
     result = runner.invoke(app, ["eval", str(run), "--split", "test", "--json", "--int8"])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["exact_match"] == pytest.approx(metrics["exact_match"], abs=2.0)
+    assert json.loads(result.stdout)["exact_match"] >= 90.0
     int8 = seqlab.load(run, int8=True)
     assert isinstance(int8.model.generator, torch.ao.nn.quantized.dynamic.Linear)
-    assert int8.translate(["september 27, 1994", "10/15/94"]) == outputs
+    assert int8.translate(list(KNOWN_DATES)) == list(KNOWN_DATES.values())
     result = runner.invoke(app, ["translate", str(run), "10/15/94", "--beam", "2", "--nbest", "3"], env={"COLUMNS": "200"})
     assert result.exit_code == 2 and "nbest (3) cannot exceed the beam size (2)" in result.output
 
 
-def test_resume_after_a_kill_gives_the_same_next_epoch(tmp_path, monkeypatch):
-    config = parse_config(_reversal_config(tmp_path, epochs=2) | {"seed": 7})
-    config = config.model_copy(update={"train": config.train.model_copy(update={"save_every": 3, "precision": "bf16"})})
+@pytest.mark.slow
+def test_resume_after_a_kill_gives_the_same_next_epoch(tmp_path, monkeypatch, each_precision):
+    config = parse_config(_reversal_config(tmp_path, epochs=2, precision="auto") | {"seed": 7})
+    config = config.model_copy(update={"train": config.train.model_copy(update={"save_every": 3})})
     Trainer(config, tmp_path / "straight", progress=False).fit()
     straight = [json.loads(line) for line in (tmp_path / "straight" / "log.jsonl").read_text().splitlines()]
 
@@ -205,9 +232,10 @@ def test_early_stopping_ends_training_after_patience_epochs(tmp_path, monkeypatc
     assert best["epoch"] == 2 and best["valid"]["exact_match"] == 60.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attention", ["none", "bahdanau"])
-def test_an_rnn_seq2seq_trains_and_translates_through_the_same_path(tmp_path, attention):
-    raw = _reversal_config(tmp_path, epochs=10)
+def test_an_rnn_seq2seq_trains_and_translates_through_the_same_path(tmp_path, attention, each_precision):
+    raw = _reversal_config(tmp_path, epochs=10, precision="auto")
     raw["model"] = {"type": "rnn", "cell": "gru", "embedding_size": 32, "hidden_size": 64, "reverse": True,
                     "peeky": attention == "none", "attention": attention}
     raw["train"] |= {"schedule": "constant", "lr": 0.01}

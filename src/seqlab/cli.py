@@ -168,7 +168,8 @@ def evaluate_run(
     max_length: MaxLength = None,
     int8: Int8 = False,
 ) -> None:
-    """Loss, perplexity, exact match and BLEU (sacreBLEU, cased and lower-cased, with signatures) on a split."""
+    """Loss, perplexity, exact match and BLEU (sacreBLEU, cased and lower-cased, with signatures) on a split; exact
+    match also over the sentences whose source is not a training source."""
     options = _decode_options(beam=beam, length_penalty=length_penalty, normalize=normalize, sample=sample,
                               temperature=temperature, top_k=top_k, top_p=top_p, seed=seed, max_length=max_length)
     from seqlab.data import DataError, load_splits, resolve_data_dir
@@ -179,11 +180,13 @@ def evaluate_run(
     _setup_logging()
     try:
         translator = load(run_dir, int8)
-        pairs = load_splits(translator.config.data, resolve_data_dir(data_dir)).get(split)
+        splits = load_splits(translator.config.data, resolve_data_dir(data_dir))
+        pairs = splits.get(split)
         if not pairs:
             raise ValueError(f"the run's data has no {split!r} split (splits: train, valid, test)")
         encoded = EncodedSplit.build(translator, pairs, split)
-        metrics = evaluate(translator, encoded, translator.config.train.batch_tokens, options=options)
+        seen = None if split == "train" else {source for source, _ in splits["train"]}
+        metrics = evaluate(translator, encoded, translator.config.train.batch_tokens, options=options, seen_sources=seen)
     except (ConfigError, DataError, FileNotFoundError, ValueError) as exc:
         _fail(exc)
     metrics["bleu_signature"] = bleu_signature()

@@ -13,6 +13,11 @@ bf16 there and fp32 elsewhere (``bf16`` says so in a warning), ``fp32`` means fp
 It is decided on the machine that runs the model, not stored: a run trained in bf16
 decodes in fp32 on a CPU without native bf16, and the other way round.
 
+``SEQLAB_PRECISION=fp32|bf16`` in the environment replaces the CPU's answer for a whole
+process: ``auto`` and ``bf16`` then mean what it says, emulated bf16 included. The tests
+use it to run the end-to-end tests in both precisions on any CPU, and benchmarks to
+measure both on one machine.
+
 For decoding only, ``quantize_int8`` gives a copy of a model whose linear layers hold
 int8 weights (dynamic quantisation: activations are quantised on the fly, per batch).
 It changes outputs slightly; docs/benchmarks.md reports speed and accuracy before and
@@ -24,37 +29,76 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import os
 import warnings
+from pathlib import Path
 
 import torch
 from torch import nn
 
 log = logging.getLogger("seqlab")
 
+ENV = "SEQLAB_PRECISION"
+PRECISIONS = ("fp32", "bf16")
+# /proc/cpuinfo flags of hardware bf16 products: AVX-512 BF16 (vdpbf16ps) and AMX tiles.
+BF16_FLAGS = ("avx512_bf16", "amx_bf16", "amx_tile")
+
 
 @functools.cache
 def native_bf16() -> bool:
-    """True when this CPU multiplies bf16 in hardware (AVX-512 BF16 or AMX)."""
+    """True when this CPU multiplies bf16 in hardware (AVX-512 BF16 or AMX), as PyTorch detects it."""
     cpu = torch.cpu
     checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
     return any(getattr(cpu, name, lambda: False)() for name in checks)
 
 
+def cpu_flags(wanted: tuple[str, ...] = BF16_FLAGS, cpuinfo: Path = Path("/proc/cpuinfo")) -> list[str] | None:
+    """Which of the ``wanted`` flags the kernel lists for this CPU (the bf16 ones by default); None where there
+    is no /proc/cpuinfo."""
+    if not cpuinfo.exists():
+        return None
+    for line in cpuinfo.read_text().splitlines():
+        if line.startswith("flags"):
+            flags = set(line.split(":", 1)[1].split())
+            return [flag for flag in wanted if flag in flags]
+    return []
+
+
+def forced() -> str | None:
+    """``SEQLAB_PRECISION`` (fp32 or bf16) when set; it replaces the CPU's answer for ``auto`` and ``bf16``."""
+    value = os.environ.get(ENV, "").strip().lower()
+    if not value:
+        return None
+    if value not in PRECISIONS:
+        raise ValueError(f"{ENV}={os.environ[ENV]!r}: expected one of {', '.join(PRECISIONS)}")
+    return value
+
+
 def resolve(precision: str) -> str:
-    """What ``auto``, ``bf16`` or ``fp32`` means on this CPU: ``bf16`` or ``fp32``."""
+    """What ``auto``, ``bf16`` or ``fp32`` means on this CPU (or as ``SEQLAB_PRECISION`` forces it)."""
     if precision == "fp32":
         return "fp32"
-    if native_bf16():
-        return "bf16"
-    if precision == "bf16":
-        _warn_not_native()
-    return "fp32"
+    choice = forced() or ("bf16" if native_bf16() else "fp32")
+    if precision == "bf16" and choice == "fp32":
+        _warn_not_bf16(forced() is not None)
+    return choice
+
+
+def describe() -> str:
+    """One line for logs and test headers: the CPU's bf16 flags and what ``auto`` resolves to, and why."""
+    flags = cpu_flags()
+    listed = "unknown (no /proc/cpuinfo)" if flags is None else ", ".join(flags) or "none"
+    why = f"forced by {ENV}" if forced() else ("native bf16" if native_bf16() else "no native bf16")
+    return f"CPU bf16 flags: {listed}; precision auto -> {resolve('auto')} ({why})"
 
 
 @functools.cache
-def _warn_not_native() -> None:
-    log.warning("precision bf16: this CPU has no native bf16 (AVX-512 BF16 or AMX), where emulated bf16 is many "
-                "times slower than fp32; running in fp32")
+def _warn_not_bf16(by_environment: bool) -> None:
+    if by_environment:
+        log.warning("precision bf16: %s=fp32 forces fp32", ENV)
+    else:
+        log.warning("precision bf16: this CPU has no native bf16 (AVX-512 BF16 or AMX), where emulated bf16 is many "
+                    "times slower than fp32; running in fp32")
 
 
 def autocast(precision: str) -> contextlib.AbstractContextManager:

@@ -1,0 +1,152 @@
+"""Choose a configuration on the valid split: train every variant of a search, rank them by valid score.
+
+    python benchmarks/select_config.py benchmarks/searches/date.yaml [--precisions fp32 bf16] \
+        [--data-dir ../shared/data] [--runs DIR] [--record docs/benchmarks.md]
+
+A search file (``benchmarks/searches/*.yaml``) names a base config and its variants, each a list of
+``seqlab train --set`` overrides. Every variant is trained with ``seqlab train`` as a user runs it, once
+per precision asked for (forced with SEQLAB_PRECISION); its best epoch's valid scores come from the
+run's ``model.json``, its training seconds from ``log.jsonl``. Variants are ranked by their worst valid
+score over the precisions (the search's ``metric``), then by their mean valid loss.
+
+This script never loads the test split. It ends with the winner and the one command that scores it on
+test; that score is reported as it comes, once per final choice.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+from report import add_record_option, emit, machine
+
+from seqlab.config import dump_config, load_config
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class Trial:
+    variant: str
+    precision: str
+    run_dir: Path
+    valid: dict
+    best_epoch: int
+    train_s: float
+    wall_s: float  # the whole `seqlab train` command; nan for a run finished by an earlier search
+
+
+def _epochs(run_dir: Path) -> list[dict]:
+    log = run_dir / "log.jsonl"
+    return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()] if log.exists() else []
+
+
+def _finished(run_dir: Path, config: Path, overrides: list[str]) -> bool:
+    """The run trained all its epochs (a search that was stopped keeps its finished runs) with this variant's
+    config; a run of another config in its place is an error."""
+    if not (run_dir / "config.yaml").exists():
+        return False
+    saved = yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8"))
+    if saved != yaml.safe_load(dump_config(load_config(config, overrides))):
+        raise SystemExit(f"{run_dir} holds a run of another config than this variant's: remove it first")
+    return len(_epochs(run_dir)) == saved["train"]["epochs"]
+
+
+def train(config: Path, variant: str, overrides: list[str], precision: str, run_dir: Path,
+          data_dir: str | None) -> Trial:
+    """``seqlab train`` one variant in one precision (resumed where a run was stopped); its best valid scores."""
+    wall = float("nan")
+    if not _finished(run_dir, config, overrides):
+        command = ["seqlab", "train", str(config), "--out", str(run_dir)]
+        for item in overrides:
+            command += ["--set", item]
+        if data_dir:
+            command += ["--data-dir", data_dir]
+        if run_dir.exists():
+            command.append("--resume")
+        start = time.perf_counter()
+        subprocess.run(command, check=True, env=os.environ | {"SEQLAB_PRECISION": precision})
+        wall = time.perf_counter() - start
+    best = json.loads((run_dir / "model.json").read_text(encoding="utf-8"))
+    return Trial(variant, precision, run_dir, best["valid"], best["epoch"],
+                 sum(e["train_seconds"] for e in _epochs(run_dir)), wall)
+
+
+def rank(trials: list[Trial], metric: str) -> list[str]:
+    """Variant names, best first: the worst ``metric`` over precisions (higher is better, except loss), then the
+    mean valid loss."""
+    sign = 1 if metric == "loss" else -1
+    by_variant: dict[str, list[Trial]] = {}
+    for trial in trials:
+        by_variant.setdefault(trial.variant, []).append(trial)
+
+    def key(name: str) -> tuple[float, float]:
+        runs = by_variant[name]
+        worst = max(sign * t.valid[metric] for t in runs)
+        return worst, sum(t.valid["loss"] for t in runs) / len(runs)
+
+    return sorted(by_variant, key=key)
+
+
+def table(search: dict, trials: list[Trial], order: list[str], precisions: list[str], command: str) -> str:
+    metric = search["metric"]
+    head = " | ".join(f"{p} valid {metric} | {p} valid loss | {p} training s" for p in precisions)
+    lines = [f"#### Search `{search['name']}`: {search['config']}, chosen on valid ({time.strftime('%Y-%m-%d %H:%M')})",
+             "", f"Command: `{command}`. {machine()}.", "",
+             f"| rank | variant | overrides | {head} |", "|---|---|---|" + "---|---|---|" * len(precisions)]
+    cells = {(t.variant, t.precision): t for t in trials}
+    for place, name in enumerate(order, 1):
+        row = [f"{place}", f"**{name}**" if place == 1 else name,
+               ", ".join(f"`{o}`" for o in search["variants"][name]) or "(the base config)"]
+        for p in precisions:
+            t = cells[name, p]
+            row += [f"{t.valid[metric]:.2f}" if metric != "loss" else f"{t.valid[metric]:.2e}",
+                    f"{t.valid['loss']:.2e}", f"{t.train_s:.1f}"]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("search", type=Path, help="a search file, e.g. benchmarks/searches/date.yaml")
+    parser.add_argument("--precisions", nargs="+", choices=["fp32", "bf16"], default=["fp32"])
+    parser.add_argument("--variants", nargs="+", help="only these variants (default: all)")
+    parser.add_argument("--data-dir", help="the data directory (default: seqlab's)")
+    parser.add_argument("--runs", type=Path, default=Path("runs/search"), help="where the runs are kept")
+    add_record_option(parser)
+    args = parser.parse_args()
+
+    search = yaml.safe_load(args.search.read_text(encoding="utf-8"))
+    names = args.variants or list(search["variants"])
+    unknown = set(names) - set(search["variants"])
+    if unknown:
+        parser.error(f"unknown variants {sorted(unknown)}; the search has {', '.join(search['variants'])}")
+    config = ROOT / search["config"]
+    trials = []
+    for name in names:
+        for p in args.precisions:
+            run_dir = args.runs / search["name"] / p / name
+            trial = train(config, name, search["variants"][name], p, run_dir, args.data_dir)
+            trials.append(trial)
+            print(f"{name} {p}: valid {search['metric']} {trial.valid[search['metric']]}, "
+                  f"{trial.train_s:.1f} s training", flush=True)
+    order = rank(trials, search["metric"])
+    winner = order[0]
+    command = f"python benchmarks/select_config.py {' '.join(sys.argv[1:])}"
+    overrides = " ".join(f"--set {o}" for o in search["variants"][winner])
+    text = (table(search, trials, order, args.precisions, command) + "\n\n"
+            f"Chosen on valid: **{winner}**. Score it on test once: "
+            f"`seqlab eval {args.runs / search['name'] / args.precisions[0] / winner} --split test` "
+            f"(the config: `{search['config']}` {overrides}).\n")
+    emit(text, args.record)
+
+
+if __name__ == "__main__":
+    main()

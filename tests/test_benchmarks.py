@@ -1,0 +1,44 @@
+"""Benchmarks choose on valid: no script that selects a configuration reads the test split."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+# Scripts that read the test split, and why that is not a choice made on it. Every other script, those that
+# choose a configuration among them (select_config.py, chatbot_variants.py), must never name the split.
+READS_TEST = {
+    "book_tasks.py": "scores each final config once, after training chose its best epoch on valid",
+    "date_race.py": "times each system to the book's test accuracy after every epoch, as the book's code does",
+    "decoding_speed.py": "times decoding of test sources; no choice depends on the outputs",
+    "peer_decoding.py": "times decoding of test sources next to the peers and scores the outputs of one model",
+    "profile_ops.py": "profiles decoding of test sources",
+    "joeynmt_decode.py": "JoeyNMT decoding the test sources for peer_decoding.py",
+}
+SELECTS = {"select_config.py", "chatbot_variants.py"}
+
+
+def _names_the_test_split(path: Path) -> bool:
+    """A string literal 'test' in the code (a split's key, ``split="test"``, ``--split test`` as an argument)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return any(isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.strip() in
+               ("test", "--split test") for node in ast.walk(tree))
+
+
+def test_no_selecting_script_reads_the_test_split():
+    scripts = {p.name: p for p in BENCHMARKS.rglob("*.py")}
+    assert SELECTS <= set(scripts)
+    readers = {name for name, path in scripts.items() if _names_the_test_split(path)}
+    assert not readers & SELECTS
+    assert readers == set(READS_TEST), "a script that reads test must say why here, and must not select"
+
+
+def test_the_check_sees_a_test_split_read(tmp_path):
+    script = tmp_path / "choose.py"
+    script.write_text('"""Ranks on --split test."""\nsplits = {}\nscores = splits["test"]\n', encoding="utf-8")
+    assert _names_the_test_split(script)
+    script.write_text('"""Ranks on valid; then seqlab eval RUN --split test."""\nscores = {}["valid"]\n',
+                      encoding="utf-8")
+    assert not _names_the_test_split(script)
