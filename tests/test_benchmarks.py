@@ -8,7 +8,7 @@ from pathlib import Path
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 # Scripts that read the test split, and why that is not a choice made on it. Every other script, those that
-# choose a configuration among them (select_config.py, chatbot_variants.py), must never name the split.
+# choose a configuration among them (SELECTS), must never name the split.
 READS_TEST = {
     "book_tasks.py": "scores each final config once, after training chose its best epoch on valid",
     "date_race.py": "times each system to the book's test accuracy after every epoch, as the book's code does",
@@ -17,7 +17,7 @@ READS_TEST = {
     "profile_ops.py": "profiles decoding of test sources",
     "joeynmt_decode.py": "JoeyNMT decoding the test sources for peer_decoding.py",
 }
-SELECTS = {"select_config.py", "chatbot_variants.py"}
+SELECTS = {"select_config.py", "select_decoding.py", "chatbot_variants.py"}
 
 
 def _names_the_test_split(path: Path) -> bool:

@@ -7,9 +7,9 @@ Two paths compute the same thing: the plain reference below, which also
 returns the attention weights (for plots and tests), and PyTorch's fused
 ``scaled_dot_product_attention`` for speed. Tests hold them equal. The fused
 kernel is used for float32 training: under bf16 autocast on the CPU its backward
-pass is about 9× slower than the plain path (torch 2.13, measured in
-docs/benchmarks.md), while the plain path runs its two matmuls in bf16; and for
-one query per row (incremental decoding) the plain path is about 2× faster.
+pass is about 9× slower than the plain path (torch 2.13, ``benchmarks/attention_paths.py``),
+while the plain path runs its two matmuls in bf16; and for one query per row
+(incremental decoding) the plain path is faster too (``benchmarks/profile_ops.py decode``).
 """
 
 from __future__ import annotations
