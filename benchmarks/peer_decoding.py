@@ -9,9 +9,13 @@ package index with the same CPU torch wheel) and run there by ``benchmarks/peers
 every engine decodes the same model from the same ids: differences in the outputs are differences
 in the search (or in rounding), and "same as seqlab" shows how far they go.
 
-Each engine decodes the whole split in batches of ``eval.batch_size`` sentences with at most
-``eval.max_output_length`` words, after one warm-up batch, ``--repeats`` times (the best time is
-reported); beam search without length penalty. seqlab runs in fp32, bf16 autocast (where the CPU
+Each engine decodes the whole split in batches of ``eval.batch_size`` sentences of similar length
+with at most ``eval.max_output_length`` words, after one warm-up batch, ``--repeats`` times (the best
+time is reported); beam search without length penalty. Every timer starts when the engine is handed
+the split's source ids, already loaded in memory, and stops when it has returned the output ids of
+every sentence: seqlab and CTranslate2 sort by length inside that time, JoeyNMT (which batches in
+file order) is handed the sources sorted by length. Loading the model and the data, converting the
+weights and turning ids into text are outside every timer. seqlab runs in fp32, bf16 autocast (where the CPU
 has native bf16) and with int8 linear layers;
 CTranslate2 in float32 and int8 (it has no bf16 on CPU); JoeyNMT in float32 (its CPU autocast is
 float16). The table goes to stdout, and with ``--record FILE`` is appended there.

@@ -6,10 +6,13 @@ Writes a JoeyNMT model directory (vocabularies, config, ``best.ckpt``) holding t
 loads it with JoeyNMT's own ``prepare`` (as ``python -m joeynmt test`` does) and times JoeyNMT's
 ``predict`` over every source, once per beam size, after a warm-up on the first batch. Tokens are
 the ids' names at JoeyNMT's word level, so no tokenizer stands between the engines. Prints one JSON
-line per run (see export.py).
+line per run (see export.py), outputs in the export's order.
 
-Two adaptations, both outside the timed work:
+Three adaptations, all outside the timed work:
 
+* JoeyNMT batches test sentences in file order, where seqlab and CTranslate2 sort them by length
+  first; it is given the sources sorted by length (a sort of microseconds), and its outputs are put
+  back in the export's order, so every engine decodes batches of similar length.
 * JoeyNMT numbers its specials ``<unk> <pad> <s> </s>``; embedding and output rows are permuted
   to match.
 * JoeyNMT's output layer has no bias and seqlab's has one, so the output layer of the model
@@ -126,7 +129,8 @@ def main() -> None:
     torch.set_num_threads(args.threads)
 
     sizes, weights, sources = load_export(args.export)
-    lines = [" ".join(token(i) for i in sentence[:-1]) for sentence in sources]  # JoeyNMT appends </s> itself
+    order = sorted(range(len(sources)), key=lambda i: len(sources[i]))  # as seqlab and CTranslate2 batch them
+    lines = [" ".join(token(i) for i in sources[k][:-1]) for k in order]  # JoeyNMT appends </s> itself
     with tempfile.TemporaryDirectory() as tmp:
         model_dir = Path(tmp)
         for lang, vocab in (("src", sizes["source_vocab"]), ("trg", sizes["target_vocab"])):
@@ -160,7 +164,10 @@ def main() -> None:
                 return [[UNK if t == "<unk>" else token_id(t) for t in h.split()] for h in hypotheses]
 
             predict(warmup)
-            seconds, outputs = best_of(args.repeats, lambda: predict(test))
+            seconds, in_length_order = best_of(args.repeats, lambda: predict(test))
+            outputs: list[list[int]] = [[] for _ in sources]
+            for k, output in zip(order, in_length_order):
+                outputs[k] = output
             print(result(f"JoeyNMT {joeynmt.__version__}", "float32", beam, seconds, outputs), flush=True)
 
 
