@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from seqlab import precision
-from seqlab.config import TransformerConfig
+from seqlab.config import ConfigError, TransformerConfig
 from seqlab.model import build_model
 
 
@@ -52,7 +52,7 @@ def test_the_environment_forces_what_auto_means_on_any_cpu(monkeypatch, cpu_deci
         assert precision.resolve("auto") == precision.resolve("bf16") == "fp32"
     assert "SEQLAB_PRECISION=fp32 forces fp32" in caplog.text
     monkeypatch.setenv(precision.ENV, "fp16")
-    with pytest.raises(ValueError, match="SEQLAB_PRECISION='fp16': expected one of fp32, bf16"):
+    with pytest.raises(ConfigError, match="SEQLAB_PRECISION=.fp16.: expected one of fp32, bf16"):
         precision.resolve("auto")
 
 

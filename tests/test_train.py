@@ -207,6 +207,9 @@ def test_cli_reports_config_and_data_errors_without_a_traceback(tmp_path):
     result = runner.invoke(app, ["train", str(good), "--set", "model.d_model=10", "--out", str(tmp_path / "r3")])
     assert result.exit_code == 2 and "model.d_model (10) must be divisible by model.num_heads (8)" in result.output
     assert not (tmp_path / "r3").exists()
+    result = runner.invoke(app, ["train", str(good), "--out", str(tmp_path / "r4")], env={"SEQLAB_PRECISION": "fp16"})
+    assert result.exit_code == 2 and "SEQLAB_PRECISION='fp16': expected one of fp32, bf16" in result.output
+    assert "Traceback" not in result.output and not (tmp_path / "r4").exists()
 
 
 def test_translate_names_the_line_of_undecodable_input(tmp_path):

@@ -36,6 +36,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from seqlab.config import ConfigError
+
 log = logging.getLogger("seqlab")
 
 ENV = "SEQLAB_PRECISION"
@@ -70,7 +72,7 @@ def forced() -> str | None:
     if not value:
         return None
     if value not in PRECISIONS:
-        raise ValueError(f"{ENV}={os.environ[ENV]!r}: expected one of {', '.join(PRECISIONS)}")
+        raise ConfigError(f"{ENV}={os.environ[ENV]!r}: expected one of {', '.join(PRECISIONS)}")
     return value
 
 

@@ -65,6 +65,7 @@ class Trainer:
         self.config = config
         self.run_dir = Path(run_dir)
         self.progress = progress
+        resolved = precision.resolve(config.train.precision)  # a bad SEQLAB_PRECISION stops before the run dir exists
         _check_run_dir(self.run_dir, config, resume)
         if config.train.threads:
             torch.set_num_threads(config.train.threads)
@@ -90,7 +91,7 @@ class Trainer:
         log.info(
             "%d train / %d valid pairs; vocab %d → %d; %s parameters; %s on %d threads",
             len(self.train_set.src), len(self.valid_set.src), source.vocab_size, target.vocab_size,
-            f"{num_parameters(model):,}", precision.resolve(config.train.precision), torch.get_num_threads(),
+            f"{num_parameters(model):,}", resolved, torch.get_num_threads(),
         )
 
     @property
