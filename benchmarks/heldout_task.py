@@ -39,8 +39,9 @@ def main() -> None:
     drawn = generate_task(corpus.task, args.size + len(known), args.seed)
     fresh = [(s, t) for s, t in drawn if s not in known][:args.size]
     hypotheses = translator.translate([s for s, _ in fresh], beam=args.beam)
-    score = exact_match(hypotheses, [translator.normalize_target(t) for _, t in fresh])
-    wrong = [(s, h, t) for (s, t), h in zip(fresh, hypotheses) if h != t]
+    references = [translator.normalize_target(t) for _, t in fresh]
+    score = exact_match(hypotheses, references)
+    wrong = [(s, h, r) for (s, _), h, r in zip(fresh, hypotheses, references) if h != r]
     print(f"{args.run_dir}: {len(fresh):,} fresh {corpus.task} problems (seed {args.seed}, none in the run's corpus), "
           f"beam {args.beam}: exact match {score:.2f} %. {machine()}.")
     for source, hypothesis, target in wrong[:10]:

@@ -16,7 +16,6 @@ test; that score is reported as it comes, once per final choice.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -28,6 +27,7 @@ import yaml
 from report import add_record_option, emit, machine
 
 from seqlab.config import dump_config, load_config
+from seqlab.train.checkpoint import LOG, read_log, read_model_info
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,16 +36,8 @@ ROOT = Path(__file__).resolve().parents[1]
 class Trial:
     variant: str
     precision: str
-    run_dir: Path
-    valid: dict
-    best_epoch: int
-    train_s: float
-    wall_s: float  # the whole `seqlab train` command; nan for a run finished by an earlier search
-
-
-def _epochs(run_dir: Path) -> list[dict]:
-    log = run_dir / "log.jsonl"
-    return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()] if log.exists() else []
+    valid: dict  # the best epoch's valid metrics
+    train_s: float  # training seconds of all epochs, validation excluded
 
 
 def _finished(run_dir: Path, config: Path, overrides: list[str]) -> bool:
@@ -56,13 +48,12 @@ def _finished(run_dir: Path, config: Path, overrides: list[str]) -> bool:
     saved = yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8"))
     if saved != yaml.safe_load(dump_config(load_config(config, overrides))):
         raise SystemExit(f"{run_dir} holds a run of another config than this variant's: remove it first")
-    return len(_epochs(run_dir)) == saved["train"]["epochs"]
+    return (run_dir / LOG).exists() and len(read_log(run_dir)) == saved["train"]["epochs"]
 
 
 def train(config: Path, variant: str, overrides: list[str], precision: str, run_dir: Path,
           data_dir: str | None) -> Trial:
     """``seqlab train`` one variant in one precision (resumed where a run was stopped); its best valid scores."""
-    wall = float("nan")
     if not _finished(run_dir, config, overrides):
         command = ["seqlab", "train", str(config), "--out", str(run_dir)]
         for item in overrides:
@@ -71,12 +62,9 @@ def train(config: Path, variant: str, overrides: list[str], precision: str, run_
             command += ["--data-dir", data_dir]
         if run_dir.exists():
             command.append("--resume")
-        start = time.perf_counter()
         subprocess.run(command, check=True, env=os.environ | {"SEQLAB_PRECISION": precision})
-        wall = time.perf_counter() - start
-    best = json.loads((run_dir / "model.json").read_text(encoding="utf-8"))
-    return Trial(variant, precision, run_dir, best["valid"], best["epoch"],
-                 sum(e["train_seconds"] for e in _epochs(run_dir)), wall)
+    return Trial(variant, precision, read_model_info(run_dir)["valid"],
+                 sum(e["train_seconds"] for e in read_log(run_dir)))
 
 
 def rank(trials: list[Trial], metric: str) -> list[str]:
