@@ -35,6 +35,8 @@ from pathlib import Path
 
 from report import add_record_option, emit
 
+from seqlab.rundir import RunDir
+
 ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = {"addition": ["baseline", "reverse", "peeky", "attention", "transformer"], "date": ["attention", "transformer"]}
 BOOK_VARIANTS = {"baseline", "reverse", "peeky", "attention"}
@@ -54,8 +56,8 @@ def run_seqlab(task: str, variant: str, data_dir: str, overrides: list[str]) -> 
         subprocess.run(["seqlab", "eval", str(run_dir), "--split", "test", "--json"], check=True, env=env,
                        capture_output=True, text=True).stdout
     )
-    epochs = [json.loads(line) for line in (run_dir / "log.jsonl").read_text().splitlines()]
-    best = json.loads((run_dir / "model.json").read_text())["epoch"]
+    epochs = RunDir(run_dir).log()
+    best = RunDir(run_dir).model_info()["epoch"]
     return {"config": str(config.relative_to(ROOT)), "run_dir": str(run_dir), "wall_s": wall, "test": test, "epochs": epochs,
             "best_epoch": best, "train_s": sum(e["train_seconds"] for e in epochs)}
 

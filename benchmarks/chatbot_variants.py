@@ -34,7 +34,7 @@ from report import add_record_option, emit, machine
 
 from seqlab.data import load_splits, resolve_data_dir
 from seqlab.evaluate import EncodedSplit, evaluate
-from seqlab.train.checkpoint import read_log, read_model_info
+from seqlab.rundir import RunDir
 from seqlab.translator import load
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,8 +66,8 @@ def score(run_dir: Path, data_dir: str) -> dict:
     split = EncodedSplit.build(translator, pairs, "valid")
     metrics = evaluate(translator, split, translator.config.train.batch_tokens)
     metrics["tokens_per_character"] = sum(len(t) + 1 for t in split.trg) / sum(len(r) + 1 for r in split.references)
-    log = read_log(run_dir)
-    metrics["best_epoch"] = read_model_info(run_dir)["epoch"]
+    log = RunDir(run_dir).log()
+    metrics["best_epoch"] = RunDir(run_dir).model_info()["epoch"]
     metrics["epochs"] = len(log)
     metrics["parameters"] = sum(p.numel() for p in translator.model.parameters())
     return metrics

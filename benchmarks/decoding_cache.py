@@ -26,7 +26,7 @@ from report import add_record_option, emit
 from seqlab.config import TransformerConfig
 from seqlab.decoding import PrefixDecoder, beam_search, greedy_decode
 from seqlab.model import build_model
-from seqlab.tokenizer import EOS, PAD
+from seqlab.specials import EOS, PAD
 
 
 def best_of(fn, repeats: int) -> float:

@@ -22,8 +22,7 @@ import yaml
 
 from seqlab.config import load_config
 from seqlab.data import Pair, load_splits
-from seqlab.tokenizer import Tokenizer
-from seqlab.train.trainer import learn_tokenizers
+from seqlab.tokenizer import Tokenizer, learn_tokenizers
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "configs" / "book" / "date-fast.yaml"

@@ -90,11 +90,11 @@ def seqlab_runs(translator: Translator, src: list[list[int]], beams: list[int], 
     for setting, t in variants(translator):
         for beam in beams:
             options = DecodeOptions(beam=beam)
-            t.decode_ids(src[: t.config.eval.batch_size], options)  # warm-up
+            t.search_ids(src[: t.config.eval.batch_size], options)  # warm-up
             seconds, outputs = [], []
             for _ in range(repeats):
                 start = time.perf_counter()
-                outputs = [hyps[0].tokens for hyps in t.decode_ids(src, options)]
+                outputs = [hyps[0].tokens for hyps in t.search_ids(src, options)]
                 seconds.append(time.perf_counter() - start)
             runs.append({"engine": "seqlab", "setting": setting, "beam": beam, "seconds": seconds,
                          "outputs": outputs})

@@ -48,10 +48,10 @@ def profile_decoding(run_dir: str, data_dir: str | None, beam: int, sentences: i
     pairs = load_splits(translator.config.data, resolve_data_dir(data_dir))["test"][:sentences]
     src = EncodedSplit.build(translator, pairs, "test").src
     options = DecodeOptions(beam=beam)
-    translator.decode_ids(src[: translator.config.eval.batch_size], options)  # warm-up
+    translator.search_ids(src[: translator.config.eval.batch_size], options)  # warm-up
     start = time.perf_counter()
     with profile() as prof:
-        translator.decode_ids(src, options)
+        translator.search_ids(src, options)
     print(f"{len(src)} sentences in {time.perf_counter() - start:.2f} s (profiled)")
     return prof
 

@@ -6,8 +6,8 @@
 A search file (``benchmarks/searches/*.yaml``) names a base config and its variants, each a list of
 ``seqlab train --set`` overrides. Every variant is trained with ``seqlab train`` as a user runs it, once
 per precision asked for (forced with SEQLAB_PRECISION); its best epoch's valid scores come from the
-run's ``model.json``, its training seconds from ``log.jsonl``. Variants are ranked by their worst valid
-score over the precisions (the search's ``metric``), then by their mean valid loss.
+run's best model (``RunDir.model_info``), its training seconds from its log. Variants are ranked by their
+worst valid score over the precisions (the search's ``metric``), then by their mean valid loss.
 
 This script never loads the test split. It ends with the winner and the one command that scores it on
 test; that score is reported as it comes, once per final choice.
@@ -27,7 +27,7 @@ import yaml
 from report import add_record_option, emit, machine
 
 from seqlab.config import dump_config, load_config
-from seqlab.train.checkpoint import LOG, read_log, read_model_info
+from seqlab.rundir import RunDir
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -48,7 +48,8 @@ def _finished(run_dir: Path, config: Path, overrides: list[str]) -> bool:
     saved = yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8"))
     if saved != yaml.safe_load(dump_config(load_config(config, overrides))):
         raise SystemExit(f"{run_dir} holds a run of another config than this variant's: remove it first")
-    return (run_dir / LOG).exists() and len(read_log(run_dir)) == saved["train"]["epochs"]
+    run = RunDir(run_dir)
+    return run.has_log() and len(run.log()) == saved["train"]["epochs"]
 
 
 def train(config: Path, variant: str, overrides: list[str], precision: str, run_dir: Path,
@@ -63,8 +64,8 @@ def train(config: Path, variant: str, overrides: list[str], precision: str, run_
         if run_dir.exists():
             command.append("--resume")
         subprocess.run(command, check=True, env=os.environ | {"SEQLAB_PRECISION": precision})
-    return Trial(variant, precision, read_model_info(run_dir)["valid"],
-                 sum(e["train_seconds"] for e in read_log(run_dir)))
+    run = RunDir(run_dir)
+    return Trial(variant, precision, run.model_info()["valid"], sum(e["train_seconds"] for e in run.log()))
 
 
 def rank(trials: list[Trial], metric: str) -> list[str]:

@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 
 import torch
+from torch.optim.lr_scheduler import LambdaLR
 from report import add_record_option, emit, machine
 
 from seqlab import precision
@@ -29,8 +30,9 @@ from seqlab.config import Config, load_config
 from seqlab.data import load_splits, resolve_data_dir
 from seqlab.data.batching import Batch, collate, length_batches, source_ids
 from seqlab.model import build_model, num_parameters
-from seqlab.train.loss import token_nll_sum
-from seqlab.train.trainer import learn_tokenizers
+from seqlab.loss import token_nll_sum
+from seqlab.tokenizer import learn_tokenizers
+from seqlab.train.optimizer import build_optimizer, optimizer_step
 
 
 def matmul_peak(dtype: torch.dtype, n: int = 1024, seconds: float = 1.0) -> float:
@@ -74,15 +76,13 @@ def make_batches(cfg: Config, steps: int) -> tuple[list[Batch], int, int]:
 
 def training_step(model: torch.nn.Module, bf16: bool = False) -> Callable[[Batch], None]:
     """One training step as the trainer takes it: forward, masked loss, backward, clipping, fused Adam."""
-    optimizer = torch.optim.Adam(model.parameters(), lr=1e-4, betas=(0.9, 0.98), eps=1e-9, fused=True)
+    optimizer = build_optimizer(model)
+    scheduler = LambdaLR(optimizer, lambda step: 1e-4)
 
     def step(batch: Batch) -> None:
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
             logits = model(batch.src, batch.trg_in)
-        (token_nll_sum(logits, batch.trg_out) / batch.num_target_tokens).backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+        optimizer_step(model, optimizer, scheduler, token_nll_sum(logits, batch.trg_out) / batch.num_target_tokens, 1.0)
 
     return step
 

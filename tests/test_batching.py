@@ -10,7 +10,7 @@ from seqlab.data.batching import (
     random_batches,
     source_ids,
 )
-from seqlab.tokenizer import EOS, PAD, SOS
+from seqlab.specials import EOS, PAD, SOS
 
 
 @pytest.fixture

@@ -12,13 +12,13 @@ from seqlab.decoding import (
     DecodeOptions,
     PrefixDecoder,
     beam_search,
-    decode,
     greedy_decode,
     sample,
+    search,
 )
 from seqlab.decoding.beam import length_penalty
 from seqlab.model import build_model
-from seqlab.tokenizer import EOS, PAD, SOS
+from seqlab.specials import EOS, PAD, SOS
 
 SRC_VOCAB = 12
 
@@ -153,9 +153,9 @@ def test_a_wide_beam_finds_the_exhaustive_best(kind, alpha, normalize):
 def test_a_sentence_decodes_the_same_alone_and_inside_a_batch(kind, beam):
     model, src = _model(kind), _sources(30)
     options = DecodeOptions(beam=beam, nbest=beam, length_penalty=0.6 if beam > 1 else 0.0)
-    batch = decode(model, src, options, default_max=12)
+    batch = search(model, src, options, default_max=12)
     for i in (0, 7, 29):
-        alone = decode(model, src[i : i + 1, : int((src[i] != PAD).sum())], options, default_max=12)[0]
+        alone = search(model, src[i : i + 1, : int((src[i] != PAD).sum())], options, default_max=12)[0]
         assert [h.tokens for h in alone] == [h.tokens for h in batch[i]]
         assert [h.score for h in alone] == pytest.approx([h.score for h in batch[i]], abs=1e-4)
 
@@ -214,14 +214,14 @@ def test_top_k_and_top_p_only_draw_allowed_words():
 def test_attention_of_the_chosen_output(kind):
     model, src = _model(kind), _sources(6)
     layers, heads = (2, 2) if kind == "transformer" else (1, 1)
-    for hyps in decode(model, src, DecodeOptions(beam=3, nbest=2), default_max=12, need_weights=True):
+    for hyps in search(model, src, DecodeOptions(beam=3, nbest=2), default_max=12, need_weights=True):
         for h in hyps:
             steps = h.attention.shape[0]
             assert h.attention.shape == (steps, layers, heads, src.size(1))
             assert steps in (len(h.tokens), len(h.tokens) + 1)
             torch.testing.assert_close(h.attention.sum(-1), torch.ones(steps, layers, heads))
     padded_source = int((src[0] != PAD).sum())
-    greedy = decode(model, src, DecodeOptions(), default_max=12, need_weights=True)[0][0]
+    greedy = search(model, src, DecodeOptions(), default_max=12, need_weights=True)[0][0]
     assert float(greedy.attention[..., padded_source:].abs().max()) == 0.0  # nothing on padding
 
 

@@ -14,6 +14,7 @@ from conftest import KOREAN_PAIRS
 from seqlab import plots
 from seqlab.cli import app
 from seqlab.config import parse_config
+from seqlab.fonts import font_path
 from seqlab.model.positional import sinusoidal_table
 from seqlab.train.schedule import transformer_lr
 from seqlab.train.trainer import Trainer
@@ -23,7 +24,7 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 def test_the_chosen_font_covers_hangul_and_the_default_does_not():
     text = "헤어진 사람이 자꾸 생각나 ABC 123"
-    assert plots.missing_glyphs(plots.font_path(), text) == []
+    assert plots.missing_glyphs(font_path(), text) == []
     # the check can fail: matplotlib's default font has no Hangul
     default = font_manager.findfont(matplotlib.rcParams["font.sans-serif"][0])
     assert plots.missing_glyphs(default, text) == list("헤어진사람이자꾸생각나")

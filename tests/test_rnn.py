@@ -5,7 +5,7 @@ import torch
 
 from seqlab.config import RNNConfig
 from seqlab.model.rnn import RNNDecoder, RNNEncoder, RNNSeq2seq, mirror_positions
-from seqlab.tokenizer import EOS, PAD
+from seqlab.specials import EOS, PAD
 
 
 def test_reverse_keeps_eos_and_padding_in_place():

@@ -9,7 +9,8 @@ import unicodedata
 import pytest
 
 from seqlab.config import TokenizerConfig
-from seqlab.tokenizer import EOS, PAD, SOS, SPECIALS, UNK, Tokenizer, normalize
+from seqlab.specials import EOS, PAD, SOS, SPECIALS, UNK
+from seqlab.tokenizer import Tokenizer, normalize
 
 LEVELS = ["char", "word", "bpe", "wordpiece"]
 

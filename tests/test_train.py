@@ -16,7 +16,7 @@ import seqlab
 from seqlab.cli import app
 from seqlab.config import ConfigError, parse_config
 from seqlab.evaluate import EncodedSplit, evaluate
-from seqlab.train import checkpoint
+from seqlab.rundir import MODEL
 from seqlab.train.schedule import cosine_lr
 from seqlab.train.trainer import Trainer
 
@@ -87,7 +87,7 @@ def test_date_model_trains_translates_and_evaluates_through_the_cli(tmp_path, ca
         result = runner.invoke(app, ["train", str(_date_config(tmp_path)), "--out", str(run)])
     assert result.exit_code == 0, result.output
     assert f"parameters; {each_precision} on" in caplog.text  # what auto resolved to, in the run's first line
-    assert {p.name for p in run.iterdir()} >= {"config.yaml", "model.safetensors", "model.json",
+    assert {p.name for p in run.iterdir()} >= {"config.yaml", "model.safetensors",
                                                "checkpoint.safetensors", "log.jsonl", "source_tokenizer.json",
                                                "target_tokenizer.json"}
     log = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
@@ -180,13 +180,13 @@ def test_resume_after_a_kill_gives_the_same_next_epoch(tmp_path, monkeypatch, ea
 def test_a_run_is_never_overwritten_and_resume_checks_the_config(tmp_path):
     config = parse_config(_reversal_config(tmp_path, epochs=1))
     Trainer(config, tmp_path / "run", progress=False).fit()
-    saved = (tmp_path / "run" / checkpoint.MODEL).read_bytes()
+    saved = (tmp_path / "run" / MODEL).read_bytes()
     with pytest.raises(ConfigError, match="already holds a run"):
         Trainer(config, tmp_path / "run", progress=False)
     bigger = config.model_copy(update={"model": config.model.model_copy(update={"d_model": 128})})
     with pytest.raises(ConfigError, match="model.d_model"):
         Trainer(bigger, tmp_path / "run", resume=True, progress=False)
-    assert (tmp_path / "run" / checkpoint.MODEL).read_bytes() == saved
+    assert (tmp_path / "run" / MODEL).read_bytes() == saved
     with pytest.raises(ConfigError, match="nothing to resume"):
         Trainer(config, tmp_path / "elsewhere", resume=True, progress=False)
 
@@ -222,10 +222,10 @@ def test_translate_names_the_line_of_undecodable_input(tmp_path):
 
 
 def test_early_stopping_ends_training_after_patience_epochs(tmp_path, monkeypatch):
-    import seqlab.train.trainer as trainer_module
+    import seqlab.train.family as family_module
 
     scores = iter([50.0, 60.0, 55.0, 58.0, 90.0, 95.0])  # best at epoch 2, then two worse epochs
-    monkeypatch.setattr(trainer_module, "evaluate", lambda *a, **k: {"loss": 1.0, "perplexity": 2.7,
+    monkeypatch.setattr(family_module, "evaluate", lambda *a, **k: {"loss": 1.0, "perplexity": 2.7,
                                                                       "exact_match": next(scores), "bleu": 0.0})
     raw = _reversal_config(tmp_path, epochs=6)
     raw["train"]["early_stopping"] = 2
@@ -280,7 +280,7 @@ def test_a_multi30k_slice_trains_and_is_scored_by_sacrebleu(shared_data, tmp_pat
     log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
     assert log[-1]["train_loss"] < log[0]["train_loss"]
     translator = seqlab.load(tmp_path / "run")
-    valid = trainer.valid_set
+    valid = trainer.family.valid_set
     metrics = evaluate(translator, valid, 1500)
     hypotheses = translator.translate(valid.sources)
     assert metrics["bleu"] == pytest.approx(sacrebleu.corpus_bleu(hypotheses, [valid.references]).score)

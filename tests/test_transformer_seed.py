@@ -8,8 +8,8 @@ import torch
 from seqlab.model.attention import scaled_dot_product_attention
 from seqlab.model.masks import look_ahead_mask, padding_mask
 from seqlab.model.positional import sinusoidal_table
-from seqlab.model.transformer import LAYER_NORM_EPS
-from seqlab.train.loss import masked_loss
+from seqlab.loss import token_nll_sum
+from seqlab.model.transformer import Residual
 from seqlab.train.schedule import transformer_lr
 
 # seed 000, "scaled dot-product attention" test tensors
@@ -86,21 +86,29 @@ def test_schedule_seed_values():
 
 
 def test_layer_norm_seed_example():
-    ln = torch.nn.LayerNorm(4, eps=LAYER_NORM_EPS)
-    out = ln(torch.tensor([[1.0, 2.0, 3.0, 4.0]]))
+    """seqlab's Add & Norm (post-LN, a sublayer that adds nothing) on seed 000's LayerNorm example, with the
+    seed's Keras epsilon 1e-6."""
+    residual = Residual(4, dropout=0.0, pre_norm=False)
+    assert residual.norm.eps == 1e-6
+    out = residual(torch.tensor([[1.0, 2.0, 3.0, 4.0]]), torch.zeros_like)
     torch.testing.assert_close(out[0], torch.tensor([-1.341640, -0.447213, 0.447213, 1.341640]), atol=1e-5, rtol=0)
 
 
-def test_masked_loss_ignores_padding():
+def _mean_loss(logits: torch.Tensor, targets: torch.Tensor, label_smoothing: float = 0.0) -> float:
+    """Mean cross-entropy per real target token, as training divides ``token_nll_sum``."""
+    return float(token_nll_sum(logits, targets, label_smoothing)) / max(int((targets != 0).sum()), 1)
+
+
+def test_loss_ignores_padding():
     vocab = 7
     logits = torch.zeros(2, 5, vocab)  # uniform: every real token costs ln V
     targets = torch.tensor([[4, 5, 0, 0, 0], [6, 0, 0, 0, 0]])
-    assert float(masked_loss(logits, targets)) == pytest.approx(math.log(vocab))
-    assert float(masked_loss(logits, torch.zeros(2, 5, dtype=torch.long))) == 0.0
+    assert _mean_loss(logits, targets) == pytest.approx(math.log(vocab))
+    assert _mean_loss(logits, torch.zeros(2, 5, dtype=torch.long)) == 0.0
     # changing the logits at padded positions changes nothing
     noisy = logits.clone()
     noisy[0, 2:] = torch.randn(3, vocab)
-    assert float(masked_loss(noisy, targets)) == pytest.approx(math.log(vocab))
+    assert _mean_loss(noisy, targets) == pytest.approx(math.log(vocab))
 
 
 def test_label_smoothing_matches_definition():
@@ -109,4 +117,4 @@ def test_label_smoothing_matches_definition():
     eps = 0.1
     logp = torch.log_softmax(logits[0, :2], -1)
     expected = ((1 - eps) * -logp[torch.arange(2), targets[0, :2]] - eps * logp.mean(-1)).mean()
-    assert float(masked_loss(logits, targets, eps)) == pytest.approx(float(expected), rel=1e-5)
+    assert _mean_loss(logits, targets, eps) == pytest.approx(float(expected), rel=1e-5)

@@ -7,7 +7,8 @@ import torch
 
 from seqlab.config import parse_config
 from seqlab.model import build_model
-from seqlab.tokenizer import EOS, Tokenizer
+from seqlab.specials import EOS
+from seqlab.tokenizer import Tokenizer
 from seqlab.translator import Translator
 
 

@@ -116,7 +116,7 @@ def terminal_lines(prompt: str = "> ") -> Iterable[str]:
     try:
         import readline
     except ImportError:  # not on every platform; input() still works without it
-        readline = None
+        readline = None  # type: ignore[assignment]
     if readline is not None:
         try:
             readline.read_history_file(HISTORY)

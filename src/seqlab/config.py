@@ -9,8 +9,9 @@ needed, together with the data directory, to rebuild a run's data.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
@@ -186,7 +187,7 @@ def _model_type(value: Any) -> str:
 
 
 ModelConfig = Annotated[
-    Union[Annotated[TransformerConfig, Tag("transformer")], Annotated[RNNConfig, Tag("rnn")]],
+    Annotated[TransformerConfig, Tag("transformer")] | Annotated[RNNConfig, Tag("rnn")],
     Discriminator(_model_type),
 ]
 
@@ -264,12 +265,12 @@ def apply_override(raw: dict[str, Any], assignment: str) -> None:
 
 
 def _all_keys() -> set[str]:
-    models = [TaskCorpus, BookCorpus, TsvCorpus, AlignedCorpus, CsvCorpus, SplitConfig, DataConfig,
+    models: list[type[BaseModel]] = [TaskCorpus, BookCorpus, TsvCorpus, AlignedCorpus, CsvCorpus, SplitConfig, DataConfig,
               TokenizerConfig, TokensConfig, TransformerConfig, RNNConfig, TrainConfig, EvalConfig, Config]
     return {name for m in models for name in m.model_fields}
 
 
-def _describe(err: dict[str, Any]) -> str:
+def _describe(err: Mapping[str, Any]) -> str:
     loc = ".".join(str(p) for p in err["loc"])
     if not loc:
         return err["msg"].removeprefix("Value error, ")
@@ -288,7 +289,7 @@ def parse_config(raw: dict[str, Any], origin: str = "<config>") -> Config:
         raise ConfigError(f"invalid config {origin}:\n  " + "\n  ".join(lines)) from None
 
 
-def load_config(path: str | Path, overrides: list[str] = ()) -> Config:
+def load_config(path: str | Path, overrides: Sequence[str] = ()) -> Config:
     """Read a YAML config, apply ``--set`` overrides, validate."""
     path = Path(path)
     try:

@@ -11,8 +11,8 @@ import torch
 from seqlab.data import Pair
 from seqlab.data.batching import collate, length_batches
 from seqlab.decoding import DecodeOptions
+from seqlab.loss import token_nll_sum
 from seqlab.metrics import corpus_bleu, exact_match
-from seqlab.train.loss import token_nll_sum
 from seqlab.translator import Translator
 
 

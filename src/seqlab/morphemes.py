@@ -44,7 +44,7 @@ def mark_boundaries(texts: Sequence[str]) -> list[str]:
 
 
 def _insert(text: str, tokens: Sequence[Any]) -> str:
-    cuts = []
+    cuts: list[int] = []
     for previous, token in zip(tokens, tokens[1:]):
         at = token.start
         adjacent = previous.start + previous.len == at  # side by side in the text: no space, no overlap

@@ -16,13 +16,12 @@ they work headless, in threads and inside the web server; :func:`save` writes PN
 Text is set in NanumGothic, which covers Hangul as well as Latin (matplotlib's default DejaVu
 Sans has no Hangul: Korean tokens would be drawn as boxes), with DejaVu Sans as the fallback for
 symbols such as "␣", which marks spaces in token labels. The font file ships with the
-``koreanize-matplotlib`` package; :func:`text_font` finds it without importing that package (whose
-import restyles every plot of the process) and :func:`missing_glyphs` checks what a font covers.
+``koreanize-matplotlib`` package (``seqlab.fonts``); :func:`text_font` registers it with matplotlib
+and :func:`missing_glyphs` checks what a font covers.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from collections.abc import Mapping, Sequence
 from functools import cache
@@ -35,22 +34,9 @@ from matplotlib.font_manager import FontProperties
 from matplotlib.ft2font import FT2Font
 
 from seqlab.files import atomic_open
+from seqlab.fonts import font_path
 from seqlab.model.positional import sinusoidal_table
 from seqlab.train.schedule import transformer_lr
-
-FONT_FILE = "NanumGothic.ttf"
-
-
-@cache
-def font_path() -> Path:
-    """NanumGothic.ttf, from the ``koreanize-matplotlib`` package (a dependency of seqlab)."""
-    spec = importlib.util.find_spec("koreanize_matplotlib")
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("seqlab's plots need the Korean font of koreanize-matplotlib: pip install koreanize-matplotlib")
-    path = Path(next(iter(spec.submodule_search_locations))) / "fonts" / FONT_FILE
-    if not path.is_file():
-        raise RuntimeError(f"{path}: font file missing from koreanize-matplotlib")
-    return path
 
 
 @cache

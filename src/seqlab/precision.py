@@ -32,11 +32,14 @@ import logging
 import os
 import warnings
 from pathlib import Path
+from typing import TypeVar, cast
 
 import torch
 from torch import nn
 
 from seqlab.config import ConfigError
+
+M = TypeVar("M", bound=nn.Module)
 
 log = logging.getLogger("seqlab")
 
@@ -108,9 +111,9 @@ def autocast(precision: str) -> contextlib.AbstractContextManager:
     return torch.autocast("cpu", dtype=torch.bfloat16, enabled=resolve(precision) == "bf16")
 
 
-def quantize_int8(model: nn.Module) -> nn.Module:
+def quantize_int8(model: M) -> M:
     """A copy of ``model`` for CPU inference with int8 weights in every ``nn.Linear`` (per-tensor scales)
     and activations quantised on the fly; everything else (embeddings, attention products, norms) stays fp32."""
     with warnings.catch_warnings():  # torch.ao.quantization is deprecated in favour of torchao, not yet removed
         warnings.simplefilter("ignore")
-        return torch.ao.quantization.quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8)
+        return cast(M, torch.ao.quantization.quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8))

@@ -23,7 +23,7 @@ import contextlib
 import functools
 import io
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from importlib import resources
@@ -38,8 +38,8 @@ from pydantic import Field
 
 from seqlab.config import Config, CsvCorpus, ModelConfig, TransformerConfig
 from seqlab.decoding import DecodeOptions
-from seqlab.plots import font_path
-from seqlab.train.checkpoint import read_model_info
+from seqlab.fonts import font_path
+from seqlab.rundir import RunDir
 from seqlab.translator import Translation, Translator, load
 
 WEB = resources.files("seqlab") / "web"
@@ -187,7 +187,7 @@ def _info(run_dir: Path, translator: Translator, limits: Limits) -> dict[str, An
         "run": run_dir.name,
         "kind": "chat" if _is_chat(config) else "translate",
         "config": config.model_dump(mode="json"),
-        "metrics": read_model_info(run_dir),
+        "metrics": RunDir(run_dir).model_info(),
         "attention": _attention_shape(config.model),
         "limits": asdict(limits),
     }
@@ -207,7 +207,7 @@ def _attention_shape(model: ModelConfig) -> dict[str, int]:
     return {"layers": int(has), "heads": int(has)}
 
 
-def _explain(errors: list[dict[str, Any]]) -> str:
+def _explain(errors: Sequence[Mapping[str, Any]]) -> str:
     """pydantic's validation errors in one line: ``beam: Input should be greater than or equal to 1; ...``."""
     parts = []
     for e in errors:

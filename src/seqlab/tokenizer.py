@@ -104,13 +104,11 @@ from typing import Any
 from tokenizers import Regex, decoders, models, pre_tokenizers, trainers
 from tokenizers import Tokenizer as _HFTokenizer
 
-from seqlab.config import TokenizerConfig
+from seqlab.config import TokenizerConfig, TokensConfig
 from seqlab.morphemes import MARK, mark_boundaries
+from seqlab.specials import SPECIALS, UNK
 
-__all__ = ["PAD", "SOS", "EOS", "UNK", "SPECIALS", "Tokenizer", "normalize"]
-
-PAD, SOS, EOS, UNK = 0, 1, 2, 3
-SPECIALS = ("<pad>", "<sos>", "<eos>", "<unk>")  # ids 0..3 in every vocabulary
+__all__ = ["Tokenizer", "learn_tokenizers", "normalize"]
 
 _SPACE = "▁"  # U+2581, SentencePiece's meta-space
 _FORMAT = "seqlab.tokenizer"
@@ -139,6 +137,7 @@ def _pipeline(cfg: TokenizerConfig) -> tuple[_HFTokenizer, trainers.Trainer]:
     """An untrained ``tokenizers`` pipeline for ``cfg.level`` and the trainer that fills it."""
     specials = list(SPECIALS)
     unk = SPECIALS[UNK]
+    trainer: trainers.Trainer
     if cfg.level in ("char", "word"):
         tok = _HFTokenizer(models.WordLevel(unk_token=unk))
         trainer = trainers.WordLevelTrainer(
@@ -359,3 +358,12 @@ class Tokenizer:
         except Exception as exc:  # pydantic ValidationError, KeyError, tokenizers' Exception
             raise ValueError(f"corrupt seqlab tokenizer: {exc}") from None
         return cls(tok, cfg)
+
+
+def learn_tokenizers(train_pairs: Sequence[tuple[str, str]], cfg: TokensConfig) -> tuple[Tokenizer, Tokenizer]:
+    """The source and target tokenizers learnt from the training pairs (one shared one if ``cfg.shared``)."""
+    sources, targets = [s for s, _ in train_pairs], [t for _, t in train_pairs]
+    if cfg.shared:
+        shared = Tokenizer.train(sources + targets, cfg.source)
+        return shared, shared
+    return Tokenizer.train(sources, cfg.source), Tokenizer.train(targets, cfg.target)

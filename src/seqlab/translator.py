@@ -19,10 +19,10 @@ import torch
 from seqlab import precision
 from seqlab.config import Config
 from seqlab.data.batching import pad, source_ids
-from seqlab.decoding import DecodeOptions, Hypothesis, decode
+from seqlab.decoding import DecodeOptions, Hypothesis, search
 from seqlab.model import Seq2seq, build_model
+from seqlab.rundir import RunDir
 from seqlab.tokenizer import Tokenizer
-from seqlab.train import checkpoint
 
 log = logging.getLogger("seqlab")
 
@@ -66,7 +66,7 @@ class Translator:
         """Every input's outputs, best first: ``nbest`` of a beam search, ``num_samples`` samples, or the
         greedy one; with ``need_weights``, the cross-attention of each output word over the source tokens."""
         src = self.encode_sources(texts)
-        decoded = self.decode_ids(src, _options(options, kwargs), need_weights)
+        decoded = self.search_ids(src, _options(options, kwargs), need_weights)
         outputs = iter(self.target.decode([h.tokens for hypotheses in decoded for h in hypotheses]))
         return [
             [Translation(next(outputs), h.score, h.log_prob, self.source.tokens_from_ids(source),
@@ -76,10 +76,10 @@ class Translator:
 
     def translate_ids(self, ids: Sequence[Sequence[int]], options: DecodeOptions | None = None) -> list[str]:
         """The best output text for sources already encoded by ``encode_sources``."""
-        best = [hypotheses[0].tokens for hypotheses in self.decode_ids(ids, options or DecodeOptions())]
+        best = [hypotheses[0].tokens for hypotheses in self.search_ids(ids, options or DecodeOptions())]
         return self.target.decode(best)
 
-    def decode_ids(
+    def search_ids(
         self, src: Sequence[Sequence[int]], options: DecodeOptions, need_weights: bool = False
     ) -> list[list[Hypothesis]]:
         """Decode encoded sources in batches of similar length (``eval.batch_size`` sentences)."""
@@ -90,7 +90,7 @@ class Translator:
         try:
             for chunk in _chunks(order, self.config.eval.batch_size):
                 with self.autocast():
-                    decoded = decode(self.model, pad([src[i] for i in chunk]), options,
+                    decoded = search(self.model, pad([src[i] for i in chunk]), options,
                                      self.config.eval.max_output_length, need_weights)
                 for index, hypotheses in zip(chunk, decoded):
                     outputs[index] = hypotheses
@@ -120,12 +120,11 @@ def _options(options: DecodeOptions | None, kwargs: dict[str, Any]) -> DecodeOpt
 def load(run_dir: str | Path, int8: bool = False) -> Translator:
     """Load a trained run directory (``seqlab train ... --out RUN_DIR``) for translation; ``int8``: with the
     linear layers quantised to int8 (``precision.quantize_int8``), for faster CPU decoding of large models."""
-    run_dir = Path(run_dir)
-    config = checkpoint.load_run_config(run_dir)
-    source = Tokenizer.from_json((run_dir / checkpoint.SOURCE_TOKENIZER).read_text(encoding="utf-8"))
-    target = Tokenizer.from_json((run_dir / checkpoint.TARGET_TOKENIZER).read_text(encoding="utf-8"))
+    run = RunDir(run_dir)
+    config = run.config()
+    source, target = run.tokenizers()
     model = build_model(config.model, source.vocab_size, target.vocab_size)
-    checkpoint.load_model_weights(run_dir, model)
+    run.load_model(model)
     model = precision.quantize_int8(model.eval()) if int8 else model.eval()
     return Translator(model, source, target, config, int8)
 

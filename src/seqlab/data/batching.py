@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from seqlab.tokenizer import EOS, PAD, SOS
+from seqlab.specials import EOS, PAD, SOS
 
 
 @dataclass

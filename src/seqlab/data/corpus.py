@@ -25,9 +25,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from seqlab.config import AlignedCorpus, BookCorpus, Corpus, CsvCorpus, TaskCorpus, TsvCorpus
-from seqlab.data.tasks import generate_task
-
-Pair = tuple[str, str]
+from seqlab.data.tasks import Pair, generate_task
 
 DATA_ENV = "SEQLAB_DATA"
 DEFAULT_DATA_DIR = Path("data")

@@ -21,10 +21,13 @@ run on without them.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
-from seqlab.decoding.hypothesis import Hypothesis, StepDecoder, log_probs
-from seqlab.tokenizer import EOS, SOS
+from seqlab.decoding.hypothesis import Hypothesis, log_probs
+from seqlab.decoding.step import StepDecoder
+from seqlab.specials import EOS, SOS
 
 
 def length_penalty(length: torch.Tensor | int, alpha: float, normalize: bool) -> torch.Tensor:
@@ -37,7 +40,7 @@ def length_penalty(length: torch.Tensor | int, alpha: float, normalize: bool) ->
 
 @torch.no_grad()
 def beam_search(
-    model: StepDecoder,
+    model: StepDecoder[Any],
     src: torch.Tensor,
     limits: torch.Tensor,
     beam_size: int,
@@ -69,6 +72,7 @@ def beam_search(
         top, index = candidates.view(n, -1).topk(min(2 * k, k * width), dim=-1)  # (alive, 2k), best first
         beam, word = index // width, words.view(n, -1).gather(1, index)
         if need_weights:
+            assert w is not None  # asked for
             w = w.float().view(n, k, 1, *w.shape[1:])
             attention = w if attention is None else torch.cat([attention, w], dim=2)
         at_limit = t + 1 >= limits[alive]  # (alive,)

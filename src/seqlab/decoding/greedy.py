@@ -12,18 +12,20 @@ of the cache at every step where some sentence ends.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
-from seqlab.decoding.hypothesis import Hypothesis, StepDecoder, log_probs
-from seqlab.tokenizer import EOS, PAD, SOS
+from seqlab.decoding.hypothesis import Hypothesis, log_probs
+from seqlab.decoding.step import StepDecoder
+from seqlab.specials import EOS, PAD, SOS
 
 Pick = Callable[[torch.Tensor], torch.Tensor]  # log-probabilities (batch, vocab) -> the next ids (batch,)
 
 
 @torch.no_grad()
 def decode_left_to_right(
-    model: StepDecoder, src: torch.Tensor, limits: torch.Tensor, pick: Pick, need_weights: bool = False
+    model: StepDecoder[Any], src: torch.Tensor, limits: torch.Tensor, pick: Pick, need_weights: bool = False
 ) -> list[Hypothesis]:
     """src (batch, src_len), limits (batch,): the most words each sentence may produce.
     Returns one hypothesis per sentence; its score is the model's log-probability."""
@@ -65,6 +67,8 @@ def decode_left_to_right(
     return hypotheses
 
 
-def greedy_decode(model: StepDecoder, src: torch.Tensor, limits: torch.Tensor, need_weights: bool = False) -> list[Hypothesis]:
+def greedy_decode(
+    model: StepDecoder[Any], src: torch.Tensor, limits: torch.Tensor, need_weights: bool = False
+) -> list[Hypothesis]:
     """The most probable next word at every step."""
     return decode_left_to_right(model, src, limits, lambda scores: scores.argmax(dim=-1), need_weights)

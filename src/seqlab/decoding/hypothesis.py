@@ -1,37 +1,13 @@
-"""What every decoding strategy returns, and the step contract it relies on.
-
-A model decodes step by step through three calls (``Transformer`` and ``RNNSeq2seq`` both have them):
-
-* ``state = model.start(src)``: encode the sources (batch, src_len); nothing decoded yet;
-* ``logits, state, weights = model.step(ids, state, need_weights)``: feed the previous output words
-  ids (batch,), get the next word's logits (batch, vocab) and, if asked, the cross-attention weights
-  (batch, layers, heads, src_len);
-* ``state.select(rows, same_sources)``: keep, repeat or reorder sentences (beam search); with
-  ``same_sources`` the rows only reorder copies of the same source, whose encoder parts stay in place.
-
-Greedy, beam and sampling are strategies outside the models, written against this contract only.
-"""
+"""What every decoding strategy returns: hypotheses with their scores, and the log-probabilities they are
+ranked by (``<pad>`` and ``<sos>`` never chosen). The strategies call the models through ``step.py``."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
 
 import torch
 
-from seqlab.tokenizer import PAD, SOS
-
-
-class DecoderState(Protocol):
-    def select(self, rows: torch.Tensor, same_sources: bool = False) -> DecoderState: ...
-
-
-class StepDecoder(Protocol):
-    def start(self, src: torch.Tensor) -> DecoderState: ...
-
-    def step(
-        self, ids: torch.Tensor, state: DecoderState, need_weights: bool = False
-    ) -> tuple[torch.Tensor, DecoderState, torch.Tensor | None]: ...
+from seqlab.specials import PAD, SOS
 
 
 @dataclass

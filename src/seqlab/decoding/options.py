@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from seqlab.decoding.beam import beam_search
 from seqlab.decoding.greedy import greedy_decode
-from seqlab.decoding.hypothesis import Hypothesis, StepDecoder
+from seqlab.decoding.hypothesis import Hypothesis
 from seqlab.decoding.sampling import sample
-from seqlab.tokenizer import PAD
+from seqlab.decoding.step import StepDecoder
+from seqlab.specials import PAD
 
 
 class DecodeOptions(BaseModel):
@@ -58,8 +60,8 @@ class DecodeOptions(BaseModel):
         return limits
 
 
-def decode(
-    model: StepDecoder, src: torch.Tensor, options: DecodeOptions, default_max: int, need_weights: bool = False
+def search(
+    model: StepDecoder[Any], src: torch.Tensor, options: DecodeOptions, default_max: int, need_weights: bool = False
 ) -> list[list[Hypothesis]]:
     """src (batch, src_len) -> for every sentence its hypotheses, best first (nbest, or num_samples when sampling)."""
     limits = options.limits(src, default_max)

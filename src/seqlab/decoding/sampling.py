@@ -9,10 +9,13 @@ the samples reproducible.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from seqlab.decoding.greedy import Pick, decode_left_to_right
-from seqlab.decoding.hypothesis import Hypothesis, StepDecoder
+from seqlab.decoding.hypothesis import Hypothesis
+from seqlab.decoding.step import StepDecoder
 
 
 def sampler(temperature: float, top_k: int, top_p: float, generator: torch.Generator) -> Pick:
@@ -36,7 +39,7 @@ def sampler(temperature: float, top_k: int, top_p: float, generator: torch.Gener
 
 
 def sample(
-    model: StepDecoder,
+    model: StepDecoder[Any],
     src: torch.Tensor,
     limits: torch.Tensor,
     num_samples: int = 1,

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import torch
 
-PAD_ID = 0
+from seqlab.specials import PAD
 
 
 def padding_mask(ids: torch.Tensor) -> torch.Tensor:
     """(batch, len) token ids -> (batch, 1, 1, len) bool, True at PAD."""
-    return (ids == PAD_ID)[:, None, None, :]
+    return (ids == PAD)[:, None, None, :]
 
 
 def look_ahead_mask(ids: torch.Tensor) -> torch.Tensor:

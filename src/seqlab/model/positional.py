@@ -26,6 +26,8 @@ def sinusoidal_table(length: int, d_model: int) -> torch.Tensor:
 class PositionalEncoding(nn.Module):
     """Adds ``PE[:, :seq_len]`` to its input, as the seed's ``call`` does."""
 
+    table: torch.Tensor  # (1, max_length, d_model), a buffer
+
     def __init__(self, d_model: int, max_length: int) -> None:
         super().__init__()
         self.register_buffer("table", sinusoidal_table(max_length, d_model), persistent=False)

@@ -32,6 +32,7 @@ same steps in a loop). Variants:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 from torch import nn
@@ -40,7 +41,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from seqlab.config import RNNConfig
 from seqlab.model.dropout import Dropout
 from seqlab.model.rnn_attention import RNNAttention
-from seqlab.tokenizer import EOS, PAD
+from seqlab.specials import EOS, PAD
 
 CELLS = {"rnn": nn.RNN, "gru": nn.GRU, "lstm": nn.LSTM}
 
@@ -91,7 +92,8 @@ class RNNEncoder(nn.Module):
         x = self.embedding(src)  # (batch, src_len, embedding)
         for i, layer in enumerate(self.layers):
             inputs = x if i == 0 else self.dropout(x)
-            out, final = self._run(layer, inputs, lengths)  # (batch, src_len, output_size), (batch, output_size)
+            # (batch, src_len, output_size), (batch, output_size)
+            out, final = self._run(cast(nn.RNNBase, layer), inputs, lengths)
             x = out + x if self.skip and i > 0 else out
         return x.masked_fill((src == PAD).unsqueeze(-1), 0.0), final
 
@@ -141,7 +143,7 @@ class RNNDecoder(nn.Module):
         rnn_input = embedding_size + encoder_size * (int(peeky) + int(attention == "bahdanau"))
         self.rnn = CELLS[cell](rnn_input, hidden_size, num_layers, batch_first=True,
                                dropout=dropout if num_layers > 1 else 0.0)
-        self.attention = None
+        self.attention: RNNAttention | None = None
         if attention != "none":
             score = "concat" if attention == "bahdanau" else attention
             self.attention = RNNAttention(score, hidden_size, encoder_size)
@@ -180,12 +182,12 @@ class RNNDecoder(nn.Module):
         if self.peeky:
             x = torch.cat([peek, x], dim=-1)
         if self.attention_kind == "bahdanau":  # query: the previous state s_{t-1}
-            assert ids.size(1) == 1, "Bahdanau attention runs one step at a time"
+            assert ids.size(1) == 1 and self.attention is not None, "Bahdanau attention runs one step at a time"
             context, weights = self.attention(state[0][-1].unsqueeze(1), memory, src_pad)  # (batch, 1, encoder_size)
             x = torch.cat([context, x], dim=-1)
         s, new_state = self.rnn(x, state if self.cell == "lstm" else state[0])  # s: (batch, steps, hidden), s_t
         new_state = new_state if isinstance(new_state, tuple) else (new_state,)
-        if self.combine is not None:  # Luong: query s_t, then tanh(W_c [a_t; s_t])
+        if self.combine is not None and self.attention is not None:  # Luong: query s_t, then tanh(W_c [a_t; s_t])
             context, weights = self.attention(s, memory, src_pad)
             s = torch.tanh(self.combine(torch.cat([context, s], dim=-1)))
         if self.peeky:
@@ -201,12 +203,14 @@ class RNNDecoder(nn.Module):
         if self.attention_kind != "bahdanau":  # the recurrence never reads the attention: one RNN call for all steps
             logits, _, weights = self._steps(trg, state, memory, src_pad, encoder_final)
             return logits, weights
-        logits, weights = [], []
+        steps: list[torch.Tensor] = []
+        step_weights: list[torch.Tensor] = []
         for t in range(trg.size(1)):
             step_logits, state, w = self.step(trg[:, t], state, memory, src_pad, encoder_final)
-            logits.append(step_logits)
-            weights.append(w)
-        return torch.stack(logits, dim=1), torch.stack(weights, dim=1)
+            assert w is not None  # Bahdanau attends at every step
+            steps.append(step_logits)
+            step_weights.append(w)
+        return torch.stack(steps, dim=1), torch.stack(step_weights, dim=1)
 
 
 class RNNSeq2seq(nn.Module):
@@ -283,5 +287,5 @@ class RNNState:
         hidden = tuple(part.index_select(1, rows) for part in self.hidden)
         if same_sources:
             return RNNState(self.memory, self.src_pad, self.final, hidden)
-        sources = (t.index_select(0, rows) for t in (self.memory, self.src_pad, self.final))
-        return RNNState(*sources, hidden)
+        memory, src_pad, final = (t.index_select(0, rows) for t in (self.memory, self.src_pad, self.final))
+        return RNNState(memory, src_pad, final, hidden)

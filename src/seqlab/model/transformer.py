@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 from torch import nn
@@ -27,6 +28,7 @@ from seqlab.model.attention import MultiHeadAttention
 from seqlab.model.dropout import Dropout
 from seqlab.model.masks import look_ahead_mask, padding_mask
 from seqlab.model.positional import PositionalEncoding
+from seqlab.specials import PAD
 
 LAYER_NORM_EPS = 1e-6  # Keras LayerNormalization(epsilon=1e-6) in seed 000
 
@@ -104,7 +106,7 @@ class DecoderLayer(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor | None, KV]:
         """Returns x, the cross-attention weights (batch, heads, trg_len, src_len) if asked, and the
         self-attention K, V of every position so far (the next step's ``past_kv``)."""
-        present: KV = past_kv  # set by self_attention below
+        present: KV | None = past_kv  # set by self_attention below
 
         def self_attention(h: torch.Tensor) -> torch.Tensor:
             nonlocal present
@@ -123,6 +125,7 @@ class DecoderLayer(nn.Module):
 
         x = self.self_block(x, self_attention)
         x = self.cross_block(x, cross_attention)
+        assert present is not None  # self_attention ran
         return self.ffn_block(x, self.ffn), weights, present
 
 
@@ -132,7 +135,7 @@ class Embedder(nn.Module):
     def __init__(self, vocab_size: int, cfg: TransformerConfig) -> None:
         super().__init__()
         self.scale = math.sqrt(cfg.d_model)
-        self.embedding = nn.Embedding(vocab_size, cfg.d_model, padding_idx=0)
+        self.embedding = nn.Embedding(vocab_size, cfg.d_model, padding_idx=PAD)
         nn.init.normal_(self.embedding.weight, std=cfg.d_model**-0.5)
         with torch.no_grad():
             self.embedding.weight[0].zero_()
@@ -166,7 +169,7 @@ class Decoder(nn.Module):
 
     def memory_kv(self, memory: torch.Tensor) -> list[KV]:
         """The encoder output (batch, src_len, d_model) projected for every layer's cross-attention."""
-        return [layer.cross_attn.project_kv(memory, memory) for layer in self.layers]
+        return [cast(DecoderLayer, layer).cross_attn.project_kv(memory, memory) for layer in self.layers]
 
     def forward(
         self,

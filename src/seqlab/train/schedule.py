@@ -20,6 +20,8 @@ import math
 import torch
 from torch.optim.lr_scheduler import LambdaLR
 
+from seqlab.config import Config, TransformerConfig
+
 
 def transformer_lr(step: int, d_model: int, warmup: int, scale: float = 1.0) -> float:
     """The learning rate at ``step`` (counted from 1)."""
@@ -40,3 +42,15 @@ def cosine_lr(step: int, lr: float, total: int) -> float:
 def cosine_schedule(optimizer: torch.optim.Optimizer, lr: float, total: int) -> LambdaLR:
     """A scheduler for an optimizer built with lr=1.0; call ``.step()`` after every optimizer step."""
     return LambdaLR(optimizer, lambda done: cosine_lr(done, lr, total))
+
+
+def build_schedule(optimizer: torch.optim.Optimizer, config: Config, total_steps: int) -> LambdaLR:
+    """``train.schedule``: the seed's warm-up schedule (Transformers), ``train.lr`` throughout (the book's RNNs:
+    Adam 1e-3), or cosine decay from ``train.lr`` to 0 at ``total_steps`` (epochs × the first epoch's batches)."""
+    cfg = config.train
+    if cfg.schedule == "transformer":
+        assert isinstance(config.model, TransformerConfig)  # Config refuses the transformer schedule for an RNN
+        return transformer_schedule(optimizer, config.model.d_model, cfg.warmup, cfg.lr_scale)
+    if cfg.schedule == "cosine":
+        return cosine_schedule(optimizer, cfg.lr, total_steps)
+    return LambdaLR(optimizer, lambda step: cfg.lr)

@@ -1,0 +1,91 @@
+"""``seqlab plot``: attention maps, the seeds' PE and LR figures, training curves."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from seqlab.cli.common import Out, RunArg, fail, with_decoding
+from seqlab.config import ConfigError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from seqlab.decoding import DecodeOptions
+
+app = typer.Typer(no_args_is_help=True, help="Figures: attention maps, the seeds' PE and LR plots, training curves.")
+
+
+@app.command("attention")
+@with_decoding("beam")
+def attention(
+    run_dir: RunArg,
+    options: DecodeOptions,
+    text: Annotated[str, typer.Argument(help="The input to translate; its output's attention is drawn.")],
+    out: Out,
+    layer: Annotated[int, typer.Option("--layer", help="Decoder layer, from 0; -1 is the last.")] = -1,
+    head: Annotated[int, typer.Option("--head", help="Head of that layer, from 0.")] = 0,
+    all_heads: Annotated[bool, typer.Option("--all-heads", help="A grid of every head of the layer.")] = False,
+) -> None:
+    """Cross-attention of the model's output over its input: input tokens across, output tokens down."""
+    from seqlab import plots
+    from seqlab.translator import load
+
+    try:
+        translation = load(run_dir).generate([text], options, need_weights=True)[0][0]
+        if translation.attention is None:
+            raise ValueError(f"{run_dir}: this model has no attention to draw")
+        maps, titles = plots.head_maps(translation.attention, layer, None if all_heads else head)
+        figure = plots.attention_figure(translation.source_tokens, [*translation.tokens, "<eos>"], maps, titles)
+        typer.echo(f"{translation.text}\n{plots.save(figure, out)}")
+    except (ConfigError, FileNotFoundError, ValueError) as exc:
+        fail(exc)
+
+
+@app.command("pe")
+def positional(
+    out: Out,
+    length: Annotated[int, typer.Option("--length", min=1, help="Positions (rows).")] = 50,
+    d_model: Annotated[int, typer.Option("--d-model", min=2, help="Depth (columns).")] = 128,
+) -> None:
+    """The sinusoidal positional-encoding table, as seed 000 draws it."""
+    from seqlab import plots
+
+    _save_or_fail(lambda: plots.positional_figure(length, d_model), out)
+
+
+@app.command("lr")
+def schedule(
+    out: Out,
+    d_model: Annotated[int, typer.Option("--d-model", min=1)] = 128,
+    warmup: Annotated[int, typer.Option("--warmup", min=1, help="Warm-up steps.")] = 4000,
+    steps: Annotated[int, typer.Option("--steps", min=1, help="Steps drawn.")] = 200_000,
+) -> None:
+    """The warm-up learning-rate schedule, as seed 000 draws it."""
+    from seqlab import plots
+
+    _save_or_fail(lambda: plots.schedule_figure(d_model, warmup, steps), out)
+
+
+@app.command("curves")
+def curves(
+    run_dirs: Annotated[list[Path], typer.Argument(help="One or more run directories, overlaid.")],
+    out: Out,
+) -> None:
+    """Loss, exact match and BLEU per epoch of one or more runs (their log.jsonl), overlaid."""
+    from seqlab import plots
+    from seqlab.rundir import RunDir
+
+    _save_or_fail(lambda: plots.curves_figure({str(d): RunDir(d).log() for d in run_dirs}), out)
+
+
+def _save_or_fail(figure: Callable[[], Figure], out: Path) -> None:
+    from seqlab import plots
+
+    try:
+        typer.echo(plots.save(figure(), out))
+    except (FileNotFoundError, ValueError) as exc:
+        fail(exc)

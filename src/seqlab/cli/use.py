@@ -1,0 +1,94 @@
+"""``seqlab translate``, ``seqlab chat`` and ``seqlab serve``: use a trained run."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from seqlab.cli.common import Int8, RunArg, fail, read_lines, setup_logging, with_decoding
+from seqlab.config import ConfigError
+
+if TYPE_CHECKING:
+    from seqlab.decoding import DecodeOptions
+
+
+@with_decoding("beam", "nbest", "length_penalty", "normalize", "sample", "temperature", "top_k", "top_p",
+               "num_samples", "seed", "max_length")
+def translate(
+    run_dir: RunArg,
+    options: DecodeOptions,
+    texts: Annotated[list[str] | None, typer.Argument(help="Sentences to translate.")] = None,
+    input: Annotated[str | None, typer.Option("--input", "-i", help="File with one sentence per line; - for stdin.")] = None,
+    int8: Int8 = False,
+) -> None:
+    """Translate sentences given as arguments, or a file line by line (one line in, one line out).
+
+    With --nbest or --num-samples above 1, every output is a line "INPUT_NUMBER<tab>SCORE<tab>TEXT".
+    """
+    from seqlab.translator import load
+
+    setup_logging()
+    if bool(texts) == bool(input):
+        fail(ValueError("give sentences as arguments or --input FILE, not both and not neither"))
+    try:
+        translator = load(run_dir, int8)
+        lines = texts or read_lines(input)  # type: ignore[arg-type]  # one of them is given
+    except (ConfigError, FileNotFoundError, ValueError) as exc:  # DataError is a ValueError
+        fail(exc)
+    several = options.nbest > 1 or options.num_samples > 1
+    for number, outputs in enumerate(translator.generate(lines, options)):
+        for output in outputs if several else outputs[:1]:
+            typer.echo(f"{number}\t{output.score:.4f}\t{output.text}" if several else output.text)
+
+
+@with_decoding("beam", "sample", "temperature", "top_k", "top_p", "seed", "max_length")
+def chat(
+    run_dir: Annotated[Path, typer.Argument(help="A trained run directory, e.g. a chatbot.")],
+    options: DecodeOptions,
+) -> None:
+    """Talk to a model. In a terminal: a prompt with line editing, history and /beam N, /greedy, /sample T,
+    /help, /quit. Otherwise every line of stdin gets one line of reply, so conversations can be scripted."""
+    from seqlab.chat import HELP, Chat, converse, terminal_lines
+    from seqlab.data.corpus import decode_lines
+    from seqlab.translator import load
+
+    setup_logging()
+    try:
+        translator = load(run_dir)
+    except (ConfigError, FileNotFoundError, ValueError) as exc:
+        fail(exc)
+    for stream in (sys.stdout, sys.stderr):  # replies are UTF-8 whatever the locale says
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(encoding="utf-8", errors="replace")
+    if sys.stdin.isatty():
+        typer.echo(f"{run_dir} — {HELP}", err=True)
+        lines = terminal_lines()
+    else:
+        lines = (text for _, text in decode_lines(sys.stdin.buffer, "<stdin>"))
+    try:
+        converse(Chat(translator, options), lines, sys.stdout, sys.stderr)
+    except ValueError as exc:  # undecodable input names its line
+        fail(exc)
+
+
+def serve(
+    run_dir: RunArg,
+    host: Annotated[str, typer.Option("--host", help="Address to listen on; 0.0.0.0 opens it to the network.")]
+    = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=0, max=65535)] = 8000,
+) -> None:
+    """A web page to talk to the model (http://HOST:PORT/) and its JSON API (/api/translate, /api/info, /docs)."""
+    import uvicorn
+
+    from seqlab.server import create_app
+
+    setup_logging()
+    try:
+        web = create_app(run_dir)
+    except (ConfigError, FileNotFoundError, ValueError) as exc:
+        fail(exc)
+    typer.echo(f"seqlab: serving {run_dir} on http://{host}:{port}/", err=True)
+    uvicorn.run(web, host=host, port=port, log_level="warning")

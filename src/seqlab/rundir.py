@@ -1,0 +1,191 @@
+"""The run directory: everything needed to use a trained model or to resume its training.
+
+    RUN_DIR/
+      config.yaml              the resolved configuration
+      source_tokenizer.json    tokenizers (seqlab JSON wrapping the ``tokenizers`` pipeline)
+      target_tokenizer.json
+      model.safetensors        the best weights so far; what they are (epoch, step, valid metrics) in its header
+      checkpoint.safetensors   the latest training state: weights, Adam moments, RNG, position
+      log.jsonl                one JSON object per epoch
+
+``RunDir`` is the only code that knows these names; training writes through it and inference
+reads through it. No pickle anywhere: tensors go to safetensors, the rest to JSON/YAML. Every
+file but the log is written to a temporary name and renamed into place (``files.atomic_write``),
+so a run killed mid-write keeps the previous file; the weights and their description are one
+file, so they are replaced together. The log is appended one whole line per write and read
+without a torn last line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors import safe_open
+from safetensors.torch import load as load_safetensors
+from safetensors.torch import save as save_safetensors
+from torch import nn
+
+from seqlab.config import Config, dump_config, load_config
+from seqlab.files import atomic_write
+from seqlab.tokenizer import Tokenizer
+
+CONFIG = "config.yaml"
+SOURCE_TOKENIZER = "source_tokenizer.json"
+TARGET_TOKENIZER = "target_tokenizer.json"
+MODEL = "model.safetensors"
+CHECKPOINT = "checkpoint.safetensors"
+LOG = "log.jsonl"
+LEGACY_MODEL_INFO = "model.json"  # where runs before 2026-11-23 kept the model's description
+INFO_KEY = "seqlab.info"  # the model's description in the header of model.safetensors
+
+
+class RunDir:
+    """One run directory (it need not exist yet)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"RunDir({str(self.path)!r})"
+
+    # --- what is there ------------------------------------------------------------
+
+    def has_run(self) -> bool:
+        return (self.path / CONFIG).exists()
+
+    def has_checkpoint(self) -> bool:
+        return (self.path / CHECKPOINT).exists()
+
+    def has_log(self) -> bool:
+        return (self.path / LOG).exists()
+
+    # --- config and tokenizers ------------------------------------------------------
+
+    def save_config(self, config: Config) -> None:
+        atomic_write(self.path / CONFIG, dump_config(config))
+
+    def config(self) -> Config:
+        path = self.path / CONFIG
+        if not path.exists():
+            raise FileNotFoundError(f"{self.path}: not a seqlab run directory (no {CONFIG})")
+        return load_config(path)
+
+    def save_tokenizers(self, source: Tokenizer, target: Tokenizer) -> None:
+        atomic_write(self.path / SOURCE_TOKENIZER, source.to_json())
+        atomic_write(self.path / TARGET_TOKENIZER, target.to_json())
+
+    def tokenizers(self) -> tuple[Tokenizer, Tokenizer]:
+        """The source and the target tokenizer (the same vocabulary twice when they are shared)."""
+        return tuple(Tokenizer.from_json((self.path / name).read_text(encoding="utf-8"))  # type: ignore[return-value]
+                     for name in (SOURCE_TOKENIZER, TARGET_TOKENIZER))
+
+    # --- the model ------------------------------------------------------------------
+
+    def save_model(self, model: nn.Module, info: dict[str, Any]) -> None:
+        """The weights used for translation and what they are (``info``: epoch, step, valid), in one file."""
+        atomic_write(self.path / MODEL, save_safetensors(_weights(model), metadata={INFO_KEY: json.dumps(info)}))
+
+    def load_model(self, model: nn.Module) -> dict[str, Any]:
+        """Load the saved weights into ``model``; returns what they are (``model_info``)."""
+        path = self.path / MODEL
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: no trained model in this run directory yet (no epoch has finished)")
+        model.load_state_dict(load_safetensors(path.read_bytes()))
+        return self.model_info()
+
+    def model_info(self) -> dict[str, Any]:
+        """What the saved model is: its epoch, step and valid metrics."""
+        path = self.path / MODEL
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: no trained model in this run directory yet (no epoch has finished)")
+        with safe_open(str(path), framework="pt") as f:
+            metadata = f.metadata() or {}
+        if INFO_KEY in metadata:
+            return json.loads(metadata[INFO_KEY])
+        return json.loads((self.path / LEGACY_MODEL_INFO).read_text(encoding="utf-8"))
+
+    # --- the log --------------------------------------------------------------------
+
+    def append_log(self, record: dict[str, Any]) -> None:
+        """One epoch's record as one line, written with one call and flushed to disk."""
+        with open(self.path / LOG, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    def log(self) -> list[dict[str, Any]]:
+        """The per-epoch records (epoch, step, train_loss, ..., valid: {...}); a torn last line is left out."""
+        path = self.path / LOG
+        if not path.exists():
+            raise FileNotFoundError(f"{self.path}: no {LOG} (not a seqlab run directory, or no epoch finished yet)")
+        text = path.read_text(encoding="utf-8")
+        lines = text.split("\n")[:-1]  # the part after the last newline is an unfinished write
+        records = []
+        for lineno, line in enumerate(lines, 1):
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{lineno}: not a JSON record ({exc.msg})") from None
+        return records
+
+    def truncate_log(self, step: int) -> None:
+        """Drop the records written after ``step`` (those of a resumed run's lost work)."""
+        if self.has_log():
+            kept = [record for record in self.log() if record["step"] <= step]
+            atomic_write(self.path / LOG, "".join(json.dumps(record) + "\n" for record in kept))
+
+    # --- the training state ---------------------------------------------------------
+
+    def save_checkpoint(
+        self,
+        model: nn.Module,
+        optimizer: torch.optim.Optimizer,
+        scheduler: torch.optim.lr_scheduler.LRScheduler,
+        state: dict[str, Any],
+    ) -> None:
+        """One file holds the whole training state; ``state`` (epoch, position, counters) goes in its metadata."""
+        tensors = {f"model.{k}": v for k, v in _weights(model).items()}
+        optim = optimizer.state_dict()
+        for index, slots in optim["state"].items():
+            for slot, value in slots.items():
+                tensors[f"optim.{index}.{slot}"] = value.detach().clone()
+        tensors["rng.torch"] = torch.get_rng_state()
+        metadata = {
+            "state": json.dumps(state),
+            "param_groups": json.dumps(optim["param_groups"]),
+            "scheduler": json.dumps(scheduler.state_dict()),
+        }
+        atomic_write(self.path / CHECKPOINT, save_safetensors(tensors, metadata=metadata))
+
+    def load_checkpoint(
+        self,
+        model: nn.Module,
+        optimizer: torch.optim.Optimizer,
+        scheduler: torch.optim.lr_scheduler.LRScheduler,
+    ) -> dict[str, Any]:
+        """Restore what ``save_checkpoint`` wrote and return its ``state``."""
+        path = self.path / CHECKPOINT
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: nothing to resume (no checkpoint was saved yet)")
+        with safe_open(str(path), framework="pt") as f:
+            metadata = f.metadata()
+        tensors = load_safetensors(path.read_bytes())
+        model.load_state_dict({k[len("model.") :]: v for k, v in tensors.items() if k.startswith("model.")})
+        slots: dict[int, dict[str, torch.Tensor]] = {}
+        for key, value in tensors.items():
+            if key.startswith("optim."):
+                _, index, slot = key.split(".", 2)
+                slots.setdefault(int(index), {})[slot] = value
+        optimizer.load_state_dict({"state": slots, "param_groups": json.loads(metadata["param_groups"])})
+        scheduler.load_state_dict(json.loads(metadata["scheduler"]))
+        torch.set_rng_state(tensors["rng.torch"])
+        return json.loads(metadata["state"])
+
+
+def _weights(model: nn.Module) -> dict[str, torch.Tensor]:
+    # Cloned so that tied parameters (shared memory) can be stored under both names.
+    return {name: t.detach().contiguous().clone() for name, t in model.state_dict().items()}
