@@ -1,8 +1,9 @@
 """Word vectors, as seed 002 ch. 2–4 build them (docs/seeds.md): by counting (co-occurrence → PPMI → SVD)
-and, later, by prediction (word2vec).
+and by prediction (word2vec).
 
 * ``corpus.py``: text to word ids in first-occurrence order, contexts and targets, one-hot, bag of words;
 * ``count.py``: co-occurrence counts, PMI/PPMI, SVD to dense vectors; dense for the seed's small examples,
   sparse (scipy) for real corpora, never a dense V × V matrix there;
-* ``similarity.py``: cosine similarity, ``most_similar``, ``analogy``.
+* ``similarity.py``: cosine similarity, ``most_similar``, ``analogy``;
+* ``word2vec.py``: the seed's simple CBOW and skip-gram, and both with negative sampling, in PyTorch.
 """
