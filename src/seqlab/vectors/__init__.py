@@ -5,5 +5,6 @@ and by prediction (word2vec).
 * ``count.py``: co-occurrence counts, PMI/PPMI, SVD to dense vectors; dense for the seed's small examples,
   sparse (scipy) for real corpora, never a dense V × V matrix there;
 * ``similarity.py``: cosine similarity, ``most_similar``, ``analogy``;
+* ``pairs.py``: word2vec's examples: vocabulary with ``min_count``, subsampling, dynamic windows;
 * ``word2vec.py``: the seed's simple CBOW and skip-gram, and both with negative sampling, in PyTorch.
 """

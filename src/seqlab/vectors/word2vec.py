@@ -20,6 +20,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from seqlab.vectors.pairs import PAD_CONTEXT
+
 
 def _small_normal(rows: int, cols: int, generator: torch.Generator | None) -> nn.Parameter:
     """0.01 · N(0, 1), the seed's initialisation of both weight matrices."""
@@ -99,14 +101,21 @@ class NegativeSamplingWord2Vec(nn.Module):
             self.w_out.weight.copy_(0.01 * torch.randn(vocab_size, dim, generator=generator))
 
     def forward(self, inputs: torch.Tensor, positive: torch.Tensor, negatives: torch.Tensor) -> torch.Tensor:
-        """inputs: contexts (N, C) for CBOW, centre words (N,) for skip-gram; positive (N,), negatives (N, K)
-        -> the mean over the batch of the positive and the K negative losses, summed."""
-        h = self.w_in(inputs).mean(dim=1) if self.cbow else self.w_in(inputs)  # (N, H)
+        """inputs: contexts (N, C) for CBOW (``pairs.PAD_CONTEXT`` where a row has fewer), centre words (N,)
+        for skip-gram; positive (N,), negatives (N, K) -> the mean over the batch of the positive and the K
+        negative losses, summed."""
+        h = self._context_mean(inputs) if self.cbow else self.w_in(inputs)  # (N, H)
         scores = torch.cat([embedding_dot(self.w_out, h, positive)[:, None],
                             embedding_dot(self.w_out, h, negatives)], dim=1)  # (N, 1 + K)
         labels = torch.zeros_like(scores)
         labels[:, 0] = 1.0
         return sigmoid_loss(scores, labels) / scores.size(0)
+
+    def _context_mean(self, contexts: torch.Tensor) -> torch.Tensor:
+        """The mean of each row's context vectors, padding left out: (N, C) -> (N, H)."""
+        present = (contexts != PAD_CONTEXT).unsqueeze(-1)  # (N, C, 1)
+        summed = (self.w_in(contexts.clamp(min=0)) * present).sum(dim=1)
+        return summed / present.sum(dim=1).clamp(min=1)
 
     @property
     def word_vecs(self) -> torch.Tensor:

@@ -1,0 +1,106 @@
+"""What word2vec trains on: a vocabulary with ``min_count``, subsampling of frequent words, and the
+(centre, context) examples of a dynamic window, as the word2vec tools make them (Mikolov et al. 2013).
+
+* The vocabulary keeps the words seen at least ``min_count`` times, most frequent first (ties in order of
+  first occurrence); the rest are dropped from the sentences, as word2vec does.
+* Subsampling keeps each occurrence of a word of frequency ``f`` (its share of all kept words) with
+  probability ``(sqrt(f / t) + 1) · t / f`` (word2vec.c's formula, at most 1), so "the" and "." are
+  thinned and rare words kept.
+* Dynamic window: at each position the window is drawn from 1..``window``, so near words are seen more
+  often than far ones.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+PAD_CONTEXT = -1  # fills a CBOW context row whose window is narrower than the widest
+
+
+@dataclass
+class Vocabulary:
+    words: list[str]  # most frequent first
+    counts: np.ndarray  # (V,) occurrences of each word in the corpus
+    word_to_id: dict[str, int] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.word_to_id = {w: i for i, w in enumerate(self.words)}
+
+    @classmethod
+    def build(cls, sentences: Iterable[Sequence[str]], min_count: int = 5) -> Vocabulary:
+        counter: Counter[str] = Counter()
+        for sentence in sentences:
+            counter.update(sentence)
+        kept = [(w, c) for w, c in counter.items() if c >= min_count]  # Counter keeps first-occurrence order
+        kept.sort(key=lambda item: -item[1])  # stable: ties stay in first-occurrence order
+        if not kept:
+            raise ValueError(f"no word occurs {min_count} times or more: lower min_count")
+        return cls([w for w, _ in kept], np.array([c for _, c in kept], dtype=np.int64))
+
+    def encode(self, sentences: Iterable[Sequence[str]]) -> list[np.ndarray]:
+        """Each sentence as ids, the words outside the vocabulary left out."""
+        lookup = self.word_to_id
+        return [np.array([lookup[w] for w in sentence if w in lookup], dtype=np.int64) for sentence in sentences]
+
+
+def keep_probabilities(counts: np.ndarray, sample: float = 1e-3) -> np.ndarray:
+    """(V,) probability of keeping one occurrence of each word; ``sample`` 0 keeps everything."""
+    if sample <= 0:
+        return np.ones(len(counts))
+    frequency = counts / counts.sum()
+    return np.minimum(1.0, (np.sqrt(frequency / sample) + 1) * sample / frequency)
+
+
+def subsample(sentences: Sequence[np.ndarray], keep: np.ndarray, rng: np.random.Generator) -> list[np.ndarray]:
+    return [ids[rng.random(len(ids)) < keep[ids]] for ids in sentences]
+
+
+def skipgram_pairs(sentences: Sequence[np.ndarray], window: int,
+                   rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(centres (N,), contexts (N,)): every word with every word within its drawn window, in its sentence."""
+    centres, contexts = [], []
+    for ids in sentences:
+        n = len(ids)
+        if n < 2:
+            continue
+        reach = rng.integers(1, window + 1, size=n)  # (n,) the window drawn at each position
+        for offset in range(1, window + 1):
+            for sign in (-1, 1):
+                position = np.arange(n)
+                other = position + sign * offset
+                valid = (other >= 0) & (other < n) & (reach >= offset)
+                centres.append(ids[position[valid]])
+                contexts.append(ids[other[valid]])
+    if not centres:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate(centres), np.concatenate(contexts)
+
+
+def cbow_examples(sentences: Sequence[np.ndarray], window: int,
+                  rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(contexts (N, 2·window) padded with PAD_CONTEXT, centres (N,)): each position with at least one
+    context word within its drawn window."""
+    rows, centres = [], []
+    for ids in sentences:
+        n = len(ids)
+        if n < 2:
+            continue
+        reach = rng.integers(1, window + 1, size=n)
+        block = np.full((n, 2 * window), PAD_CONTEXT, dtype=np.int64)
+        column = 0
+        for offset in range(1, window + 1):
+            for sign in (-1, 1):
+                other = np.arange(n) + sign * offset
+                valid = (other >= 0) & (other < n) & (reach >= offset)
+                block[valid, column] = ids[other[valid]]
+                column += 1
+        has_context = (block != PAD_CONTEXT).any(axis=1)
+        rows.append(block[has_context])
+        centres.append(ids[has_context])
+    if not rows:
+        return np.zeros((0, 2 * window), dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate(rows), np.concatenate(centres)

@@ -1,0 +1,70 @@
+"""word2vec's examples: vocabulary with min_count, subsampling, dynamic windows, CBOW padding."""
+
+from collections import Counter
+
+import numpy as np
+import pytest
+import torch
+
+from seqlab.vectors.pairs import (
+    PAD_CONTEXT,
+    Vocabulary,
+    cbow_examples,
+    keep_probabilities,
+    skipgram_pairs,
+    subsample,
+)
+from seqlab.vectors.word2vec import NegativeSamplingWord2Vec
+
+
+def test_vocabulary_keeps_frequent_words_most_frequent_first():
+    sentences = [["b", "a", "c", "a"], ["c", "d", "a", "b"]]
+    vocabulary = Vocabulary.build(sentences, min_count=2)
+    assert vocabulary.words == ["a", "b", "c"]  # a: 3; b and c: 2, in order of first occurrence
+    assert vocabulary.counts.tolist() == [3, 2, 2]
+    assert [ids.tolist() for ids in vocabulary.encode(sentences)] == [[1, 0, 2, 0], [2, 0, 1]]  # "d" dropped
+    with pytest.raises(ValueError, match="lower min_count"):
+        Vocabulary.build(sentences, min_count=4)
+
+
+def test_keep_probability_is_word2vecs_formula():
+    counts = np.array([900, 90, 10])
+    keep = keep_probabilities(counts, sample=0.01)
+    f = counts / 1000
+    assert np.allclose(keep, np.minimum(1, (np.sqrt(f / 0.01) + 1) * 0.01 / f))
+    assert keep[0] < keep[1] <= keep[2] == 1.0
+    assert keep_probabilities(counts, sample=0).tolist() == [1.0, 1.0, 1.0]
+
+
+def test_subsampling_keeps_each_word_at_its_rate():
+    keep = np.array([0.2, 1.0])
+    sentence = np.array([0, 1] * 50_000)
+    kept = subsample([sentence], keep, np.random.default_rng(0))[0]
+    counts = np.bincount(kept, minlength=2)
+    assert counts[1] == 50_000 and counts[0] / 50_000 == pytest.approx(0.2, abs=0.01)
+
+
+def test_skipgram_pairs_of_window_one_stay_in_their_sentence():
+    centres, contexts = skipgram_pairs([np.array([0, 1, 2]), np.array([3, 4])], 1, np.random.default_rng(0))
+    assert Counter(zip(centres.tolist(), contexts.tolist())) == Counter([(0, 1), (1, 0), (1, 2), (2, 1), (3, 4), (4, 3)])
+
+
+def test_dynamic_window_sees_far_words_less_often():
+    sentence = np.arange(10_000) % 100
+    centres, contexts = skipgram_pairs([sentence], 2, np.random.default_rng(0))
+    distance = np.abs(centres - contexts) % 100
+    near, far = int((distance == 1).sum()), int((distance == 2).sum())
+    assert far / near == pytest.approx(0.5, abs=0.03)  # a window of 2 is drawn at half the positions
+
+
+def test_cbow_examples_pad_the_narrower_windows():
+    contexts, centres = cbow_examples([np.array([5, 6, 7])], 1, np.random.default_rng(0))
+    assert centres.tolist() == [5, 6, 7]
+    assert contexts.tolist() == [[PAD_CONTEXT, 6], [5, 7], [6, PAD_CONTEXT]]
+
+
+def test_cbow_mean_leaves_the_padding_out():
+    model = NegativeSamplingWord2Vec(10, 4, cbow=True, generator=torch.Generator().manual_seed(0))
+    h = model._context_mean(torch.tensor([[3, PAD_CONTEXT], [3, 4]]))
+    assert torch.allclose(h[0], model.w_in.weight[3])
+    assert torch.allclose(h[1], model.w_in.weight[[3, 4]].mean(dim=0))
