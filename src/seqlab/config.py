@@ -218,6 +218,22 @@ class TrainConfig(_Strict):
     threads: int | None = Field(None, gt=0, description="torch threads; default: all cores")
 
 
+class Word2VecConfig(_Strict):
+    """word2vec's options (seqlab.vectors.train), with gensim's defaults where it has them."""
+
+    method: Literal["cbow", "skipgram"] = "skipgram"
+    dim: int = Field(100, gt=0, description="vector size")
+    window: int = Field(5, gt=0, description="the widest window; each position draws 1..window")
+    negative: int = Field(5, gt=0, description="negative words per example")
+    min_count: int = Field(5, gt=0, description="words seen fewer times are dropped")
+    sample: float = Field(1e-3, ge=0, description="subsampling threshold t of frequent words; 0 = off")
+    epochs: int = Field(5, gt=0)
+    alpha: float = Field(0.025, gt=0, description="the first learning rate, decayed linearly to min_alpha")
+    min_alpha: float = Field(0.0001, ge=0)
+    batch_size: int = Field(1024, gt=0, description="examples per step")
+    seed: int = 1
+
+
 class EvalConfig(_Strict):
     max_output_length: int = Field(128, gt=0, description="decoding stops after this many tokens")
     batch_size: int = Field(256, gt=0, description="sentences per decoding batch")

@@ -6,5 +6,6 @@ and by prediction (word2vec).
   sparse (scipy) for real corpora, never a dense V × V matrix there;
 * ``similarity.py``: cosine similarity, ``most_similar``, ``analogy``;
 * ``pairs.py``: word2vec's examples: vocabulary with ``min_count``, subsampling, dynamic windows;
-* ``word2vec.py``: the seed's simple CBOW and skip-gram, and both with negative sampling, in PyTorch.
+* ``word2vec.py``: the seed's simple CBOW and skip-gram, and both with negative sampling, in PyTorch;
+* ``train.py``: ``train_word2vec`` with ``config.Word2VecConfig``'s options.
 """
