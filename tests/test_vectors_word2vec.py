@@ -106,9 +106,9 @@ def test_negative_sampling_step_touches_only_its_rows():
 
 
 def test_negative_sampling_passes_a_gradient_check():
-    model = NegativeSamplingWord2Vec(7, 3, cbow=True, generator=torch.Generator().manual_seed(2)).double()
+    model = NegativeSamplingWord2Vec(7, 3, cbow=False, generator=torch.Generator().manual_seed(2)).double()
     model.w_in.sparse = model.w_out.sparse = False  # gradcheck compares dense gradients; sparsity is tested above
-    contexts, positive, negatives = torch.tensor([[0, 2], [1, 3]]), torch.tensor([1, 2]), torch.tensor([[4, 5], [6, 0]])
+    contexts, positive, negatives = torch.tensor([0, 2]), torch.tensor([1, 2]), torch.tensor([[4, 5], [6, 0]])
 
     def loss(w_in, w_out):
         return torch.func.functional_call(model, {"w_in.weight": w_in, "w_out.weight": w_out},
@@ -124,3 +124,14 @@ def test_unigram_sampler_seed_distribution_and_frequencies():  # S31
     draws = sampler.sample(100_000, 1).ravel()
     frequencies = np.bincount(draws.numpy(), minlength=3) / draws.numel()
     assert np.allclose(frequencies, sampler.probabilities, atol=0.01)
+
+
+def test_cbow_gives_every_context_row_the_whole_error():
+    """word2vec.c's and gensim's CBOW update: the forward uses the mean, each context row gets its full gradient."""
+    model = NegativeSamplingWord2Vec(7, 3, cbow=True, generator=torch.Generator().manual_seed(2))
+    model.w_in.sparse = False
+    h = model._context_mean(torch.tensor([[0, 2, 4]]))
+    assert torch.allclose(h[0], model.w_in.weight[[0, 2, 4]].mean(dim=0))
+    h.backward(torch.tensor([[1.0, 2.0, 3.0]]))
+    for row in (0, 2, 4):
+        assert model.w_in.weight.grad[row].tolist() == [1.0, 2.0, 3.0]

@@ -112,10 +112,16 @@ class NegativeSamplingWord2Vec(nn.Module):
         return sigmoid_loss(scores, labels) / scores.size(0)
 
     def _context_mean(self, contexts: torch.Tensor) -> torch.Tensor:
-        """The mean of each row's context vectors, padding left out: (N, C) -> (N, H)."""
+        """The mean of each row's context vectors, padding left out: (N, C) -> (N, H).
+
+        Backward, every context row gets the whole gradient of the mean, not its 1/C share: the update
+        of word2vec.c and gensim (``cbow_mean=1``). The book divides it (its ``dout *= 1/len``), which
+        slows the input vectors by the window's width; with it, one epoch of CBOW on Multi30k left all
+        vectors nearly parallel (neighbours at cosine 0.99)."""
         present = (contexts != PAD_CONTEXT).unsqueeze(-1)  # (N, C, 1)
         summed = (self.w_in(contexts.clamp(min=0)) * present).sum(dim=1)
-        return summed / present.sum(dim=1).clamp(min=1)
+        mean = summed / present.sum(dim=1).clamp(min=1)
+        return mean.detach() + (summed - summed.detach())  # the mean forward; backward, dh to every context row
 
     @property
     def word_vecs(self) -> torch.Tensor:
