@@ -115,9 +115,8 @@ class NegativeSamplingWord2Vec(nn.Module):
         """The mean of each row's context vectors, padding left out: (N, C) -> (N, H).
 
         Backward, every context row gets the whole gradient of the mean, not its 1/C share: the update
-        of word2vec.c and gensim (``cbow_mean=1``). The book divides it (its ``dout *= 1/len``), which
-        slows the input vectors by the window's width; with it, one epoch of CBOW on Multi30k left all
-        vectors nearly parallel (neighbours at cosine 0.99)."""
+        of word2vec.c and gensim (``cbow_mean=1``), so that seqlab and gensim train CBOW alike. The
+        book divides it (its ``dout *= 1/len``), which slows the input vectors by the window's width."""
         present = (contexts != PAD_CONTEXT).unsqueeze(-1)  # (N, C, 1)
         summed = (self.w_in(contexts.clamp(min=0)) * present).sum(dim=1)
         mean = summed / present.sum(dim=1).clamp(min=1)
