@@ -2,10 +2,10 @@
 ``min_count`` and subsampling (``pairs.py``), a dynamic window, ``negative`` words from the unigram^0.75
 sampler, and SGD whose rate falls linearly from ``alpha`` to ``min_alpha`` over the whole run.
 
-Examples are shuffled and taken ``batch_size`` at a time; the loss of a batch is the **sum** of its
-examples' losses, so each example moves the vectors by ``alpha`` times its own gradient, as word2vec's
-one-example steps do. The embeddings are sparse, so a step costs O(batch · (k + 1) · dim). Everything
-random comes from ``seed``: the same call gives the same vectors.
+Examples are shuffled and taken ``batch_size`` at a time; a step (``NegativeSamplingWord2Vec.sgd_step``)
+follows the **summed** loss of its examples, so each example moves the vectors by ``alpha`` times its own
+gradient, as word2vec's one-example steps do. It reads and writes only the rows of its batch:
+O(batch · (k + 1) · dim). Everything random comes from ``seed``: the same call gives the same vectors.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ def train_word2vec(sentences: Sequence[np.ndarray], counts: np.ndarray, cfg: Wor
     model = NegativeSamplingWord2Vec(len(counts), cfg.dim, cbow=cfg.method == "cbow", generator=generator)
     sampler = UnigramSampler(counts, generator=generator)
     keep = keep_probabilities(counts, cfg.sample)
-    optimizer = torch.optim.SGD(model.parameters(), lr=cfg.alpha)  # sparse gradients: SGD takes them
     for epoch in range(cfg.epochs):
         kept = subsample(sentences, keep, rng)
         inputs, targets = (cbow_examples if model.cbow else skipgram_pairs)(kept, cfg.window, rng)
@@ -40,10 +39,7 @@ def train_word2vec(sentences: Sequence[np.ndarray], counts: np.ndarray, cfg: Wor
                           disable=None if progress is None else not progress):
             rows = order[start : start + cfg.batch_size]
             done = (epoch + start / max(len(order), 1)) / cfg.epochs  # the share of the run behind us
-            optimizer.param_groups[0]["lr"] = cfg.alpha - (cfg.alpha - cfg.min_alpha) * done
-            loss = model(torch.as_tensor(inputs[rows]), torch.as_tensor(targets[rows]),
-                         sampler.sample(len(rows), cfg.negative)) * len(rows)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
+            lr = cfg.alpha - (cfg.alpha - cfg.min_alpha) * done
+            model.sgd_step(torch.as_tensor(inputs[rows]), torch.as_tensor(targets[rows]),
+                           sampler.sample(len(rows), cfg.negative), lr)
     return model

@@ -122,6 +122,36 @@ class NegativeSamplingWord2Vec(nn.Module):
         mean = summed / present.sum(dim=1).clamp(min=1)
         return mean.detach() + (summed - summed.detach())  # the mean forward; backward, dh to every context row
 
+    @torch.no_grad()
+    def sgd_step(self, inputs: torch.Tensor, positive: torch.Tensor, negatives: torch.Tensor, lr: float) -> float:
+        """One SGD step on the batch's **summed** loss, with the backward written out as the seed writes
+        EmbeddingDot's and SigmoidWithLoss's (no autograd): for the scores ``s = W_out[w] · h`` and labels
+        ``t``, ``g = lr · (t − σ(s))``; every scored row of W_out moves by ``g · h``, and ``h`` by
+        ``Σ g · W_out[w]``, which goes to the centre word's row (skip-gram) or to every context row (CBOW,
+        as ``_context_mean``'s backward). Repeated rows add up (``index_add_``). Returns the summed loss."""
+        w_in, w_out = self.w_in.weight, self.w_out.weight
+        if self.cbow:
+            present = (inputs != PAD_CONTEXT).unsqueeze(-1)  # (N, C, 1)
+            rows_in = inputs.clamp(min=0)
+            h = (w_in[rows_in] * present).sum(dim=1) / present.sum(dim=1).clamp(min=1)  # (N, H)
+        else:
+            h = w_in[inputs]  # (N, H)
+        words = torch.cat([positive[:, None], negatives], dim=1)  # (N, 1 + K)
+        rows = w_out[words]  # (N, 1 + K, H)
+        scores = torch.einsum("nkh,nh->nk", rows, h)
+        labels = torch.zeros_like(scores)
+        labels[:, 0] = 1.0
+        loss = torch.nn.functional.binary_cross_entropy_with_logits(scores, labels, reduction="sum")
+        g = lr * (labels - torch.sigmoid(scores))  # (N, 1 + K)
+        dh = torch.einsum("nk,nkh->nh", g, rows)  # from the rows as they were before this step
+        w_out.index_add_(0, words.reshape(-1), (g[:, :, None] * h[:, None, :]).reshape(-1, h.size(1)))
+        if self.cbow:
+            spread = (dh[:, None, :] * present).reshape(-1, h.size(1))  # (N·C, H), zero at padding
+            w_in.index_add_(0, rows_in.reshape(-1), spread)
+        else:
+            w_in.index_add_(0, inputs, dh)
+        return float(loss)
+
     @property
     def word_vecs(self) -> torch.Tensor:
         return self.w_in.weight.detach()
