@@ -19,6 +19,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.extmath import randomized_svd
 
+from seqlab.vectors.pairs import neighbours, stream
+
 
 def create_co_matrix(corpus: np.ndarray, vocab_size: int, window_size: int = 1) -> np.ndarray:
     """The seed's ``create_co_matrix``: (V, V) int32 counts over one stream of ids."""
@@ -33,13 +35,11 @@ def create_co_matrix(corpus: np.ndarray, vocab_size: int, window_size: int = 1) 
 def co_matrix_sparse(sentences: Sequence[np.ndarray], vocab_size: int, window_size: int = 1) -> sp.csr_matrix:
     """Co-occurrence counts as a sparse (V, V) matrix; windows do not cross from one sentence into the next
     (one sentence holding the whole stream gives ``create_co_matrix``)."""
-    rows, cols = [], []
-    for ids in sentences:
-        for offset in range(1, min(window_size, len(ids) - 1) + 1):
-            rows += [ids[:-offset], ids[offset:]]
-            cols += [ids[offset:], ids[:-offset]]
-    row = np.concatenate(rows) if rows else np.zeros(0, dtype=np.int64)
-    col = np.concatenate(cols) if cols else np.zeros(0, dtype=np.int64)
+    ids, sentence = stream(sentences)
+    reach = np.full(len(ids), window_size)  # the whole window at every position
+    pairs = [neighbours(sentence, reach, o) for d in range(1, window_size + 1) for o in (-d, d)]
+    row = np.concatenate([ids[position] for position, _ in pairs])
+    col = np.concatenate([ids[other] for _, other in pairs])
     data = np.ones(len(row), dtype=np.float64)
     return sp.csr_matrix((data, (row, col)), shape=(vocab_size, vocab_size))  # duplicates are summed
 

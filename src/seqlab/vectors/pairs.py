@@ -59,7 +59,7 @@ def subsample(sentences: Sequence[np.ndarray], keep: np.ndarray, rng: np.random.
     return [ids[rng.random(len(ids)) < keep[ids]] for ids in sentences]
 
 
-def _stream(sentences: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+def stream(sentences: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """All sentences as one stream of ids (n,) and the sentence each position belongs to (n,)."""
     if not sentences:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
@@ -67,7 +67,7 @@ def _stream(sentences: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(sentences).astype(np.int64), np.repeat(np.arange(len(sentences)), lengths)
 
 
-def _neighbours(sentence: np.ndarray, reach: np.ndarray, offset: int) -> tuple[np.ndarray, np.ndarray]:
+def neighbours(sentence: np.ndarray, reach: np.ndarray, offset: int) -> tuple[np.ndarray, np.ndarray]:
     """The positions whose word ``offset`` away (signed) is in the same sentence and within the drawn window,
     and that word's positions."""
     n = len(sentence)
@@ -80,11 +80,11 @@ def _neighbours(sentence: np.ndarray, reach: np.ndarray, offset: int) -> tuple[n
 def skipgram_pairs(sentences: Sequence[np.ndarray], window: int,
                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """(centres (N,), contexts (N,)): every word with every word within its drawn window, in its sentence."""
-    ids, sentence = _stream(sentences)
+    ids, sentence = stream(sentences)
     reach = rng.integers(1, window + 1, size=len(ids))  # the window drawn at each position
     centres, contexts = [], []
     for offset in [o for d in range(1, window + 1) for o in (-d, d)]:
-        position, other = _neighbours(sentence, reach, offset)
+        position, other = neighbours(sentence, reach, offset)
         centres.append(ids[position])
         contexts.append(ids[other])
     return np.concatenate(centres), np.concatenate(contexts)
@@ -94,11 +94,11 @@ def cbow_examples(sentences: Sequence[np.ndarray], window: int,
                   rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """(contexts (N, 2·window) padded with PAD_CONTEXT, centres (N,)): each position with at least one
     context word within its drawn window."""
-    ids, sentence = _stream(sentences)
+    ids, sentence = stream(sentences)
     reach = rng.integers(1, window + 1, size=len(ids))
     block = np.full((len(ids), 2 * window), PAD_CONTEXT, dtype=np.int64)
     for column, offset in enumerate(o for d in range(1, window + 1) for o in (-d, d)):
-        position, other = _neighbours(sentence, reach, offset)
+        position, other = neighbours(sentence, reach, offset)
         block[position, column] = ids[other]
     has_context = (block != PAD_CONTEXT).any(axis=1)
     return block[has_context], ids[has_context]
