@@ -7,5 +7,6 @@ and by prediction (word2vec).
 * ``similarity.py``: cosine similarity, ``most_similar``, ``analogy``;
 * ``pairs.py``: word2vec's examples: vocabulary with ``min_count``, subsampling, dynamic windows;
 * ``word2vec.py``: the seed's simple CBOW and skip-gram, and both with negative sampling, in PyTorch;
+* ``evaluate.py``: analogy accuracy and similarity correlation, with coverage, as gensim computes them;
 * ``train.py``: ``train_word2vec`` with ``config.Word2VecConfig``'s options.
 """
