@@ -14,13 +14,15 @@ app = typer.Typer(no_args_is_help=True, help="Get the public corpora that the co
 
 @app.command("fetch")
 def fetch(
-    name: Annotated[str, typer.Argument(help="chatbot-ko, multi30k or dlfs2 (the book's date and addition files).")],
+    name: Annotated[str, typer.Argument(
+        help="chatbot-ko, multi30k, dlfs2 (the book's date and addition files) or ptb (the book's Penn Treebank).")],
     data_dir: Annotated[Path | None, typer.Option(
         "--data-dir", "--dest", help="Where to put it (default: $SEQLAB_DATA, else ./data).")] = None,
     mirror: Annotated[str | None, typer.Option(
         "--mirror", help="Fetch from this URL, laid out like the data directory, instead of the publishers.")] = None,
 ) -> None:
-    """Download a corpus into the data directory, checking SHA-256; files already there and valid are kept."""
+    """Download a corpus into the data directory, checking SHA-256 (PTB: its line and word counts); files
+    already there and valid are kept."""
     from seqlab.data import resolve_data_dir
     from seqlab.data.fetch import FetchError
     from seqlab.data.fetch import fetch as fetch_corpus

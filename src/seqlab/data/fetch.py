@@ -2,7 +2,8 @@
 
 Every file is named by its place in the data directory (the layout the configs
 expect: ``chatbot_ko/ChatbotData.csv``, ``multi30k/train.de.gz``, ``dlfs2/date.txt``),
-the address it is published at, and the SHA-256 of its bytes. A fetch
+the address it is published at, and the SHA-256 of its bytes (for PTB, whose copies
+differ and which has no published checksum: its numbers of lines and words). A fetch
 
 1. skips a file that is already there with the right checksum;
 2. otherwise streams it to a temporary file beside its destination, hashing as it
@@ -43,13 +44,28 @@ class FetchError(RuntimeError):
 
 @dataclass(frozen=True)
 class Remote:
+    """A file to fetch and how to know it is the right one: the SHA-256 of its published bytes, or, for a
+    corpus whose copies differ in bytes and that has no published checksum (PTB), its known numbers of
+    lines and of words (whitespace-separated)."""
+
     path: str  # where it goes, relative to the data directory
     url: str  # where it is published
-    sha256: str  # of the published bytes
+    sha256: str | None = None
+    counts: tuple[int, int] | None = None  # (lines, words)
+
+    def check(self, digest: str, counts: tuple[int, int]) -> str | None:
+        """What is wrong with a file of this digest and these counts; None if it is the right file."""
+        if self.sha256 is not None and digest != self.sha256:
+            return f"SHA-256 {digest}, expected {self.sha256} (a corrupted or changed file)"
+        if self.counts is not None and counts != self.counts:
+            return (f"{counts[0]:,} lines and {counts[1]:,} words, expected {self.counts[0]:,} and "
+                    f"{self.counts[1]:,} (a corrupted or different file)")
+        return None
 
 
 _MULTI30K = "https://raw.githubusercontent.com/multi30k/dataset/master/data/task1/raw/"
 _DLFS2 = "https://raw.githubusercontent.com/oreilly-japan/deep-learning-from-scratch-2/master/dataset/"
+_PTB = "https://raw.githubusercontent.com/tomsercu/lstm/master/data/"  # where the book's dataset/ptb.py reads it
 
 DATASETS: dict[str, list[Remote]] = {
     # songys/Chatbot_data (MIT): 11,823 Korean question/answer pairs with a label
@@ -76,6 +92,13 @@ DATASETS: dict[str, list[Remote]] = {
             ("date.txt", "62e66a301ce8537868e725512d2a45663fc366526b7e42028cb703bda2b1c79a"),
         ]
     ],
+    # the Penn Treebank as Mikolov's language-model experiments preprocessed it (the book's ch. 5–6 corpus):
+    # one sentence per line, 10,000 words, <unk> for the rest; checked by its lines and words
+    "ptb": [
+        Remote(f"ptb/ptb.{split}.txt", f"{_PTB}ptb.{split}.txt", counts=counts) for split, counts in [
+            ("train", (42_068, 887_521)), ("valid", (3_370, 70_390)), ("test", (3_761, 78_669)),
+        ]
+    ],
 }
 
 
@@ -86,37 +109,56 @@ def fetch(name: str, data_dir: Path, mirror: str | None = None, progress: bool |
     paths = []
     for remote in DATASETS[name]:
         dest = data_dir / remote.path
-        if dest.exists() and sha256_of(dest) == remote.sha256:
+        if dest.exists() and remote.check(*_measure(dest)) is None:
             logger.info("%s: already there", dest)
         else:
             url = mirror.rstrip("/") + "/" + remote.path if mirror else remote.url
-            _download(url, dest, remote.sha256, progress)
+            _download(url, dest, remote, progress)
             logger.info("%s: fetched from %s", dest, url)
         paths.append(dest)
     return paths
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
+class _Measure:
+    """The SHA-256 and the line and word counts of bytes seen chunk by chunk."""
+
+    def __init__(self) -> None:
+        self.digest = hashlib.sha256()
+        self.lines = self.words = 0
+        self.tail = b""  # the unfinished last line
+
+    def update(self, chunk: bytes) -> None:
+        self.digest.update(chunk)
+        *complete, self.tail = (self.tail + chunk).split(b"\n")
+        self.lines += len(complete)
+        self.words += sum(len(line.split()) for line in complete)
+
+    def result(self) -> tuple[str, tuple[int, int]]:
+        last = int(bool(self.tail.strip()))  # a last line without its newline still counts
+        return self.digest.hexdigest(), (self.lines + last, self.words + len(self.tail.split()))
+
+
+def _measure(path: Path) -> tuple[str, tuple[int, int]]:
+    measure = _Measure()
     with open(path, "rb") as f:
         while chunk := f.read(CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+            measure.update(chunk)
+    return measure.result()
 
 
 class _BadChecksum(Exception):
     pass
 
 
-def _download(url: str, dest: Path, sha256: str, progress: bool | None) -> None:
-    """Stream ``url`` into a temporary file beside ``dest``; it replaces ``dest`` only if its checksum matches."""
+def _download(url: str, dest: Path, remote: Remote, progress: bool | None) -> None:
+    """Stream ``url`` into a temporary file beside ``dest``; it replaces ``dest`` only if it checks out."""
     problem = ""
     for attempt in range(1, ATTEMPTS + 1):
         try:
             with atomic_open(dest) as out:
-                actual = _stream(url, out, dest.name, progress)
-                if actual != sha256:
-                    raise _BadChecksum(f"SHA-256 {actual}, expected {sha256} (a corrupted or changed file)")
+                wrong = remote.check(*_stream(url, out, dest.name, progress))
+                if wrong:
+                    raise _BadChecksum(wrong)
             return
         except urllib.error.HTTPError as exc:
             raise FetchError(f"{url}: HTTP {exc.code} {exc.reason}") from None
@@ -128,18 +170,19 @@ def _download(url: str, dest: Path, sha256: str, progress: bool | None) -> None:
     raise FetchError(f"{url}: {problem}; {dest} was left as it was")
 
 
-def _stream(url: str, out: BinaryIO, label: str, progress: bool | None) -> str:
-    """Copy the body of ``url`` into ``out``; returns its SHA-256. A body shorter than announced raises."""
-    digest, received = hashlib.sha256(), 0
+def _stream(url: str, out: BinaryIO, label: str, progress: bool | None) -> tuple[str, tuple[int, int]]:
+    """Copy the body of ``url`` into ``out``; returns its SHA-256 and its (lines, words). A body shorter than
+    announced raises."""
+    measure, received = _Measure(), 0
     with urllib.request.urlopen(url, timeout=60) as response:
         total = int(response.headers.get("Content-Length") or 0) or None
         with tqdm(total=total, unit="B", unit_scale=True, desc=label, leave=False,
                   disable=None if progress is None else not progress) as bar:
             while chunk := response.read(CHUNK):
-                digest.update(chunk)
+                measure.update(chunk)
                 out.write(chunk)
                 received += len(chunk)
                 bar.update(len(chunk))
     if total is not None and received < total:  # http.client returns a cut body without complaint
         raise http.client.IncompleteRead(b"", total - received)
-    return digest.hexdigest()
+    return measure.result()
