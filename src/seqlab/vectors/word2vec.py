@@ -78,12 +78,16 @@ class UnigramSampler:
     def __init__(self, counts: np.ndarray, power: float = 0.75, generator: torch.Generator | None = None) -> None:
         weights = np.power(np.asarray(counts, dtype=np.float64), power)
         self.probabilities = weights / weights.sum()
-        self._table = torch.as_tensor(self.probabilities)
+        self._cdf = torch.as_tensor(np.cumsum(self.probabilities))  # (V,)
         self.generator = generator
 
     def sample(self, rows: int, k: int) -> torch.Tensor:
-        """(rows, k) word ids."""
-        return torch.multinomial(self._table, rows * k, replacement=True, generator=self.generator).view(rows, k)
+        """(rows, k) word ids, by inverting the cumulative distribution at uniform draws: what
+        ``torch.multinomial`` does with replacement (here even the same draws), without normalising the
+        distribution again at every call."""
+        uniform = torch.rand(rows * k, generator=self.generator, dtype=torch.float64)
+        ids = torch.searchsorted(self._cdf, uniform, right=True).clamp_(max=len(self._cdf) - 1)
+        return ids.view(rows, k)
 
 
 class NegativeSamplingWord2Vec(nn.Module):
