@@ -167,3 +167,18 @@ def test_rnn_attention_map(korean_rnn, tmp_path):
     assert (tmp_path / "rnn.png").read_bytes().startswith(PNG_MAGIC)
     maps, titles = plots.head_maps(translation.attention, -1, None)
     assert titles == ["layer 0, head 0"] and torch.allclose(maps[0].sum(-1), torch.ones(maps.shape[1]), atol=1e-5)
+
+
+def test_vectors_figure_places_each_word_at_its_principal_components():
+    import numpy as np
+    from sklearn.decomposition import PCA
+
+    words = ["사과", "배", "king", "queen", "dog"]
+    vectors = np.random.default_rng(0).normal(size=(5, 8))
+    figure = plots.vectors_figure(words, vectors)
+    points = figure.axes[0].collections[0].get_offsets()
+    assert np.allclose(points, PCA(n_components=2).fit_transform(vectors))
+    assert [t.get_text() for t in figure.axes[0].texts] == words
+    assert plots.missing_glyphs(font_path(), "".join(words)) == []
+    with pytest.raises(ValueError, match="one per vector"):
+        plots.vectors_figure(words[:3], vectors)

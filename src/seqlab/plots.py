@@ -8,7 +8,9 @@
 * :func:`schedule_figure`: the warm-up learning-rate schedule over the training steps (seed 000,
   d_model 128, 4,000 warm-up steps, 200,000 steps);
 * :func:`curves_figure`: loss, exact match and BLEU per epoch of one or more runs, overlaid (the
-  book's comparison of baseline / Reverse / Peeky / attention).
+  book's comparison of baseline / Reverse / Peeky / attention);
+* :func:`vectors_figure`: word vectors projected on their first two principal components, each point
+  labelled with its word (002 §2.4 draws the SVD vectors of its toy corpus this way).
 
 Figures are built with ``matplotlib.figure.Figure`` (no pyplot, no global state, no display), so
 they work headless, in threads and inside the web server; :func:`save` writes PNG or SVG atomically.
@@ -27,11 +29,13 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
+import numpy as np
 import torch
 from matplotlib import font_manager
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
 from matplotlib.ft2font import FT2Font
+from sklearn.decomposition import PCA
 
 from seqlab.files import atomic_open
 from seqlab.fonts import font_path
@@ -124,6 +128,23 @@ def positional_figure(length: int = 50, d_model: int = 128) -> Figure:
     ax.set_ylabel("Position", fontproperties=font)
     ax.set_title(f"Sinusoidal positional encoding ({length} × {d_model})", fontproperties=font)
     figure.colorbar(mesh, ax=ax)
+    return figure
+
+
+def vectors_figure(words: Sequence[str], vectors: np.ndarray) -> Figure:
+    """A scatter of ``vectors`` (n, dim) on their first two principal components, labelled with ``words``."""
+    if len(words) != len(vectors) or len(words) < 2:
+        raise ValueError(f"need two or more words, one per vector; got {len(words)} words and {len(vectors)} vectors")
+    points = PCA(n_components=2).fit_transform(np.asarray(vectors, dtype=np.float64))  # (n, 2)
+    font = text_font()
+    figure = Figure(figsize=(7, 6), layout="constrained")
+    ax = figure.subplots()
+    ax.scatter(points[:, 0], points[:, 1], alpha=0.6)
+    for word, (x, y) in zip(words, points):
+        ax.annotate(word, (x, y), textcoords="offset points", xytext=(4, 4), fontproperties=font)
+    ax.set_xlabel("first principal component", fontproperties=font)
+    ax.set_ylabel("second principal component", fontproperties=font)
+    ax.set_title("Word vectors", fontproperties=font)
     return figure
 
 
