@@ -6,11 +6,11 @@ import warnings
 import matplotlib
 import pytest
 import torch
+from conftest import KOREAN_PAIRS
 from matplotlib import font_manager
 from typer.testing import CliRunner
 
 import seqlab
-from conftest import KOREAN_PAIRS
 from seqlab import plots
 from seqlab.cli import app
 from seqlab.config import parse_config
