@@ -155,7 +155,6 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, required=True, help="holds dlfs2/date.txt")
     parser.add_argument("--joey-best", choices=sorted(variants), default=same,
                         help="JoeyNMT's recipe chosen on valid by select_joeynmt.py")
-    parser.add_argument("--no-joeynmt", action="store_true", help="seqlab (and the book) only")
     parser.add_argument("--book-repo", help="a checkout of oreilly-japan/deep-learning-from-scratch-2 (skipped if absent)")
     parser.add_argument("--book-epochs", type=int, default=3)
     parser.add_argument("--peer-venv", type=Path, default=Path(tempfile.gettempdir()) / "seqlab-peers")
@@ -165,7 +164,7 @@ def main() -> None:
 
     data_dir = args.data_dir.resolve()
     ours = seqlab_runs(data_dir)
-    joeys = [] if args.no_joeynmt else joey_runs(peer_python(args.peer_venv), data_dir, args.joey_best)
+    joeys = joey_runs(peer_python(args.peer_venv), data_dir, args.joey_best)
     book = run_book("date", "attention", args.book_repo, args.book_epochs) if args.book_repo else None
     command = "python benchmarks/date_race.py " + " ".join(sys.argv[1:])
     emit(table(ours, joeys, book, command), args.record)

@@ -35,7 +35,6 @@ from matplotlib import font_manager
 from matplotlib.figure import Figure
 from matplotlib.font_manager import FontProperties
 from matplotlib.ft2font import FT2Font
-from sklearn.decomposition import PCA
 
 from seqlab.files import atomic_open
 from seqlab.fonts import font_path
@@ -135,6 +134,8 @@ def vectors_figure(words: Sequence[str], vectors: np.ndarray) -> Figure:
     """A scatter of ``vectors`` (n, dim) on their first two principal components, labelled with ``words``."""
     if len(words) != len(vectors) or len(words) < 2:
         raise ValueError(f"need two or more words, one per vector; got {len(words)} words and {len(vectors)} vectors")
+    from sklearn.decomposition import PCA  # here: importing scikit-learn takes longer than any other figure
+
     points = PCA(n_components=2).fit_transform(np.asarray(vectors, dtype=np.float64))  # (n, 2)
     font = text_font()
     figure = Figure(figsize=(7, 6), layout="constrained")

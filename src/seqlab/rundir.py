@@ -80,8 +80,9 @@ class RunDir:
 
     def tokenizers(self) -> tuple[Tokenizer, Tokenizer]:
         """The source and the target tokenizer (the same vocabulary twice when they are shared)."""
-        return tuple(Tokenizer.from_json((self.path / name).read_text(encoding="utf-8"))  # type: ignore[return-value]
-                     for name in (SOURCE_TOKENIZER, TARGET_TOKENIZER))
+        source, target = (Tokenizer.from_json((self.path / name).read_text(encoding="utf-8"))
+                          for name in (SOURCE_TOKENIZER, TARGET_TOKENIZER))
+        return source, target
 
     # --- the model ------------------------------------------------------------------
 

@@ -19,10 +19,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import spearmanr
 
-
-def _unit(word_matrix: np.ndarray) -> np.ndarray:
-    matrix = np.asarray(word_matrix, dtype=np.float64)
-    return matrix / (np.linalg.norm(matrix, axis=1, keepdims=True) + 1e-8)
+from seqlab.vectors.similarity import unit_rows
 
 
 def analogy_accuracy(lines: Iterable[str], word_to_id: dict[str, int], word_matrix: np.ndarray,
@@ -31,12 +28,12 @@ def analogy_accuracy(lines: Iterable[str], word_to_id: dict[str, int], word_matr
     questions = [line.lower().split() for line in lines if line.strip() and not line.startswith(":")]
     covered = [q for q in questions if len(q) == 4 and all(w in word_to_id for w in q)]
     ids = np.array([[word_to_id[w] for w in q] for q in covered], dtype=np.int64).reshape(-1, 4)
-    unit = _unit(word_matrix)
+    unit = unit_rows(word_matrix)
     correct = 0
     for start in range(0, len(ids), chunk):
         a, b, c, d = ids[start : start + chunk].T
         query = unit[b] - unit[a] + unit[c]  # (Q, H)
-        scores = _unit(query) @ unit.T  # (Q, V)
+        scores = unit_rows(query) @ unit.T  # (Q, V)
         rows = np.arange(len(a))
         for excluded in (a, b, c):
             scores[rows, excluded] = -np.inf
@@ -55,7 +52,7 @@ def similarity_spearman(lines: Iterable[str], word_to_id: dict[str, int], word_m
         first, second, score = line.rstrip("\n").split("\t")[:3]
         pairs.append((first.lower(), second.lower(), float(score)))
     covered = [(a, b, s) for a, b, s in pairs if a in word_to_id and b in word_to_id]
-    unit = _unit(word_matrix)
+    unit = unit_rows(word_matrix)
     cosines = [float(unit[word_to_id[a]] @ unit[word_to_id[b]]) for a, b, _ in covered]
     rho = float(spearmanr(cosines, [s for _, _, s in covered]).statistic) if len(covered) > 1 else None
     return {"spearman": rho, "covered": len(covered), "pairs": len(pairs),

@@ -12,7 +12,8 @@ def cos_similarity(x: np.ndarray, y: np.ndarray, eps: float = 1e-8) -> float:
     return float(np.dot(nx, ny))
 
 
-def _normalized(word_matrix: np.ndarray, eps: float = 1e-8) -> np.ndarray:
+def unit_rows(word_matrix: np.ndarray, eps: float = 1e-8) -> np.ndarray:
+    """Every row scaled to length 1 (float64), so that dot products are cosines."""
     matrix = np.asarray(word_matrix, dtype=np.float64)
     return matrix / (np.linalg.norm(matrix, axis=1, keepdims=True) + eps)
 
@@ -28,7 +29,7 @@ def most_similar(query: str, word_to_id: dict[str, int], id_to_word: dict[int, s
     """The ``top`` words closest to ``query`` by cosine similarity, best first, the query itself left out;
     ties keep the vocabulary order."""
     query_id = _id(query, word_to_id)
-    matrix = _normalized(word_matrix)
+    matrix = unit_rows(word_matrix)
     similarity = matrix @ matrix[query_id]  # (V,)
     order = [i for i in np.argsort(-similarity, kind="stable") if i != query_id][:top]
     return [(id_to_word[int(i)], float(similarity[i])) for i in order]
@@ -38,7 +39,7 @@ def analogy(a: str, b: str, c: str, word_to_id: dict[str, int], id_to_word: dict
             word_matrix: np.ndarray, top: int = 5) -> list[tuple[str, float]]:
     """a : b = c : ?, the words whose vectors are closest in cosine to ``b - a + c`` (a, b, c left out)."""
     ids = [_id(w, word_to_id) for w in (a, b, c)]
-    matrix = _normalized(word_matrix)
+    matrix = unit_rows(word_matrix)
     query = matrix[ids[1]] - matrix[ids[0]] + matrix[ids[2]]
     query /= np.linalg.norm(query) + 1e-8
     similarity = matrix @ query

@@ -90,6 +90,11 @@ class UnigramSampler:
         return ids.view(rows, k)
 
 
+def _context_rows(contexts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """CBOW contexts (N, C) -> the rows to look up (padding as row 0) and where a context is present (N, C, 1)."""
+    return contexts.clamp(min=0), (contexts != PAD_CONTEXT).unsqueeze(-1)
+
+
 class NegativeSamplingWord2Vec(nn.Module):
     """CBOW (``cbow=True``: the mean of the context rows predicts the centre word) or skip-gram (the centre
     word's row predicts one context word) with negative sampling. Both tables are embeddings with sparse
@@ -121,8 +126,8 @@ class NegativeSamplingWord2Vec(nn.Module):
         Backward, every context row gets the whole gradient of the mean, not its 1/C share: the update
         of word2vec.c and gensim (``cbow_mean=1``), so that seqlab and gensim train CBOW alike. The
         book divides it (its ``dout *= 1/len``), which slows the input vectors by the window's width."""
-        present = (contexts != PAD_CONTEXT).unsqueeze(-1)  # (N, C, 1)
-        summed = (self.w_in(contexts.clamp(min=0)) * present).sum(dim=1)
+        rows, present = _context_rows(contexts)
+        summed = (self.w_in(rows) * present).sum(dim=1)
         mean = summed / present.sum(dim=1).clamp(min=1)
         return mean.detach() + (summed - summed.detach())  # the mean forward; backward, dh to every context row
 
@@ -135,9 +140,8 @@ class NegativeSamplingWord2Vec(nn.Module):
         as ``_context_mean``'s backward). Repeated rows add up (``index_add_``). Returns the summed loss."""
         w_in, w_out = self.w_in.weight, self.w_out.weight
         if self.cbow:
-            present = (inputs != PAD_CONTEXT).unsqueeze(-1)  # (N, C, 1)
-            rows_in = inputs.clamp(min=0)
-            h = (w_in[rows_in] * present).sum(dim=1) / present.sum(dim=1).clamp(min=1)  # (N, H)
+            rows_in, present = _context_rows(inputs)
+            h = self._context_mean(inputs)  # (N, H)
         else:
             h = w_in[inputs]  # (N, H)
         words = torch.cat([positive[:, None], negatives], dim=1)  # (N, 1 + K)
