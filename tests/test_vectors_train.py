@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from seqlab.config import Word2VecConfig
+from seqlab.config import VectorsTrainConfig
 from seqlab.vectors.pairs import Vocabulary
 from seqlab.vectors.similarity import most_similar
 from seqlab.vectors.train import train_word2vec
@@ -22,7 +22,7 @@ def _corpus(seed=0, sentences=1500):
 def test_vectors_recover_the_planted_groups(method):
     text = _corpus()
     vocabulary = Vocabulary.build(text, min_count=1)
-    cfg = Word2VecConfig(method=method, dim=16, window=2, negative=5, min_count=1, sample=0, epochs=3,
+    cfg = VectorsTrainConfig(method=method, dim=16, window=2, negative=5, min_count=1, sample=0, epochs=3,
                          alpha=0.025, batch_size=64, seed=3)
     model = train_word2vec(vocabulary.encode(text), vocabulary.counts, cfg, progress=False)
     id_to_word = dict(enumerate(vocabulary.words))
@@ -38,7 +38,7 @@ def test_vectors_recover_the_planted_groups(method):
 def test_training_is_reproducible():
     text = _corpus(sentences=200)
     vocabulary = Vocabulary.build(text, min_count=1)
-    cfg = Word2VecConfig(dim=8, window=2, min_count=1, epochs=1, batch_size=32, seed=5)
+    cfg = VectorsTrainConfig(dim=8, window=2, min_count=1, epochs=1, batch_size=32, seed=5)
     first = train_word2vec(vocabulary.encode(text), vocabulary.counts, cfg, progress=False).word_vecs
     again = train_word2vec(vocabulary.encode(text), vocabulary.counts, cfg, progress=False).word_vecs
     other = train_word2vec(vocabulary.encode(text), vocabulary.counts, cfg.model_copy(update={"seed": 6}),

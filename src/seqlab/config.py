@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, model_validator
@@ -70,6 +70,19 @@ class CsvCorpus(_Strict):
 
 Corpus = Annotated[
     TaskCorpus | BookCorpus | TsvCorpus | AlignedCorpus | CsvCorpus,
+    Field(discriminator="format"),
+]
+
+
+class LinesCorpus(_Strict):
+    """One sentence per line (plain or .gz), a monolingual corpus; blank lines are skipped."""
+
+    format: Literal["lines"] = "lines"
+    path: str
+
+
+TextCorpus = Annotated[
+    TaskCorpus | BookCorpus | TsvCorpus | AlignedCorpus | CsvCorpus | LinesCorpus,
     Field(discriminator="format"),
 ]
 
@@ -218,19 +231,20 @@ class TrainConfig(_Strict):
     threads: int | None = Field(None, gt=0, description="torch threads; default: all cores")
 
 
-class Word2VecConfig(_Strict):
-    """word2vec's options (seqlab.vectors.train), with gensim's defaults where it has them."""
+class VectorsTrainConfig(_Strict):
+    """How word vectors are made (seqlab.vectors): by counting (PPMI + SVD) or by word2vec, whose options
+    take gensim's defaults."""
 
-    method: Literal["cbow", "skipgram"] = "skipgram"
+    method: Literal["count", "cbow", "skipgram"] = "skipgram"
     dim: int = Field(100, gt=0, description="vector size")
-    window: int = Field(5, gt=0, description="the widest window; each position draws 1..window")
-    negative: int = Field(5, gt=0, description="negative words per example")
+    window: int = Field(5, gt=0, description="count: the window; word2vec: the widest, each position draws 1..window")
     min_count: int = Field(5, gt=0, description="words seen fewer times are dropped")
-    sample: float = Field(1e-3, ge=0, description="subsampling threshold t of frequent words; 0 = off")
-    epochs: int = Field(5, gt=0)
-    alpha: float = Field(0.025, gt=0, description="the first learning rate, decayed linearly to min_alpha")
+    negative: int = Field(5, gt=0, description="word2vec: negative words per example")
+    sample: float = Field(1e-3, ge=0, description="word2vec: subsampling threshold t of frequent words; 0 = off")
+    epochs: int = Field(5, gt=0, description="word2vec: passes over the corpus")
+    alpha: float = Field(0.025, gt=0, description="word2vec: the first learning rate, decayed linearly to min_alpha")
     min_alpha: float = Field(0.0001, ge=0)
-    batch_size: int = Field(1024, gt=0, description="examples per step")
+    batch_size: int = Field(1024, gt=0, description="word2vec: examples per step")
     seed: int = 1
 
 
@@ -238,6 +252,28 @@ class EvalConfig(_Strict):
     max_output_length: int = Field(128, gt=0, description="decoding stops after this many tokens")
     batch_size: int = Field(256, gt=0, description="sentences per decoding batch")
     valid_limit: int | None = Field(None, gt=0, description="decode only this many valid pairs for exact match / BLEU")
+
+
+class WordsConfig(_Strict):
+    """How word-vector text becomes words: the ``word`` level's pre-tokenisation (tokenizer.split_words)."""
+
+    lowercase: bool = True
+    morphemes: bool = Field(False, description="Korean: cut words at kiwipiepy's morpheme boundaries")
+
+
+class VectorsDataConfig(_Strict):
+    """The sentences of a word-vector corpus: every line of ``lines`` files, both sides of pair corpora."""
+
+    corpora: list[TextCorpus] = Field(min_length=1)
+    skip_bad_lines: bool = Field(False, description="skip malformed lines (counted) instead of failing")
+
+
+class VectorsConfig(_Strict):
+    """``seqlab vectors train``'s configuration."""
+
+    data: VectorsDataConfig
+    words: WordsConfig = WordsConfig()
+    train: VectorsTrainConfig = VectorsTrainConfig()
 
 
 class Config(_Strict):
@@ -264,6 +300,8 @@ class Config(_Strict):
 
 # --- loading -----------------------------------------------------------------
 
+AnyConfig = TypeVar("AnyConfig", Config, VectorsConfig)
+
 
 def apply_override(raw: dict[str, Any], assignment: str) -> None:
     """Apply one ``key.path=value`` override (value parsed as YAML) to ``raw`` in place."""
@@ -281,8 +319,10 @@ def apply_override(raw: dict[str, Any], assignment: str) -> None:
 
 
 def _all_keys() -> set[str]:
-    models: list[type[BaseModel]] = [TaskCorpus, BookCorpus, TsvCorpus, AlignedCorpus, CsvCorpus, SplitConfig, DataConfig,
-              TokenizerConfig, TokensConfig, TransformerConfig, RNNConfig, TrainConfig, EvalConfig, Config]
+    models: list[type[BaseModel]] = [
+        TaskCorpus, BookCorpus, TsvCorpus, AlignedCorpus, CsvCorpus, LinesCorpus, SplitConfig, DataConfig,
+        TokenizerConfig, TokensConfig, TransformerConfig, RNNConfig, TrainConfig, EvalConfig, Config,
+        VectorsTrainConfig, WordsConfig, VectorsDataConfig, VectorsConfig]
     return {name for m in models for name in m.model_fields}
 
 
@@ -297,16 +337,17 @@ def _describe(err: Mapping[str, Any]) -> str:
     return f"{loc}: {err['msg']}"
 
 
-def parse_config(raw: dict[str, Any], origin: str = "<config>") -> Config:
+def parse_config(raw: dict[str, Any], origin: str = "<config>", schema: type[AnyConfig] = Config) -> AnyConfig:  # type: ignore[assignment]
+    """``raw`` as a ``schema`` (a seq2seq ``Config`` unless told); every problem named on its own line."""
     try:
-        return Config.model_validate(raw)
+        return schema.model_validate(raw)
     except ValidationError as exc:
         lines = [_describe(e) for e in exc.errors()]
         raise ConfigError(f"invalid config {origin}:\n  " + "\n  ".join(lines)) from None
 
 
-def load_config(path: str | Path, overrides: Sequence[str] = ()) -> Config:
-    """Read a YAML config, apply ``--set`` overrides, validate."""
+def load_config(path: str | Path, overrides: Sequence[str] = (), schema: type[AnyConfig] = Config) -> AnyConfig:  # type: ignore[assignment]
+    """Read a YAML config, apply ``--set`` overrides, validate as ``schema``."""
     path = Path(path)
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
@@ -318,8 +359,20 @@ def load_config(path: str | Path, overrides: Sequence[str] = ()) -> Config:
         raise ConfigError(f"{path}: the top level must be a mapping")
     for assignment in overrides:
         apply_override(raw, assignment)
-    return parse_config(raw, str(path))
+    return parse_config(raw, str(path), schema)
 
 
-def dump_config(config: Config) -> str:
+def dump_config(config: Config | VectorsConfig) -> str:
     return yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False, allow_unicode=True)
+
+
+def changed_keys(before: BaseModel, after: BaseModel, sections: Sequence[str]) -> list[str]:
+    """The dotted keys of ``sections`` whose values differ between two configurations."""
+    a, b = before.model_dump(mode="json"), after.model_dump(mode="json")
+    return [key for section in sections for key in _diff(a[section], b[section], section)]
+
+
+def _diff(a: Any, b: Any, prefix: str) -> list[str]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [k for key in sorted(a.keys() | b.keys()) for k in _diff(a.get(key), b.get(key), f"{prefix}.{key}")]
+    return [] if a == b else [prefix]

@@ -8,6 +8,13 @@
       checkpoint.safetensors   the latest training state: weights, Adam moments, RNG, position
       log.jsonl                one JSON object per epoch
 
+A word-vector run (``seqlab vectors train``) keeps its configuration and log the same way, and instead of
+tokenizers and a model:
+
+      vocabulary.json          the words, most frequent first, and their counts
+      vectors.safetensors      one row per word; what they are in its header, with the vocabulary's checksum
+      checkpoint.safetensors   word2vec's state at the last epoch's end: both tables and the random streams
+
 ``RunDir`` is the only code that knows these names; training writes through it and inference
 reads through it. No pickle anywhere: tensors go to safetensors, the rest to JSON/YAML. Every
 file but the log is written to a temporary name and renamed into place (``files.atomic_write``),
@@ -18,18 +25,21 @@ without a torn last line.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 from safetensors import safe_open
+from safetensors.numpy import save as save_numpy
 from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 from torch import nn
 
-from seqlab.config import Config, dump_config, load_config
+from seqlab.config import Config, VectorsConfig, dump_config, load_config
 from seqlab.files import atomic_write
 from seqlab.tokenizer import Tokenizer
 
@@ -41,6 +51,8 @@ CHECKPOINT = "checkpoint.safetensors"
 LOG = "log.jsonl"
 LEGACY_MODEL_INFO = "model.json"  # where runs before 2026-11-23 kept the model's description
 INFO_KEY = "seqlab.info"  # the model's description in the header of model.safetensors
+VOCABULARY = "vocabulary.json"
+VECTORS = "vectors.safetensors"
 
 
 class RunDir:
@@ -63,16 +75,26 @@ class RunDir:
     def has_log(self) -> bool:
         return (self.path / LOG).exists()
 
+    def is_vectors(self) -> bool:
+        """A word-vector run (its vocabulary is written as soon as it is counted)."""
+        return (self.path / VOCABULARY).exists()
+
     # --- config and tokenizers ------------------------------------------------------
 
-    def save_config(self, config: Config) -> None:
+    def save_config(self, config: Config | VectorsConfig) -> None:
         atomic_write(self.path / CONFIG, dump_config(config))
 
     def config(self) -> Config:
+        return load_config(self._config_path())
+
+    def vectors_config(self) -> VectorsConfig:
+        return load_config(self._config_path(), schema=VectorsConfig)
+
+    def _config_path(self) -> Path:
         path = self.path / CONFIG
         if not path.exists():
             raise FileNotFoundError(f"{self.path}: not a seqlab run directory (no {CONFIG})")
-        return load_config(path)
+        return path
 
     def save_tokenizers(self, source: Tokenizer, target: Tokenizer) -> None:
         atomic_write(self.path / SOURCE_TOKENIZER, source.to_json())
@@ -108,6 +130,63 @@ class RunDir:
         if INFO_KEY in metadata:
             return json.loads(metadata[INFO_KEY])
         return json.loads((self.path / LEGACY_MODEL_INFO).read_text(encoding="utf-8"))
+
+    # --- word vectors ---------------------------------------------------------------
+
+    def save_vocabulary(self, words: list[str], counts: np.ndarray) -> None:
+        atomic_write(self.path / VOCABULARY, _vocabulary_json(words, counts))
+
+    def save_vectors(self, vectors: np.ndarray, info: dict[str, Any]) -> None:
+        """(V, dim) float32 rows, one per word of the saved vocabulary, whose checksum goes in the header."""
+        words, _ = self.vocabulary()
+        if len(vectors) != len(words):
+            raise ValueError(f"{len(vectors)} vectors for a vocabulary of {len(words)} words")
+        info = info | {"vocabulary_sha256": _sha256(self.path / VOCABULARY)}
+        tensors = {"vectors": np.ascontiguousarray(vectors, dtype=np.float32)}
+        atomic_write(self.path / VECTORS, save_numpy(tensors, metadata={INFO_KEY: json.dumps(info)}))
+
+    def vocabulary(self) -> tuple[list[str], np.ndarray]:
+        """The words, most frequent first, and their counts (V,)."""
+        path = self.path / VOCABULARY
+        if not path.exists():
+            raise FileNotFoundError(f"{self.path}: not a word-vector run (no {VOCABULARY})")
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            words, counts = list(data["words"]), np.asarray(data["counts"], dtype=np.int64)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{path}: not a seqlab vocabulary ({exc})") from None
+        if len(words) != len(counts) or not all(isinstance(w, str) for w in words):
+            raise ValueError(f"{path}: not a seqlab vocabulary (words and counts do not match)")
+        return words, counts
+
+    def vectors(self) -> tuple[list[str], np.ndarray, np.ndarray, dict[str, Any]]:
+        """(words, counts (V,), vectors (V, dim) float32, info), checked to belong together."""
+        words, counts = self.vocabulary()
+        path = self.path / VECTORS
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: no vectors in this run directory yet (training has not finished)")
+        try:
+            with safe_open(str(path), framework="numpy") as f:
+                info = json.loads((f.metadata() or {})[INFO_KEY])
+                vectors = f.get_tensor("vectors")
+        except Exception as exc:  # safetensors raises its own errors for a damaged file
+            raise ValueError(f"{path}: not a seqlab vectors file ({exc})") from None
+        if info.get("vocabulary_sha256") != _sha256(self.path / VOCABULARY) or len(vectors) != len(words):
+            raise ValueError(f"{path}: the vectors do not belong to {VOCABULARY} (a run was interrupted mid-save?)")
+        return words, counts, vectors, info
+
+    def save_word2vec_state(self, state: dict[str, np.ndarray], info: dict[str, Any]) -> None:
+        """word2vec's state at an epoch's end (``tensors``: tables and torch's generator state; ``info``:
+        epochs done, numpy's generator state)."""
+        atomic_write(self.path / CHECKPOINT, save_numpy(state, metadata={"state": json.dumps(info)}))
+
+    def word2vec_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        path = self.path / CHECKPOINT
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: nothing to resume (no epoch has finished)")
+        with safe_open(str(path), framework="numpy") as f:
+            info = json.loads((f.metadata() or {})["state"])
+            return {key: f.get_tensor(key) for key in f.keys()}, info
 
     # --- the log --------------------------------------------------------------------
 
@@ -190,3 +269,11 @@ class RunDir:
 def _weights(model: nn.Module) -> dict[str, torch.Tensor]:
     # Cloned so that tied parameters (shared memory) can be stored under both names.
     return {name: t.detach().contiguous().clone() for name, t in model.state_dict().items()}
+
+
+def _vocabulary_json(words: list[str], counts: np.ndarray) -> str:
+    return json.dumps({"words": words, "counts": [int(c) for c in counts]}, ensure_ascii=False)
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()

@@ -133,6 +133,16 @@ def _words(morphemes: bool) -> pre_tokenizers.PreTokenizer:
     return pre_tokenizers.Sequence(steps)
 
 
+def split_words(texts: Sequence[str], lowercase: bool = False, morphemes: bool = False) -> list[list[str]]:
+    """Each text as the words the ``word`` level sees, without their ``▁``: ``"Two dogs, one ball!"`` ->
+    ``["Two", "dogs", ",", "one", "ball", "!"]``; with ``morphemes``, cut into morphemes (word vectors' input)."""
+    batch = [normalize(t, lowercase) for t in texts]
+    if morphemes:
+        batch = mark_boundaries(batch)
+    pre = _words(morphemes)
+    return [[piece.removeprefix(_SPACE) for piece, _ in pre.pre_tokenize_str(text) if piece != _SPACE] for text in batch]
+
+
 def _pipeline(cfg: TokenizerConfig) -> tuple[_HFTokenizer, trainers.Trainer]:
     """An untrained ``tokenizers`` pipeline for ``cfg.level`` and the trainer that fills it."""
     specials = list(SPECIALS)

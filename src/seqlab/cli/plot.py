@@ -1,4 +1,4 @@
-"""``seqlab plot``: attention maps, the seeds' PE and LR figures, training curves."""
+"""``seqlab plot``: attention maps, the seeds' PE and LR figures, training curves, word vectors."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 
     from seqlab.decoding import DecodeOptions
 
-app = typer.Typer(no_args_is_help=True, help="Figures: attention maps, the seeds' PE and LR plots, training curves.")
+app = typer.Typer(no_args_is_help=True,
+                  help="Figures: attention maps, the seeds' PE and LR plots, training curves, word vectors.")
 
 
 @app.command("attention")
@@ -82,10 +83,32 @@ def curves(
     _save_or_fail(lambda: plots.curves_figure({str(d): RunDir(d).log() for d in run_dirs}), out)
 
 
+@app.command("vectors")
+def vectors(
+    run_dir: Annotated[Path, typer.Argument(help="A word-vector run directory (seqlab vectors train).")],
+    words: Annotated[list[str], typer.Argument(help="The words to draw.")],
+    out: Out,
+) -> None:
+    """Word vectors on their first two principal components, labelled (Hangul included)."""
+    import numpy as np
+
+    from seqlab import plots
+    from seqlab.vectors import load
+
+    def figure() -> Figure:
+        vectors = load(run_dir)
+        missing = [w for w in words if w not in vectors]
+        if missing:
+            raise ValueError(f"not in the vocabulary: {', '.join(missing)}")
+        return plots.vectors_figure([vectors.key(w) for w in words], np.stack([vectors[w] for w in words]))
+
+    _save_or_fail(figure, out)
+
+
 def _save_or_fail(figure: Callable[[], Figure], out: Path) -> None:
     from seqlab import plots
 
     try:
         typer.echo(plots.save(figure(), out))
-    except (FileNotFoundError, ValueError) as exc:
+    except (ConfigError, FileNotFoundError, ValueError) as exc:
         fail(exc)

@@ -24,7 +24,7 @@ import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from seqlab.config import AlignedCorpus, BookCorpus, Corpus, CsvCorpus, TaskCorpus, TsvCorpus
+from seqlab.config import AlignedCorpus, BookCorpus, Corpus, CsvCorpus, LinesCorpus, TaskCorpus, TextCorpus, TsvCorpus
 from seqlab.data.tasks import Pair, generate_task
 
 DATA_ENV = "SEQLAB_DATA"
@@ -217,3 +217,16 @@ def read_corpus(spec: Corpus, data_dir: Path, skip_bad_lines: bool = False) -> l
         why = f"all {bad.count} were bad lines, skipped" if bad.count else "no data lines"
         raise DataError(f"{origin}: no pairs ({why})")
     return pairs
+
+
+def read_sentences(spec: TextCorpus, data_dir: Path, skip_bad_lines: bool = False) -> list[str]:
+    """The sentences of a monolingual corpus: each non-blank line of a ``lines`` file, stripped, or both
+    sides of every pair of a pair corpus (sources first, then targets)."""
+    if not isinstance(spec, LinesCorpus):
+        pairs = read_corpus(spec, data_dir, skip_bad_lines)
+        return [source for source, _ in pairs] + [target for _, target in pairs]
+    path = _locate(spec.path, data_dir)
+    sentences = [text for _, line in _lines(path) if (text := line.strip())]
+    if not sentences:
+        raise DataError(f"{path}: no sentences (every line is blank)")
+    return sentences

@@ -19,7 +19,7 @@ import torch
 from tqdm import tqdm
 
 from seqlab import precision
-from seqlab.config import Config, ConfigError
+from seqlab.config import Config, ConfigError, changed_keys
 from seqlab.rundir import CHECKPOINT, RunDir
 from seqlab.train.family import Family, build_family
 from seqlab.train.optimizer import build_optimizer, optimizer_step
@@ -163,15 +163,7 @@ def _check_run_dir(run: RunDir, config: Config, resume: bool) -> None:
         return
     if not run.has_checkpoint():
         raise ConfigError(f"{run.path}: nothing to resume (no {CHECKPOINT})")
-    saved = run.config().model_dump(mode="json")
-    now = config.model_dump(mode="json")
-    changed = [key for section in RESUMABLE_SECTIONS for key in _diff(saved[section], now[section], section)]
+    changed = changed_keys(run.config(), config, RESUMABLE_SECTIONS)
     if changed:
         raise ConfigError(f"cannot resume {run.path} with a different {', '.join(changed)} (only train/eval may change)")
     run.save_config(config)
-
-
-def _diff(a: Any, b: Any, prefix: str) -> list[str]:
-    if isinstance(a, dict) and isinstance(b, dict):
-        return [k for key in sorted(a.keys() | b.keys()) for k in _diff(a.get(key), b.get(key), f"{prefix}.{key}")]
-    return [] if a == b else [prefix]

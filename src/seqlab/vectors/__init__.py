@@ -8,5 +8,11 @@ and by prediction (word2vec).
 * ``pairs.py``: word2vec's examples: vocabulary with ``min_count``, subsampling, dynamic windows;
 * ``word2vec.py``: the seed's simple CBOW and skip-gram, and both with negative sampling, in PyTorch;
 * ``evaluate.py``: analogy accuracy and similarity correlation, with coverage, as gensim computes them;
-* ``train.py``: ``train_word2vec`` with ``config.Word2VecConfig``'s options.
+* ``train.py``: ``train_word2vec`` with ``config.VectorsTrainConfig``'s options, resumable by epoch;
+* ``run.py``: ``train_vectors``, a config's corpora to a run directory (``seqlab vectors train``);
+* ``wordvectors.py``: ``WordVectors``, a run's vectors to use: similar words, analogies, scores, export.
 """
+
+from seqlab.vectors.wordvectors import WordVectors, load
+
+__all__ = ["WordVectors", "load"]

@@ -5,41 +5,66 @@ sampler, and SGD whose rate falls linearly from ``alpha`` to ``min_alpha`` over 
 Examples are shuffled and taken ``batch_size`` at a time; a step (``NegativeSamplingWord2Vec.sgd_step``)
 follows the **summed** loss of its examples, so each example moves the vectors by ``alpha`` times its own
 gradient, as word2vec's one-example steps do. It reads and writes only the rows of its batch:
-O(batch · (k + 1) · dim). Everything random comes from ``seed``: the same call gives the same vectors.
+O(batch · (k + 1) · dim). Everything random comes from ``seed``: the same call gives the same vectors, and
+a run resumed from the state of an epoch's end (``Word2VecState``) gives the vectors of the unbroken run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 from tqdm import tqdm
 
-from seqlab.config import Word2VecConfig
+from seqlab.config import VectorsTrainConfig
 from seqlab.vectors.pairs import cbow_examples, keep_probabilities, skipgram_pairs, subsample
 from seqlab.vectors.word2vec import NegativeSamplingWord2Vec, UnigramSampler
 
 
-def train_word2vec(sentences: Sequence[np.ndarray], counts: np.ndarray, cfg: Word2VecConfig,
-                   progress: bool | None = None) -> NegativeSamplingWord2Vec:
-    """sentences: word ids (``Vocabulary.encode``); counts (V,): each word's occurrences. Returns the model;
+@dataclass
+class Word2VecState:
+    """Everything a run needs to go on after ``epochs_done`` epochs: the model and both random streams."""
+
+    model: NegativeSamplingWord2Vec
+    rng: np.random.Generator  # subsampling, windows, shuffling
+    generator: torch.Generator  # negative words
+    epochs_done: int = 0
+
+    @classmethod
+    def start(cls, vocab_size: int, cfg: VectorsTrainConfig) -> Word2VecState:
+        generator = torch.Generator().manual_seed(cfg.seed)
+        model = NegativeSamplingWord2Vec(vocab_size, cfg.dim, cbow=cfg.method == "cbow", generator=generator)
+        return cls(model, np.random.default_rng(cfg.seed), generator)
+
+
+def train_word2vec(sentences: Sequence[np.ndarray], counts: np.ndarray, cfg: VectorsTrainConfig,
+                   progress: bool | None = None, state: Word2VecState | None = None,
+                   on_epoch: Callable[[Word2VecState, float], None] | None = None) -> NegativeSamplingWord2Vec:
+    """sentences: word ids (``Vocabulary.encode``); counts (V,): each word's occurrences. Goes on from
+    ``state`` when given; ``on_epoch(state, loss per example)`` is called after every epoch. Returns the model;
     its ``word_vecs`` (V, dim) are the vectors."""
-    rng = np.random.default_rng(cfg.seed)
-    generator = torch.Generator().manual_seed(cfg.seed)
-    model = NegativeSamplingWord2Vec(len(counts), cfg.dim, cbow=cfg.method == "cbow", generator=generator)
-    sampler = UnigramSampler(counts, generator=generator)
+    if cfg.method not in ("cbow", "skipgram"):
+        raise ValueError(f"word2vec trains cbow or skipgram, not {cfg.method!r}")
+    state = state or Word2VecState.start(len(counts), cfg)
+    model, rng = state.model, state.rng
+    sampler = UnigramSampler(counts, generator=state.generator)
     keep = keep_probabilities(counts, cfg.sample)
-    for epoch in range(cfg.epochs):
+    for epoch in range(state.epochs_done, cfg.epochs):
         kept = subsample(sentences, keep, rng)
         inputs, targets = (cbow_examples if model.cbow else skipgram_pairs)(kept, cfg.window, rng)
         order = rng.permutation(len(targets))
         starts = range(0, len(order), cfg.batch_size)
-        for start in tqdm(starts, desc=f"epoch {epoch + 1}", unit="batch", leave=False,
+        total = 0.0
+        for start in tqdm(starts, desc=f"epoch {epoch + 1}/{cfg.epochs}", unit="batch", leave=False,
                           disable=None if progress is None else not progress):
             rows = order[start : start + cfg.batch_size]
             done = (epoch + start / max(len(order), 1)) / cfg.epochs  # the share of the run behind us
             lr = cfg.alpha - (cfg.alpha - cfg.min_alpha) * done
-            model.sgd_step(torch.as_tensor(inputs[rows]), torch.as_tensor(targets[rows]),
-                           sampler.sample(len(rows), cfg.negative), lr)
+            total += model.sgd_step(torch.as_tensor(inputs[rows]), torch.as_tensor(targets[rows]),
+                                    sampler.sample(len(rows), cfg.negative), lr)
+        state.epochs_done = epoch + 1
+        if on_epoch is not None:
+            on_epoch(state, total / max(len(order), 1))
     return model

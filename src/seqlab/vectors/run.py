@@ -1,0 +1,126 @@
+"""``seqlab vectors train``: a corpus to a run directory of word vectors, by counting or by word2vec.
+
+    sentences (data.read_sentences, every corpus of the config)
+      -> words (tokenizer.split_words: the ``word`` level's pre-tokenisation, lowercased, Korean morphemes)
+      -> Vocabulary (min_count) -> ids          saved: config.yaml, vocabulary.json
+      -> count:    co-occurrence (sparse) -> PPMI -> randomized SVD
+         word2vec: train_word2vec, its state saved at every epoch's end (checkpoint.safetensors)
+      -> vectors.safetensors (with what they are: method, sizes, time), a line per epoch in log.jsonl
+
+A run killed during word2vec resumes (``resume=True``) from its last epoch's end to the very vectors of an
+unbroken run; the configuration may not change.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from seqlab.config import ConfigError, VectorsConfig, VectorsTrainConfig, changed_keys
+from seqlab.data import read_sentences, resolve_data_dir
+from seqlab.rundir import RunDir
+from seqlab.tokenizer import split_words
+from seqlab.vectors.count import co_matrix_sparse, ppmi_sparse, svd_vectors
+from seqlab.vectors.pairs import Vocabulary
+from seqlab.vectors.train import Word2VecState, train_word2vec
+from seqlab.vectors.wordvectors import WordVectors
+
+logger = logging.getLogger("seqlab")
+
+
+def read_words(config: VectorsConfig, data_dir: str | Path | None = None) -> list[list[str]]:
+    """Every sentence of the config's corpora, as words."""
+    directory = resolve_data_dir(data_dir)
+    sentences = [s for spec in config.data.corpora for s in read_sentences(spec, directory, config.data.skip_bad_lines)]
+    return split_words(sentences, config.words.lowercase, config.words.morphemes)
+
+
+def train_vectors(config: VectorsConfig, run_dir: str | Path, data_dir: str | Path | None = None,
+                  resume: bool = False, progress: bool | None = None) -> WordVectors:
+    run = RunDir(run_dir)
+    _check_run_dir(run, config, resume)
+    started = time.perf_counter()
+    text = read_words(config, data_dir)
+    vocabulary = Vocabulary.build(text, config.train.min_count)
+    ids = vocabulary.encode(text)
+    corpus_words = sum(len(sentence) for sentence in ids)
+    logger.info("%d sentences, %d words; vocabulary of %d words seen %d times or more",
+                len(ids), corpus_words, len(vocabulary.words), config.train.min_count)
+    if not resume:
+        run.save_config(config)
+        run.save_vocabulary(vocabulary.words, vocabulary.counts)
+    cfg = config.train
+    if cfg.method == "count":
+        vectors = _count_vectors(ids, len(vocabulary.words), cfg)
+    else:
+        vectors = _word2vec_vectors(run, ids, vocabulary.counts, cfg, resume, progress, corpus_words)
+    seconds = time.perf_counter() - started
+    run.save_vectors(vectors, {"method": cfg.method, "dim": cfg.dim, "vocab_size": len(vocabulary.words),
+                               "corpus_words": corpus_words, "seconds": round(seconds, 3)})
+    return WordVectors.load(run.path)
+
+
+def _check_run_dir(run: RunDir, config: VectorsConfig, resume: bool) -> None:
+    if not resume:
+        if run.has_run():
+            raise ConfigError(f"{run.path} already holds a run: pass --resume to continue it, or choose another --out")
+        return
+    if not run.has_checkpoint():
+        raise ConfigError(f"{run.path}: nothing to resume (no word2vec epoch has finished)")
+    changed = changed_keys(run.vectors_config(), config, ("data", "words", "train"))
+    if changed:
+        raise ConfigError(f"cannot resume {run.path} with a different {', '.join(changed)}")
+
+
+def _count_vectors(ids: list[np.ndarray], vocab_size: int, cfg: VectorsTrainConfig) -> np.ndarray:
+    """Seed 002 ch. 2 on a real corpus: sparse co-occurrence counts -> PPMI -> the first ``dim`` columns of
+    a randomized SVD."""
+    if cfg.dim >= vocab_size:
+        raise ConfigError(f"train.dim ({cfg.dim}) must be smaller than the vocabulary ({vocab_size} words)")
+    started = time.perf_counter()
+    matrix = ppmi_sparse(co_matrix_sparse(ids, vocab_size, cfg.window))
+    vectors = svd_vectors(matrix, cfg.dim, randomized=True, seed=cfg.seed)
+    logger.info("PPMI (%d non-zeros) and SVD in %.1f s", matrix.nnz, time.perf_counter() - started)
+    return vectors
+
+
+def _word2vec_vectors(run: RunDir, ids: list[np.ndarray], counts: np.ndarray, cfg: VectorsTrainConfig,
+                      resume: bool, progress: bool | None, corpus_words: int) -> np.ndarray:
+    state = _restore(run, len(counts), cfg) if resume else None
+    if state is not None:
+        run.truncate_log(state.epochs_done)
+    clock = [time.perf_counter()]
+
+    def on_epoch(state: Word2VecState, loss: float) -> None:
+        seconds = time.perf_counter() - clock[0]
+        _save_state(run, state)
+        run.append_log({"epoch": state.epochs_done, "step": state.epochs_done, "train_loss": loss,
+                        "seconds": round(seconds, 3), "words_per_second": round(corpus_words / seconds)})
+        logger.info("epoch %d/%d: loss %.4f, %.0f words/s", state.epochs_done, cfg.epochs, loss, corpus_words / seconds)
+        clock[0] = time.perf_counter()
+
+    model = train_word2vec(ids, counts, cfg, progress, state, on_epoch)
+    return model.word_vecs.numpy()
+
+
+def _save_state(run: RunDir, state: Word2VecState) -> None:
+    tensors = {"w_in": state.model.w_in.weight.detach().numpy(), "w_out": state.model.w_out.weight.detach().numpy(),
+               "generator": state.generator.get_state().numpy()}
+    run.save_word2vec_state(tensors, {"epochs_done": state.epochs_done, "rng": state.rng.bit_generator.state})
+
+
+def _restore(run: RunDir, vocab_size: int, cfg: VectorsTrainConfig) -> Word2VecState:
+    tensors, info = run.word2vec_state()
+    state = Word2VecState.start(vocab_size, cfg)
+    with torch.no_grad():
+        state.model.w_in.weight.copy_(torch.from_numpy(tensors["w_in"]))
+        state.model.w_out.weight.copy_(torch.from_numpy(tensors["w_out"]))
+    state.generator.set_state(torch.from_numpy(tensors["generator"]))
+    state.rng.bit_generator.state = info["rng"]
+    state.epochs_done = info["epochs_done"]
+    logger.info("resuming %s after epoch %d", run.path, state.epochs_done)
+    return state
