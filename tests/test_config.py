@@ -55,10 +55,27 @@ def test_load_config_files(tmp_path):
 def test_shipped_configs_are_valid():
     from pathlib import Path
 
+    from seqlab.config import Config, VectorsConfig
+
     configs = sorted((Path(__file__).parents[1] / "configs").rglob("*.yaml"))
-    assert configs
+    assert len([p for p in configs if p.parent.name == "vectors"]) >= 4
     for path in configs:
-        load_config(path)
+        load_config(path, schema=VectorsConfig if path.parent.name == "vectors" else Config)
+
+
+def test_vectors_config():
+    from seqlab.config import VectorsConfig
+
+    raw = {"data": {"corpora": [{"format": "lines", "path": "a.txt"},
+                                {"format": "csv", "path": "b.csv", "source_column": "Q", "target_column": "A"}]}}
+    cfg = parse_config(raw, schema=VectorsConfig)
+    assert cfg.train.method == "skipgram" and cfg.words.lowercase and (cfg.train.dim, cfg.train.window) == (100, 5)
+    with pytest.raises(ConfigError, match="train.methd: unknown key .did you mean 'method'"):
+        parse_config(raw | {"train": {"methd": "cbow"}}, schema=VectorsConfig)
+    with pytest.raises(ConfigError, match="data.corpora: List should have at least 1 item"):
+        parse_config({"data": {"corpora": []}}, schema=VectorsConfig)
+    with pytest.raises(ConfigError, match="train.method: Input should be 'count', 'cbow' or 'skipgram'"):
+        parse_config(raw | {"train": {"method": "glove"}}, schema=VectorsConfig)
 
 
 def test_model_type_selects_the_model_section():

@@ -12,10 +12,9 @@ from pathlib import Path
 import pytest
 from pydantic import TypeAdapter
 
-from seqlab.config import Corpus, DataConfig, SplitConfig, load_config
-from seqlab.data import DataError, generate_task, load_splits, read_corpus, resolve_data_dir
+from seqlab.config import Corpus, DataConfig, LinesCorpus, SplitConfig, TsvCorpus, load_config
+from seqlab.data import DataError, generate_task, load_splits, read_corpus, read_sentences, resolve_data_dir, tasks
 from seqlab.data.splits import split_pairs
-from seqlab.data import tasks
 from seqlab.data.tasks import generate_addition, generate_date
 
 CORPUS = TypeAdapter(Corpus)
@@ -419,3 +418,26 @@ def test_multi30k_aligned_gz(shared_data):
         "Zwei junge weiße Männer sind im Freien in der Nähe vieler Büsche.",
         "Two young, White males are outside near many bushes.",
     )
+
+
+# --- sentences for word vectors --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["corpus.txt", "corpus.txt.gz"])
+def test_lines_reader_strips_and_skips_blank_lines(tmp_path, name):
+    write(tmp_path / name, "\ufeff  a dog runs \n\n   \nthe cat\r\n")
+    assert read_sentences(LinesCorpus(path=name), tmp_path) == ["a dog runs", "the cat"]
+
+
+def test_lines_reader_errors_name_the_file(tmp_path):
+    (tmp_path / "blank.txt").write_text("\n \n")
+    with pytest.raises(DataError, match=r"blank\.txt: no sentences"):
+        read_sentences(LinesCorpus(path="blank.txt"), tmp_path)
+    (tmp_path / "bad.txt").write_bytes(b"fine\nbad \xff\n")
+    with pytest.raises(DataError, match=r"bad\.txt:2: not valid UTF-8"):
+        read_sentences(LinesCorpus(path="bad.txt"), tmp_path)
+
+
+def test_pair_corpora_give_both_sides_as_sentences(tmp_path):
+    (tmp_path / "pairs.tsv").write_text("hallo welt\thello world\nein hund\ta dog\n")
+    assert read_sentences(TsvCorpus(path="pairs.tsv"), tmp_path) == ["hallo welt", "ein hund", "hello world", "a dog"]

@@ -10,7 +10,7 @@ import pytest
 
 from seqlab.config import TokenizerConfig
 from seqlab.specials import EOS, PAD, SOS, SPECIALS, UNK
-from seqlab.tokenizer import Tokenizer, normalize
+from seqlab.tokenizer import Tokenizer, normalize, split_words
 
 LEVELS = ["char", "word", "bpe", "wordpiece"]
 
@@ -481,3 +481,15 @@ def test_chatbotdata_round_trips(shared_data, level, morphemes):
     texts = [text for pair in read_corpus(spec, shared_data) for text in pair]
     tok = train(level, texts, vocab_size=8000, morphemes=morphemes)
     assert tok.decode(tok.encode(texts)) == [normalize(t) for t in texts]
+
+
+def test_split_words_gives_the_word_levels_pieces_without_their_marks():
+    assert split_words(["Two  dogs, one ball!", "Bonjour !"]) == [["Two", "dogs", ",", "one", "ball", "!"], ["Bonjour", "!"]]
+    assert split_words(["The CAT"], lowercase=True) == [["the", "cat"]]
+    pieces = Tokenizer.train(["Two dogs, one ball!"], TokenizerConfig(level="word")).tokens("Two dogs, one ball!")
+    assert [p.removeprefix("\u2581") for p in pieces] == split_words(["Two dogs, one ball!"])[0]
+
+
+def test_split_words_cuts_korean_morphemes():
+    pytest.importorskip("kiwipiepy")
+    assert split_words(["학교에 갔었어요"], morphemes=True) == [["학교", "에", "갔었", "어요"]]

@@ -97,9 +97,9 @@ def _word2vec_vectors(run: RunDir, ids: list[np.ndarray], counts: np.ndarray, cf
 
     def on_epoch(state: Word2VecState, loss: float) -> None:
         seconds = time.perf_counter() - clock[0]
-        _save_state(run, state)
         run.append_log({"epoch": state.epochs_done, "step": state.epochs_done, "train_loss": loss,
                         "seconds": round(seconds, 3), "words_per_second": round(corpus_words / seconds)})
+        _save_state(run, state)  # after the log: a kill between the two drops the record on resume
         logger.info("epoch %d/%d: loss %.4f, %.0f words/s", state.epochs_done, cfg.epochs, loss, corpus_words / seconds)
         clock[0] = time.perf_counter()
 
