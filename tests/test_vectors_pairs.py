@@ -12,6 +12,7 @@ from seqlab.vectors.pairs import (
     cbow_examples,
     keep_probabilities,
     skipgram_pairs,
+    stream,
     subsample,
 )
 from seqlab.vectors.word2vec import NegativeSamplingWord2Vec
@@ -39,26 +40,26 @@ def test_keep_probability_is_word2vecs_formula():
 def test_subsampling_keeps_each_word_at_its_rate():
     keep = np.array([0.2, 1.0])
     sentence = np.array([0, 1] * 50_000)
-    kept = subsample([sentence], keep, np.random.default_rng(0))[0]
+    kept = subsample(stream([sentence]), keep, np.random.default_rng(0)).ids
     counts = np.bincount(kept, minlength=2)
     assert counts[1] == 50_000 and counts[0] / 50_000 == pytest.approx(0.2, abs=0.01)
 
 
 def test_skipgram_pairs_of_window_one_stay_in_their_sentence():
-    centres, contexts = skipgram_pairs([np.array([0, 1, 2]), np.array([3, 4])], 1, np.random.default_rng(0))
+    centres, contexts = skipgram_pairs(stream([np.array([0, 1, 2]), np.array([3, 4])]), 1, np.random.default_rng(0))
     assert Counter(zip(centres.tolist(), contexts.tolist())) == Counter([(0, 1), (1, 0), (1, 2), (2, 1), (3, 4), (4, 3)])
 
 
 def test_dynamic_window_sees_far_words_less_often():
     sentence = np.arange(10_000) % 100
-    centres, contexts = skipgram_pairs([sentence], 2, np.random.default_rng(0))
+    centres, contexts = skipgram_pairs(stream([sentence]), 2, np.random.default_rng(0))
     distance = np.abs(centres - contexts) % 100
     near, far = int((distance == 1).sum()), int((distance == 2).sum())
     assert far / near == pytest.approx(0.5, abs=0.03)  # a window of 2 is drawn at half the positions
 
 
 def test_cbow_examples_pad_the_narrower_windows():
-    contexts, centres = cbow_examples([np.array([5, 6, 7])], 1, np.random.default_rng(0))
+    contexts, centres = cbow_examples(stream([np.array([5, 6, 7])]), 1, np.random.default_rng(0))
     assert centres.tolist() == [5, 6, 7]
     assert contexts.tolist() == [[PAD_CONTEXT, 6], [5, 7], [6, PAD_CONTEXT]]
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -55,16 +56,24 @@ def keep_probabilities(counts: np.ndarray, sample: float = 1e-3) -> np.ndarray:
     return np.minimum(1.0, (np.sqrt(frequency / sample) + 1) * sample / frequency)
 
 
-def subsample(sentences: Sequence[np.ndarray], keep: np.ndarray, rng: np.random.Generator) -> list[np.ndarray]:
-    return [ids[rng.random(len(ids)) < keep[ids]] for ids in sentences]
+class Stream(NamedTuple):
+    """All sentences as one stream of ids (n,), and the sentence each position belongs to (n,)."""
+
+    ids: np.ndarray
+    sentence: np.ndarray
 
 
-def stream(sentences: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """All sentences as one stream of ids (n,) and the sentence each position belongs to (n,)."""
+def stream(sentences: Sequence[np.ndarray]) -> Stream:
     if not sentences:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        return Stream(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
     lengths = np.array([len(ids) for ids in sentences])
-    return np.concatenate(sentences).astype(np.int64), np.repeat(np.arange(len(sentences)), lengths)
+    return Stream(np.concatenate(sentences).astype(np.int64), np.repeat(np.arange(len(sentences)), lengths))
+
+
+def subsample(words: Stream, keep: np.ndarray, rng: np.random.Generator) -> Stream:
+    """The stream with each occurrence kept with its word's probability (one draw per position, in order)."""
+    kept = rng.random(len(words.ids)) < keep[words.ids]
+    return Stream(words.ids[kept], words.sentence[kept])
 
 
 def neighbours(sentence: np.ndarray, reach: np.ndarray, offset: int) -> tuple[np.ndarray, np.ndarray]:
@@ -77,10 +86,9 @@ def neighbours(sentence: np.ndarray, reach: np.ndarray, offset: int) -> tuple[np
     return position[valid], other[valid]
 
 
-def skipgram_pairs(sentences: Sequence[np.ndarray], window: int,
-                   rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def skipgram_pairs(words: Stream, window: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """(centres (N,), contexts (N,)): every word with every word within its drawn window, in its sentence."""
-    ids, sentence = stream(sentences)
+    ids, sentence = words
     reach = rng.integers(1, window + 1, size=len(ids))  # the window drawn at each position
     centres, contexts = [], []
     for offset in [o for d in range(1, window + 1) for o in (-d, d)]:
@@ -90,11 +98,10 @@ def skipgram_pairs(sentences: Sequence[np.ndarray], window: int,
     return np.concatenate(centres), np.concatenate(contexts)
 
 
-def cbow_examples(sentences: Sequence[np.ndarray], window: int,
-                  rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def cbow_examples(words: Stream, window: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """(contexts (N, 2·window) padded with PAD_CONTEXT, centres (N,)): each position with at least one
     context word within its drawn window."""
-    ids, sentence = stream(sentences)
+    ids, sentence = words
     reach = rng.integers(1, window + 1, size=len(ids))
     block = np.full((len(ids), 2 * window), PAD_CONTEXT, dtype=np.int64)
     for column, offset in enumerate(o for d in range(1, window + 1) for o in (-d, d)):

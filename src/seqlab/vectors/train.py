@@ -19,8 +19,10 @@ import torch
 from tqdm import tqdm
 
 from seqlab.config import VectorsTrainConfig
-from seqlab.vectors.pairs import cbow_examples, keep_probabilities, skipgram_pairs, subsample
+from seqlab.vectors.pairs import cbow_examples, keep_probabilities, skipgram_pairs, stream, subsample
 from seqlab.vectors.word2vec import NegativeSamplingWord2Vec, UnigramSampler
+
+_NEGATIVES_AHEAD = 65_536  # examples whose negative words are drawn in one call
 
 
 @dataclass
@@ -51,19 +53,23 @@ def train_word2vec(sentences: Sequence[np.ndarray], counts: np.ndarray, cfg: Vec
     model, rng = state.model, state.rng
     sampler = UnigramSampler(counts, generator=state.generator)
     keep = keep_probabilities(counts, cfg.sample)
+    words = stream(sentences)
+    block = cfg.batch_size * max(1, _NEGATIVES_AHEAD // cfg.batch_size)  # whole steps' worth of negatives
     for epoch in range(state.epochs_done, cfg.epochs):
-        kept = subsample(sentences, keep, rng)
-        inputs, targets = (cbow_examples if model.cbow else skipgram_pairs)(kept, cfg.window, rng)
-        order = rng.permutation(len(targets))
-        starts = range(0, len(order), cfg.batch_size)
+        examples = (cbow_examples if model.cbow else skipgram_pairs)(subsample(words, keep, rng), cfg.window, rng)
+        order = torch.from_numpy(rng.permutation(len(examples[1])))
+        inputs, targets = (torch.from_numpy(a)[order] for a in examples)  # shuffled once, sliced per step
+        negatives = torch.empty(0, cfg.negative, dtype=torch.long)
         total = 0.0
-        for start in tqdm(starts, desc=f"epoch {epoch + 1}/{cfg.epochs}", unit="batch", leave=False,
-                          disable=None if progress is None else not progress):
-            rows = order[start : start + cfg.batch_size]
-            done = (epoch + start / max(len(order), 1)) / cfg.epochs  # the share of the run behind us
+        for start in tqdm(range(0, len(order), cfg.batch_size), desc=f"epoch {epoch + 1}/{cfg.epochs}", unit="batch",
+                          leave=False, disable=None if progress is None else not progress):
+            if start % block == 0:  # drawn for many steps at a time: one call instead of 64
+                negatives = sampler.sample(min(block, len(order) - start), cfg.negative)
+            stop = min(start + cfg.batch_size, len(order))
+            done = (epoch + start / len(order)) / cfg.epochs  # the share of the run behind us
             lr = cfg.alpha - (cfg.alpha - cfg.min_alpha) * done
-            total += model.sgd_step(torch.as_tensor(inputs[rows]), torch.as_tensor(targets[rows]),
-                                    sampler.sample(len(rows), cfg.negative), lr)
+            ahead = start % block
+            total += model.sgd_step(inputs[start:stop], targets[start:stop], negatives[ahead : ahead + stop - start], lr)
         state.epochs_done = epoch + 1
         if on_epoch is not None:
             on_epoch(state, total / max(len(order), 1))

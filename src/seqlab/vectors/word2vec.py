@@ -73,21 +73,41 @@ class UnigramSampler:
 
     Draws are with replacement and may hit the positive word, as in word2vec and gensim; the book's
     CPU sampler instead removes the target from each row's distribution and draws without replacement,
-    which costs a distribution per row."""
+    which costs a distribution per row.
+
+    A draw is O(1) by Walker's alias method: one uniform number picks a column ``i`` of V equal columns and a
+    point in it; below ``keep[i]`` the draw is ``i``, above it ``alias[i]``. The table is exact: each word's
+    share over the columns is its probability (to float64 rounding). Binary search in the cumulative
+    distribution (``torch.multinomial``'s way) costs log V and was a tenth of a training step."""
 
     def __init__(self, counts: np.ndarray, power: float = 0.75, generator: torch.Generator | None = None) -> None:
         weights = np.power(np.asarray(counts, dtype=np.float64), power)
         self.probabilities = weights / weights.sum()
-        self._cdf = torch.as_tensor(np.cumsum(self.probabilities))  # (V,)
+        keep, alias = _alias_table(self.probabilities)
+        self._keep, self._alias = torch.as_tensor(keep), torch.as_tensor(alias)
         self.generator = generator
 
     def sample(self, rows: int, k: int) -> torch.Tensor:
-        """(rows, k) word ids, by inverting the cumulative distribution at uniform draws: what
-        ``torch.multinomial`` does with replacement (here even the same draws), without normalising the
-        distribution again at every call."""
-        uniform = torch.rand(rows * k, generator=self.generator, dtype=torch.float64)
-        ids = torch.searchsorted(self._cdf, uniform, right=True).clamp_(max=len(self._cdf) - 1)
+        """(rows, k) word ids."""
+        point = torch.rand(rows * k, generator=self.generator, dtype=torch.float64) * len(self._keep)
+        column = point.long()
+        ids = torch.where(point - column < self._keep[column], column, self._alias[column])
         return ids.view(rows, k)
+
+
+def _alias_table(probabilities: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Vose's construction: column i keeps i with probability ``keep[i]`` and otherwise gives ``alias[i]``."""
+    size = len(probabilities)
+    mass = probabilities * size  # each column holds 1
+    keep, alias = np.ones(size), np.arange(size)
+    small = [i for i in range(size) if mass[i] < 1.0]
+    large = [i for i in range(size) if mass[i] >= 1.0]
+    while small and large:
+        light, heavy = small.pop(), large.pop()
+        keep[light], alias[light] = mass[light], heavy  # the light word's column is topped up by the heavy one
+        mass[heavy] -= 1.0 - mass[light]
+        (small if mass[heavy] < 1.0 else large).append(heavy)
+    return keep, alias  # columns left in either list hold their word alone (keep 1)
 
 
 def _context_rows(contexts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -137,25 +157,31 @@ class NegativeSamplingWord2Vec(nn.Module):
         EmbeddingDot's and SigmoidWithLoss's (no autograd): for the scores ``s = W_out[w] · h`` and labels
         ``t``, ``g = lr · (t − σ(s))``; every scored row of W_out moves by ``g · h``, and ``h`` by
         ``Σ g · W_out[w]``, which goes to the centre word's row (skip-gram) or to every context row (CBOW,
-        as ``_context_mean``'s backward). Repeated rows add up (``index_add_``). Returns the summed loss."""
+        as ``_context_mean``'s backward). Repeated rows add up (``index_add_``). Returns the summed loss.
+
+        Written for speed in eager PyTorch (each choice measured at 1,024 examples, 2 threads):
+        ``index_select`` gathers 4× faster than advanced indexing, and a product summed over H scores 5×
+        faster than ``einsum``'s batched matrix-vector product."""
         w_in, w_out = self.w_in.weight, self.w_out.weight
-        if self.cbow:
-            rows_in, present = _context_rows(inputs)
-            h = self._context_mean(inputs)  # (N, H)
+        n, dim = len(positive), w_in.size(1)
+        if self.cbow:  # the context words present, as one list: (M,) rows of W_in and the example of each
+            slots = (inputs != PAD_CONTEXT).view(-1).nonzero().view(-1)  # (M,)
+            rows_in, owner = inputs.view(-1)[slots], slots // inputs.size(1)
+            width = torch.bincount(owner, minlength=n).clamp_(min=1).to(w_in.dtype)  # (N,) contexts per example
+            h = w_in.new_zeros(n, dim).index_add_(0, owner, w_in.index_select(0, rows_in)) / width[:, None]
         else:
-            h = w_in[inputs]  # (N, H)
-        words = torch.cat([positive[:, None], negatives], dim=1)  # (N, 1 + K)
-        rows = w_out[words]  # (N, 1 + K, H)
-        scores = torch.einsum("nkh,nh->nk", rows, h)
+            h = w_in.index_select(0, inputs)  # (N, H)
+        words = torch.cat([positive[:, None], negatives], dim=1).view(-1)  # (N·(1 + K),)
+        rows = w_out.index_select(0, words).view(n, -1, dim)  # (N, 1 + K, H)
+        scores = (rows * h[:, None, :]).sum(dim=2)  # (N, 1 + K)
         labels = torch.zeros_like(scores)
         labels[:, 0] = 1.0
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(scores, labels, reduction="sum")
-        g = lr * (labels - torch.sigmoid(scores))  # (N, 1 + K)
-        dh = torch.einsum("nk,nkh->nh", g, rows)  # from the rows as they were before this step
-        w_out.index_add_(0, words.reshape(-1), (g[:, :, None] * h[:, None, :]).reshape(-1, h.size(1)))
-        if self.cbow:
-            spread = (dh[:, None, :] * present).reshape(-1, h.size(1))  # (N·C, H), zero at padding
-            w_in.index_add_(0, rows_in.reshape(-1), spread)
+        loss = F.binary_cross_entropy_with_logits(scores, labels, reduction="sum")
+        g = (labels - torch.sigmoid(scores)).mul_(lr)  # (N, 1 + K)
+        dh = torch.bmm(g[:, None, :], rows).view(n, dim)  # from the rows as they were before this step
+        w_out.index_add_(0, words, (g[:, :, None] * h[:, None, :]).view(-1, dim))
+        if self.cbow:  # the whole dh to every context word, as _context_mean's backward
+            w_in.index_add_(0, rows_in, dh.index_select(0, owner))
         else:
             w_in.index_add_(0, inputs, dh)
         return float(loss)
