@@ -1,18 +1,21 @@
 """``seqlab serve``: the JSON API (schema, limits, errors, 50 concurrent clients) and the page in a real browser."""
 
 import asyncio
+import contextlib
 import shutil
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 import uvicorn
+from conftest import KOREAN_PAIRS
 
 import seqlab
-from conftest import KOREAN_PAIRS
 from seqlab.server import Limits, create_app
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
@@ -42,6 +45,27 @@ class Served:
         self.server.should_exit = True
         self.thread.join(10)
         self.socket.close()
+
+
+@contextlib.contextmanager
+def browser_page(url: str) -> Iterator[tuple[Any, list[str]]]:
+    """A page of Debian's chromium (headless, driven by playwright, asking nothing of the network) opened at
+    ``url``, and the list of the addresses it fetched from outside ``url``."""
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+            "--no-first-run"])
+        try:
+            page = browser.new_page(viewport={"width": 1200, "height": 800})
+            outside: list[str] = []
+            page.on("request", lambda r: outside.append(r.url) if not r.url.startswith(url) else None)
+            page.goto(url)
+            yield page, outside
+        finally:
+            browser.close()
 
 
 @pytest.fixture(scope="module")
@@ -115,11 +139,15 @@ def test_malformed_json_and_unknown_paths(served):
     assert response.status_code == 422 and "JSON decode error" in response.json()["error"]
     assert httpx.get(f"{served.url}/static/../../etc/passwd").status_code == 404
     assert httpx.get(f"{served.url}/static/secret.py").json() == {"error": "no such file: secret.py"}
+    # the routes of a word-vector run are not there, and a missing route answers in JSON too
+    response = httpx.post(f"{served.url}/api/similar", json={"word": "배고파"})
+    assert response.status_code == 404 and response.json() == {"error": "Not Found: POST /api/similar"}
 
 
 def test_openapi_schema_describes_the_api(served):
     schema = httpx.get(f"{served.url}/openapi.json").json()
     assert {"/api/translate", "/api/info", "/healthz"} <= set(schema["paths"])
+    assert not {"/api/similar", "/api/analogy"} & set(schema["paths"])
     request = schema["components"]["schemas"]["TranslateRequest"]
     assert {"inputs", "attention", "beam", "nbest", "sample", "temperature", "top_k", "top_p"} <= set(request["properties"])
     assert request["required"] == ["inputs"]
@@ -167,44 +195,33 @@ def test_serve_binds_to_localhost_by_default():
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium: the browser test is skipped (apt-get install chromium)")
 def test_the_page_in_a_real_browser(served):
     """Type a question, get the model's answer, see the heatmap, switch head; a screenshot is kept."""
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
-    ARTIFACTS.mkdir(exist_ok=True)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-            "--no-first-run"])
-        try:
-            page = browser.new_page(viewport={"width": 1200, "height": 800})
-            outside = []
-            page.on("request", lambda r: outside.append(r.url) if not r.url.startswith(served.url) else None)
-            page.goto(served.url)
-            expect(page.locator("body[data-ready=true]")).to_have_count(1)
-            page.fill("#text", "배고파")
-            page.press("#text", "Enter")
-            expect(page.locator("#transcript li.output")).to_have_text(["뭐 좀 드세요."])
-            expect(page.locator("#nbest li")).to_have_count(1)
-            table = page.locator("#heatmap table")
-            expect(table).to_have_attribute("data-head", "0")
-            output_rows = len("뭐 좀 드세요.") + 1  # char tokens + <eos>
-            expect(table.locator("tbody tr")).to_have_count(output_rows)
-            expect(table.locator("thead th")).to_have_count(1 + len("배고파") + 1)
-            head0 = table.locator("td").evaluate_all("cells => cells.map(c => c.dataset.weight)")
-            page.select_option("#head", "2")
-            expect(table).to_have_attribute("data-head", "2")
-            head2 = page.locator("#heatmap td").evaluate_all("cells => cells.map(c => c.dataset.weight)")
-            assert len(head2) == len(head0) and head2 != head0
-            # Hangul is drawn with the page's own font, not boxes
-            assert page.evaluate("async () => { await document.fonts.ready; return document.fonts.check('16px NanumGothic', '배고파'); }")
-            page.screenshot(path=str(ARTIFACTS / "serve-page.png"), full_page=True)
-            # beam search from the options: the n-best list grows
-            page.check("input[name=mode][value=beam]")
-            page.fill("#beam", "3")
-            page.fill("#text", "심심해")
-            page.click("#send")
-            expect(page.locator("#transcript li.output").last).to_have_text("같이 놀아요!")
-            expect(page.locator("#nbest li")).to_have_count(3)
-            assert outside == [], f"the page fetched from outside the app: {outside}"
-        finally:
-            browser.close()
+    with browser_page(served.url) as (page, outside):
+        expect(page.locator("body[data-ready=true]")).to_have_count(1)
+        page.fill("#text", "배고파")
+        page.press("#text", "Enter")
+        expect(page.locator("#transcript li.output")).to_have_text(["뭐 좀 드세요."])
+        expect(page.locator("#nbest li")).to_have_count(1)
+        table = page.locator("#heatmap table")
+        expect(table).to_have_attribute("data-head", "0")
+        output_rows = len("뭐 좀 드세요.") + 1  # char tokens + <eos>
+        expect(table.locator("tbody tr")).to_have_count(output_rows)
+        expect(table.locator("thead th")).to_have_count(1 + len("배고파") + 1)
+        head0 = table.locator("td").evaluate_all("cells => cells.map(c => c.dataset.weight)")
+        page.select_option("#head", "2")
+        expect(table).to_have_attribute("data-head", "2")
+        head2 = page.locator("#heatmap td").evaluate_all("cells => cells.map(c => c.dataset.weight)")
+        assert len(head2) == len(head0) and head2 != head0
+        # Hangul is drawn with the page's own font, not boxes
+        assert page.evaluate("async () => { await document.fonts.ready; return document.fonts.check('16px NanumGothic', '배고파'); }")
+        page.screenshot(path=str(ARTIFACTS / "serve-page.png"), full_page=True)
+        # beam search from the options: the n-best list grows
+        page.check("input[name=mode][value=beam]")
+        page.fill("#beam", "3")
+        page.fill("#text", "심심해")
+        page.click("#send")
+        expect(page.locator("#transcript li.output").last).to_have_text("같이 놀아요!")
+        expect(page.locator("#nbest li")).to_have_count(3)
+        assert outside == [], f"the page fetched from outside the app: {outside}"
     assert (ARTIFACTS / "serve-page.png").stat().st_size > 10_000

@@ -154,3 +154,15 @@ def test_hand_written_sgd_step_equals_autograd_and_sgd(cbow):
     assert loss == pytest.approx(expected.item(), rel=1e-12)
     for name, weight in by_hand.state_dict().items():
         assert torch.allclose(weight, reference.state_dict()[name], atol=1e-12), name
+
+
+def test_the_alias_table_holds_each_words_probability_exactly():
+    from seqlab.vectors.word2vec import _alias_table
+
+    counts = np.random.default_rng(0).zipf(1.3, 5000).astype(np.float64)
+    sampler = UnigramSampler(counts)
+    keep, alias = _alias_table(sampler.probabilities)
+    share = keep / len(keep)  # each column's own word, then what it gives to its alias
+    np.add.at(share, alias, (1 - keep) / len(keep))
+    assert np.allclose(share, sampler.probabilities, rtol=0, atol=1e-12)
+    assert (keep >= 0).all() and (keep <= 1).all()

@@ -1,19 +1,30 @@
-"""``seqlab serve``: one page and a JSON API to talk to a trained model from a browser.
+"""``seqlab serve``: one page and a JSON API to use a trained run from a browser.
+
+A seq2seq run (translation, chatbot):
+
+    POST /api/translate    {"inputs": [...], "beam": 5, ..., "attention": true} -> outputs, scores, attention
+
+A word-vector run (``seqlab vectors train``):
+
+    POST /api/similar      {"word": "hund", "top": 10} -> {"word": "hund", "neighbours": [{"word", "cosine"}, ...]}
+    POST /api/analogy      {"a": "man", "b": "king", "c": "woman", "top": 5} -> a : b = c : ?, {"answers": [...]}
+
+Both:
 
     GET  /                 the page (seqlab/web/: plain HTML, CSS and JS, and its own Korean font)
-    POST /api/translate    {"inputs": [...], "beam": 5, ..., "attention": true} -> outputs, scores, attention
-    GET  /api/info         the model: its config, metrics, attention layers and heads, the limits
+    GET  /api/info         the run: its kind ("translate", "chat" or "vectors"), what it is, the limits
     GET  /healthz          {"status": "ok"}
     GET  /docs, /openapi.json
 
+A run serves only its own kind's routes: a vectors run has no ``/api/translate`` (404) and loads no model.
 The decoding options of ``/api/translate`` are those of :class:`seqlab.decoding.DecodeOptions`, the same
 as on the command line. Requests are checked against :class:`Limits` (input length, inputs per request,
-beam size, output length) and a per-request timeout; whatever is wrong comes back as a 4xx with
-``{"error": "..."}``.
+beam size, output length, neighbours) and a per-request timeout; whatever is wrong comes back as a 4xx
+with ``{"error": "..."}``, a word not in the vocabulary as a 404 naming it.
 
-Decoding runs on one worker thread (PyTorch already uses every core for one batch). A request's
-inputs are decoded in chunks of ``Limits.chunk`` and every chunk queues anew, so concurrent users
-take turns on the CPU instead of waiting for one large request to finish.
+Decoding and look-ups run on one worker thread (PyTorch already uses every core for one batch). A
+request's inputs are decoded in chunks of ``Limits.chunk`` and every chunk queues anew, so concurrent
+users take turns on the CPU instead of waiting for one large request to finish.
 """
 
 from __future__ import annotations
@@ -23,37 +34,43 @@ import contextlib
 import functools
 import io
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fontTools.ttLib import TTFont
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException
 
 from seqlab.config import Config, CsvCorpus, ModelConfig, TransformerConfig
 from seqlab.decoding import DecodeOptions
 from seqlab.fonts import font_path
 from seqlab.rundir import RunDir
 from seqlab.translator import Translation, Translator, load
+from seqlab.vectors import WordVectors
+from seqlab.vectors import load as load_vectors
 
 WEB = resources.files("seqlab") / "web"
 STATIC = {"app.js": "text/javascript", "style.css": "text/css"}
+VECTORS_INFO = ("method", "dim", "vocab_size", "corpus_words", "seconds")  # what /api/info tells of the vectors
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
 class Limits:
     """What one request may ask for."""
 
-    max_input_chars: int = 1000
+    max_input_chars: int = 1000  # also the longest word a vectors run looks up
     max_inputs: int = 64
     max_beam: int = 16  # also the most samples per input
     max_output_length: int = 256
+    max_top: int = 100  # word vectors: the most neighbours or analogy answers per request
     timeout_s: float = 30.0
     chunk: int = 8  # inputs decoded at a time, between which other requests get their turn
 
@@ -65,6 +82,26 @@ class TranslateRequest(DecodeOptions):
     attention: bool = Field(False, description="also return each output's cross-attention weights")
 
 
+class SimilarRequest(BaseModel):
+    """A word and how many of its nearest neighbours to return."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    word: str = Field(min_length=1, description="the word, as typed (normalised and lowercased as the run was)")
+    top: int = Field(10, ge=1, description="neighbours to return, nearest first (at most Limits.max_top)")
+
+
+class AnalogyRequest(BaseModel):
+    """a : b = c : ?, answered by the words nearest to b − a + c."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    a: str = Field(min_length=1)
+    b: str = Field(min_length=1)
+    c: str = Field(min_length=1)
+    top: int = Field(5, ge=1, description="answers to return, best first (at most Limits.max_top)")
+
+
 class RequestError(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
@@ -72,11 +109,23 @@ class RequestError(Exception):
 
 
 def create_app(run_dir: str | Path, limits: Limits = Limits()) -> FastAPI:
-    """The app serving the model in ``run_dir``."""
+    """The app serving the run in ``run_dir``: a seq2seq model or, for a ``seqlab vectors train`` run, its
+    word vectors; each kind gets its own routes."""
     run_dir = Path(run_dir)
-    translator = load(run_dir)
-    worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="seqlab-decode")
-    info = _info(run_dir, translator, limits)
+    worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="seqlab-worker")  # no thread until first use
+    if RunDir(run_dir).is_vectors():
+        vectors = load_vectors(run_dir)
+        app = _app(_vectors_info(run_dir, vectors, limits), worker)
+        _add_vectors_routes(app, worker, vectors, limits)
+    else:
+        translator = load(run_dir)
+        app = _app(_info(run_dir, translator, limits), worker)
+        _add_translate_routes(app, worker, translator, limits)
+    return app
+
+
+def _app(info: dict[str, Any], worker: ThreadPoolExecutor) -> FastAPI:
+    """What every kind of run serves: the page, its files, the error handling, ``/healthz`` and ``/api/info``."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -92,6 +141,11 @@ def create_app(run_dir: str | Path, limits: Limits = Limits()) -> FastAPI:
     @app.exception_handler(RequestValidationError)
     async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
         return JSONResponse({"error": _explain(exc.errors())}, status_code=422)
+
+    @app.exception_handler(HTTPException)  # no such route (e.g. /api/translate on a vectors run), wrong method
+    async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        return JSONResponse({"error": f"{exc.detail}: {request.method} {request.url.path}"},
+                            status_code=exc.status_code, headers=exc.headers)
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
     async def page() -> Response:
@@ -113,17 +167,6 @@ def create_app(run_dir: str | Path, limits: Limits = Limits()) -> FastAPI:
     async def api_info() -> dict[str, Any]:
         return info
 
-    @app.post("/api/translate")
-    async def api_translate(request: TranslateRequest) -> dict[str, Any]:
-        options = _check(request, limits)
-        start = time.perf_counter()
-        try:
-            outputs = await asyncio.wait_for(_decode(worker, translator, request, options, limits), limits.timeout_s)
-        except asyncio.TimeoutError:  # the builtin TimeoutError only from Python 3.11 on
-            raise RequestError(503, f"the request took longer than {limits.timeout_s:g} s; send fewer or "
-                                    "shorter inputs, or a smaller beam") from None
-        return {"outputs": outputs, "seconds": round(time.perf_counter() - start, 4)}
-
     return app
 
 
@@ -137,6 +180,27 @@ def _web_font() -> bytes:
     out = io.BytesIO()
     font.save(out)
     return out.getvalue()
+
+
+async def _in_time(work: Awaitable[T], limits: Limits, advice: str) -> T:
+    """``work``'s result, or a 503 once it has taken longer than ``limits.timeout_s``."""
+    try:
+        return await asyncio.wait_for(work, limits.timeout_s)
+    except asyncio.TimeoutError:  # the builtin TimeoutError only from Python 3.11 on
+        raise RequestError(503, f"the request took longer than {limits.timeout_s:g} s; {advice}") from None
+
+
+# --- a seq2seq run: /api/translate ----------------------------------------------------------------------------
+
+
+def _add_translate_routes(app: FastAPI, worker: ThreadPoolExecutor, translator: Translator, limits: Limits) -> None:
+    @app.post("/api/translate")
+    async def api_translate(request: TranslateRequest) -> dict[str, Any]:
+        options = _check(request, limits)
+        start = time.perf_counter()
+        outputs = await _in_time(_decode(worker, translator, request, options, limits), limits,
+                                 "send fewer or shorter inputs, or a smaller beam")
+        return {"outputs": outputs, "seconds": round(time.perf_counter() - start, 4)}
 
 
 def _check(request: TranslateRequest, limits: Limits) -> DecodeOptions:
@@ -205,6 +269,55 @@ def _attention_shape(model: ModelConfig) -> dict[str, int]:
         return {"layers": model.num_layers, "heads": model.num_heads}
     has = model.attention != "none"
     return {"layers": int(has), "heads": int(has)}
+
+
+# --- a word-vector run: /api/similar, /api/analogy -------------------------------------------------------------
+
+
+def _add_vectors_routes(app: FastAPI, worker: ThreadPoolExecutor, vectors: WordVectors, limits: Limits) -> None:
+    async def look_up(function: Callable[..., list[tuple[str, float]]], *args: Any) -> list[dict[str, Any]]:
+        """``function(*args)`` on the worker thread, in time; a word not in the vocabulary is a 404."""
+        loop = asyncio.get_running_loop()
+        try:
+            found = await _in_time(loop.run_in_executor(worker, function, *args), limits, "ask for fewer words")
+        except KeyError as exc:  # WordVectors names the word: "'xyz' is not in the vocabulary (6699 words)"
+            raise RequestError(404, str(exc.args[0])) from None
+        return [{"word": word, "cosine": cosine} for word, cosine in found]
+
+    @app.post("/api/similar")
+    async def api_similar(request: SimilarRequest) -> dict[str, Any]:
+        _check_words(limits, request.top, request.word)
+        neighbours = await look_up(vectors.most_similar, request.word, request.top)
+        return {"word": vectors.key(request.word), "neighbours": neighbours}
+
+    @app.post("/api/analogy")
+    async def api_analogy(request: AnalogyRequest) -> dict[str, Any]:
+        _check_words(limits, request.top, request.a, request.b, request.c)
+        answers = await look_up(vectors.analogy, request.a, request.b, request.c, request.top)
+        return {"a": vectors.key(request.a), "b": vectors.key(request.b), "c": vectors.key(request.c), "answers": answers}
+
+
+def _check_words(limits: Limits, top: int, *words: str) -> None:
+    """Raise a RequestError unless ``top`` and the words are within ``limits``."""
+    if top > limits.max_top:
+        raise RequestError(422, f"top {top}; at most {limits.max_top}")
+    for word in words:
+        if len(word) > limits.max_input_chars:
+            raise RequestError(413, f"a word of {len(word)} characters; at most {limits.max_input_chars}")
+
+
+def _vectors_info(run_dir: Path, vectors: WordVectors, limits: Limits) -> dict[str, Any]:
+    from seqlab import __version__
+
+    return {
+        "seqlab": __version__,
+        "run": run_dir.name,
+        "kind": "vectors",
+        **{key: vectors.info[key] for key in VECTORS_INFO if key in vectors.info},
+        "lowercase": vectors.lowercase,
+        "train": RunDir(run_dir).vectors_config().train.model_dump(mode="json"),
+        "limits": asdict(limits),
+    }
 
 
 def _explain(errors: Sequence[Mapping[str, Any]]) -> str:

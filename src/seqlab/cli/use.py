@@ -80,7 +80,8 @@ def serve(
     = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535)] = 8000,
 ) -> None:
-    """A web page to talk to the model (http://HOST:PORT/) and its JSON API (/api/translate, /api/info, /docs)."""
+    """A web page to talk to the model (http://HOST:PORT/) and its JSON API (/api/translate, /api/info, /docs);
+    for a word-vector run, a page of a word's nearest neighbours and analogies (/api/similar, /api/analogy)."""
     import uvicorn
 
     from seqlab.server import create_app

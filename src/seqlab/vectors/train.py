@@ -58,7 +58,7 @@ def train_word2vec(sentences: Sequence[np.ndarray], counts: np.ndarray, cfg: Vec
     for epoch in range(state.epochs_done, cfg.epochs):
         examples = (cbow_examples if model.cbow else skipgram_pairs)(subsample(words, keep, rng), cfg.window, rng)
         order = torch.from_numpy(rng.permutation(len(examples[1])))
-        inputs, targets = (torch.from_numpy(a)[order] for a in examples)  # shuffled once, sliced per step
+        inputs, targets = (torch.from_numpy(a).index_select(0, order) for a in examples)  # shuffled, then sliced
         negatives = torch.empty(0, cfg.negative, dtype=torch.long)
         total = 0.0
         for start in tqdm(range(0, len(order), cfg.batch_size), desc=f"epoch {epoch + 1}/{cfg.epochs}", unit="batch",

@@ -1,6 +1,8 @@
-// seqlab's page: send the text box to POST /api/translate, show the transcript, the outputs
-// (n-best or samples, with scores) and the chosen output's attention as a heatmap (a table whose
-// cells are shaded by weight). Everything comes from this app; nothing is fetched from elsewhere.
+// seqlab's page, shaped by the run's kind (GET /api/info). A translator or chatbot: send the text box
+// to POST /api/translate, show the transcript, the outputs (n-best or samples, with scores) and the
+// chosen output's attention as a heatmap (a table whose cells are shaded by weight). Word vectors:
+// a word's nearest neighbours (POST /api/similar) and analogies (POST /api/analogy), each a table of
+// words and cosines with a bar. Everything comes from this app; nothing is fetched from elsewhere.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -11,6 +13,11 @@ let chosen = 0;        // which of them the heatmap shows
 async function loadInfo() {
   info = await (await fetch("/api/info")).json();
   document.body.dataset.kind = info.kind;
+  if (info.kind === "vectors") showVectors(); else showModel();
+  document.body.dataset.ready = "true";
+}
+
+function showModel() {
   const model = info.config.model;
   const size = model.type === "transformer"
     ? `Transformer ${model.num_layers}+${model.num_layers} layers, d_model ${model.d_model}`
@@ -20,7 +27,6 @@ async function loadInfo() {
   fillSelect($("head"), info.attention.heads, 0);
   $("beam").max = info.limits.max_beam;
   $("text").maxLength = info.limits.max_input_chars;
-  document.body.dataset.ready = "true";
 }
 
 function fillSelect(select, n, selected) {
@@ -115,6 +121,86 @@ function th(token) {
   // "▁" (a subword that starts a word) and a space token (char level) both show as a visible "␣"
   return Object.assign(document.createElement("th"), { textContent: token === " " ? "␣" : token.replaceAll("▁", "␣") });
 }
+
+// --- word vectors -----------------------------------------------------------------------------------
+
+const METHODS = { skipgram: "skip-gram", cbow: "CBOW", count: "PPMI + SVD" };
+
+function showVectors() {
+  $("conversation").hidden = true;
+  $("inspect").hidden = true;
+  $("vectors").hidden = false;
+  const method = METHODS[info.method] || info.method;
+  $("model").textContent = `${info.run} — ${method} word vectors, dim ${info.dim}, ${info.vocab_size.toLocaleString("en")} words`;
+  $("top").max = info.limits.max_top;
+  for (const id of ["word", "a", "b", "c"]) $(id).maxLength = info.limits.max_input_chars;
+  $("word").focus();
+}
+
+async function postJSON(path, request) {
+  const response = await fetch(path, {
+    method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(request),
+  });
+  const body = await response.json();
+  if (!response.ok) throw new Error(body.error || response.statusText);
+  return body;
+}
+
+// Send a form's request, then draw the answer into `table`; an error (e.g. a word not in the
+// vocabulary) empties the table and is shown under the forms.
+async function lookUp(event, path, request, table, rows, caption) {
+  event.preventDefault();
+  const button = event.target.querySelector("button");
+  $("vectors-error").textContent = "";
+  button.disabled = true;
+  try {
+    const body = await postJSON(path, { ...request, top: Number($("top").value) || 10 });
+    drawScores(table, rows(body), caption(body));
+  } catch (error) {
+    drawScores(table, [], "");
+    $("vectors-error").textContent = String(error.message || error);
+  } finally {
+    button.disabled = false;
+  }
+}
+
+function similar(event) {
+  const word = $("word").value.trim();
+  return lookUp(event, "/api/similar", { word }, $("neighbours"), (body) => body.neighbours,
+    (body) => `nearest to “${body.word}”`);
+}
+
+function analogy(event) {
+  const [a, b, c] = ["a", "b", "c"].map((id) => $(id).value.trim());
+  return lookUp(event, "/api/analogy", { a, b, c }, $("answers"), (body) => body.answers,
+    (body) => `${body.a} : ${body.b} = ${body.c} : ?`);
+}
+
+// rows: [{word, cosine}], best first -> rank, word (click it to see its own neighbours), cosine and a bar
+function drawScores(table, rows, caption) {
+  table.caption.textContent = caption;
+  table.tBodies[0].replaceChildren(...rows.map((row, i) => {
+    const tr = document.createElement("tr");
+    const rank = Object.assign(document.createElement("td"), { className: "rank", textContent: String(i + 1) });
+    const word = Object.assign(document.createElement("td"), { className: "word", textContent: row.word, title: "its neighbours" });
+    word.addEventListener("click", () => { $("word").value = row.word; $("similar").requestSubmit(); });
+    const cosine = Object.assign(document.createElement("td"), { className: "cosine" });
+    cosine.dataset.cosine = row.cosine;
+    const bar = Object.assign(document.createElement("span"), { className: row.cosine < 0 ? "bar negative" : "bar" });
+    bar.style.width = `${Math.min(1, Math.abs(row.cosine)) * 100}%`;
+    const value = Object.assign(document.createElement("span"), { className: "value", textContent: row.cosine.toFixed(3) });
+    const track = Object.assign(document.createElement("span"), { className: "track" });
+    track.append(bar);
+    cosine.append(value, track);
+    tr.append(rank, word, cosine);
+    return tr;
+  }));
+}
+
+$("similar").addEventListener("submit", similar);
+$("analogy").addEventListener("submit", analogy);
+
+// --- start ------------------------------------------------------------------------------------------
 
 $("ask").addEventListener("submit", ask);
 $("text").addEventListener("keydown", (e) => {

@@ -1,0 +1,451 @@
+"""Word vectors on Multi30k (English + German train): seqlab against gensim, the book's NumPy CBOW and PPMI + SVD.
+
+    python benchmarks/vectors_race.py --data-dir ../shared/data --gensim-python /tmp/gensim-venv/bin/python \\
+        --book-repo /tmp/dlfs2 --json /tmp/vectors_race.json [--record docs/results.md]
+    python benchmarks/vectors_race.py ... --quick        # a smoke run of a few minutes
+
+One command, one machine, one corpus, one scoring:
+
+* **Corpus.** ``configs/vectors/multi30k.yaml`` (``--config``): its sentences are read and tokenised ONCE with
+  seqlab (``seqlab.vectors.run.read_words``: lowercased words) and every system gets exactly these word lists:
+  seqlab through ``train_vectors`` (its ``read_words`` replaced by one returning them), gensim as a file of
+  one sentence per line, words joined by single spaces (checked to split back into the same words), the book
+  as one stream of the ids of seqlab's ``min_count`` vocabulary (all sentences concatenated, the words outside
+  the vocabulary dropped as seqlab and gensim drop them; no ``<eos>`` between sentences). ``--quick`` keeps the
+  first 5,000 sentences of each language, one seed and one epoch.
+* **seqlab** skip-gram and CBOW, ``--seeds`` (1 2 3), with the config's options (gensim's defaults: dim 100,
+  window 5, 5 negatives, min_count 5, sample 1e-3, 5 epochs, alpha 0.025 -> 0.0001). Each run is a fresh
+  process (``--worker``) timing ``train_vectors(config, RUN_DIR)`` with ``time.perf_counter``: vocabulary,
+  ids, training, a checkpoint at every epoch's end, the vectors saved: what ``seqlab vectors train`` costs
+  except Python's start-up, the imports and the tokenising, which is timed once here and reported beside
+  (``tokenise_s``; a user's command pays it too, so the "with tokenising" column adds it). torch's default
+  threads (``torch.get_num_threads()``, recorded).
+* **gensim** 4.4 ``Word2Vec`` (``benchmarks/gensim_word2vec.py`` run with ``--gensim-python``, gensim's own
+  venv; gensim is not a seqlab dependency) with the same options (``sg``, ``vector_size``, ``window``,
+  ``negative``, ``hs=0``, ``min_count``, ``sample``, ``epochs``, ``alpha``, ``min_alpha``, ``cbow_mean=1``,
+  ``seed``) and ``workers=--gensim-workers`` (2, the machine's cores). Timed: ``Word2Vec(sentences, ...)``
+  (build_vocab + train) plus reading the tokenised file into lists. With 2 workers gensim is NOT
+  deterministic for a seed: its seeds give different runs, but not reproducible ones.
+* **The book's NumPy CBOW** (ch04: ``CBOW(vocab_size, 100, 5, corpus)``, ``Trainer`` + ``Adam()``, batch
+  100, ``create_contexts_target(corpus, 5)``, as ch04/train.py), imported unchanged from ``--book-repo``
+  (only ``sys.path`` is set, as ``book_numpy.py`` does; numpy's global seed is set to the first seed). The
+  book trains 10 epochs; it is slow, so ``--book-epochs`` (1) are run and timed one by one (setup:
+  ``create_contexts_target`` and building the model, timed apart), and its ``word_vecs`` (float32; the book
+  pickles them as float16) are scored. seqlab's CBOW is also trained for the same number of epochs
+  (its rate decaying over them) to compare quality at equal epochs; time per epoch compares speed.
+* **Count-based**: seqlab ``train.method=count`` (sparse co-occurrence, PPMI, randomized SVD to 100
+  dimensions), windows ``--count-windows`` (2, the seed's small window, and 5, word2vec's), one run each
+  (deterministic); timed as seqlab's word2vec runs.
+* **Scores**, the same for every system: ``seqlab.vectors.WordVectors.evaluate`` (``evaluate.analogy_accuracy``
+  and ``similarity_spearman``, gensim's conventions) on gensim's own files ``questions-words.txt``,
+  ``wordsim353.tsv`` and ``simlex999.txt`` (found in the gensim venv's package, or ``--eval-dir``), each with
+  its coverage (the share of questions / pairs whose words are all in the vocabulary). gensim's own scoring
+  of its vectors is kept in the JSON as a cross-check. Mean ± sample std over the seeds.
+* **Memory**: the peak RSS of each run's process (``VmHWM`` of ``/proc/self/status``, read by that process at
+  its end; not ``ru_maxrss``, which on Linux carries the parent's peak into a child; it includes the
+  interpreter, torch or gensim and the word lists), and the rise over the peak before training began
+  (``rise``: what training itself added). Each run also records the load average at its end: the machine is
+  shared, and other jobs skew times.
+
+Prints a markdown table (``--record FILE`` appends it) and with ``--json OUT`` writes every run, the machine
+(CPU model and flags, threads, versions), the load average and the date.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import io
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS = ROOT / "benchmarks"
+EVAL_FILES = {"analogy": "questions-words.txt", "ws353": "wordsim353.tsv", "simlex": "simlex999.txt"}
+QUICK_SENTENCES = 5000  # per language
+BOOK = dict(hidden=100, window=5, batch=100, max_epoch=10)  # ch04/train.py
+
+
+# --- the workers: one process per run, so that times and peak memory are each run's own -------------------
+
+
+def _peak_rss_mib() -> float:
+    """This process's peak RSS: VmHWM, which starts afresh at exec (``ru_maxrss`` does not on Linux: a child
+    started by a bigger parent reports the parent's peak)."""
+    status = Path("/proc/self/status")
+    if status.exists():
+        for line in status.read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024  # kB
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux, bytes on macOS
+
+
+def _read_corpus(path: str) -> list[list[str]]:
+    with open(path, encoding="utf-8") as f:
+        return [line.split(" ") if line else [] for line in f.read().split("\n")[:-1]]
+
+
+def seqlab_worker(spec: dict) -> dict:
+    """``train_vectors`` on the shared words, timed in this process."""
+    import torch
+
+    import seqlab.vectors.run as vectors_run
+    from seqlab.config import VectorsConfig, load_config
+    from seqlab.rundir import RunDir
+
+    words = _read_corpus(spec["corpus"])
+    vectors_run.read_words = lambda config, data_dir=None: words  # every system gets the same words
+    config = load_config(spec["config"], spec["overrides"], schema=VectorsConfig)
+    rss_before = _peak_rss_mib()
+    started = time.perf_counter()
+    vectors_run.train_vectors(config, spec["run_dir"], progress=False)
+    seconds = time.perf_counter() - started
+    run = RunDir(spec["run_dir"])
+    epochs = [r["seconds"] for r in run.log()] if config.train.method != "count" else []
+    return dict(train_s=seconds, epoch_s=epochs, peak_rss_mib=_peak_rss_mib(), rss_before_training_mib=rss_before,
+                torch_threads=torch.get_num_threads(), loadavg=os.getloadavg())
+
+
+def book_worker(spec: dict) -> dict:
+    """The book's ch04 CBOW on one stream of ids, epoch by epoch."""
+    os.environ.setdefault("MPLBACKEND", "Agg")  # common/trainer.py imports pyplot
+    root = os.path.abspath(spec["book_repo"])
+    for path in (root, os.path.join(root, "ch04")):  # ch04/train.py runs from ch04 with '..' on the path
+        if path not in sys.path:
+            sys.path.insert(0, path)
+    from cbow import CBOW
+    from common.optimizer import Adam
+    from common.trainer import Trainer
+    from common.util import create_contexts_target
+
+    corpus = np.load(spec["ids"])
+    if len(np.unique(corpus)) != spec["vocab_size"]:  # the book's sampler counts its vocabulary in the corpus
+        raise SystemExit("the book's corpus must hold every word of the vocabulary")
+    np.random.seed(spec["seed"])
+    rss_before = _peak_rss_mib()
+    started = time.perf_counter()
+    contexts, target = create_contexts_target(corpus, BOOK["window"])
+    model = CBOW(spec["vocab_size"], BOOK["hidden"], BOOK["window"], corpus)
+    trainer = Trainer(model, Adam())
+    setup_s = time.perf_counter() - started
+    epochs, losses = [], []
+    for _ in range(spec["epochs"]):
+        seen = len(trainer.loss_list)
+        with contextlib.redirect_stdout(io.StringIO()):  # the book's progress prints
+            started = time.perf_counter()
+            trainer.fit(contexts, target, max_epoch=1, batch_size=BOOK["batch"])
+            epochs.append(time.perf_counter() - started)
+        losses.append(float(np.mean(trainer.loss_list[seen:])) if len(trainer.loss_list) > seen else None)
+        print(f"  book epoch {len(epochs)}: {epochs[-1]:.1f} s, loss {losses[-1]}", file=sys.stderr, flush=True)
+    np.save(spec["vectors"], np.asarray(model.word_vecs, dtype=np.float32))
+    return dict(setup_s=setup_s, epoch_s=epochs, train_s=setup_s + sum(epochs), epoch_loss=losses,
+                examples=int(len(target)), peak_rss_mib=_peak_rss_mib(), rss_before_training_mib=rss_before,
+                loadavg=os.getloadavg())
+
+
+WORKERS = {"seqlab": seqlab_worker, "book": book_worker}
+
+
+def run_worker(kind: str, spec: dict, work: Path) -> dict:
+    spec_path = work / f"spec-{time.monotonic_ns()}.json"
+    spec_path.write_text(json.dumps(spec), encoding="utf-8")
+    result = work / (spec_path.stem + "-result.json")
+    subprocess.run([sys.executable, str(Path(__file__).resolve()), "--worker", kind, str(spec_path), str(result)],
+                   check=True, cwd=ROOT)
+    return json.loads(result.read_text(encoding="utf-8"))
+
+
+# --- the systems --------------------------------------------------------------------------------------------
+
+
+def _scores(words: list[str], counts: np.ndarray, vectors: np.ndarray, eval_dir: Path) -> dict:
+    from seqlab.vectors import WordVectors
+
+    wv = WordVectors(list(words), np.asarray(counts), np.asarray(vectors, dtype=np.float32), {}, lowercase=True)
+    first = wv.evaluate(analogies=eval_dir / EVAL_FILES["analogy"], similarities=eval_dir / EVAL_FILES["ws353"])
+    simlex = wv.evaluate(similarities=eval_dir / EVAL_FILES["simlex"])
+    return {"analogy": first["analogy_accuracy"], "analogy_coverage": first["coverage"]["analogies"],
+            "ws353": first["spearman"], "ws353_coverage": first["coverage"]["similarities"],
+            "simlex": simlex["spearman"], "simlex_coverage": simlex["coverage"]["similarities"],
+            "vocab_size": len(words)}
+
+
+def seqlab_run(args, work: Path, corpus: Path, method: str, seed: int, epochs: int, extra: list[str],
+               eval_dir: Path) -> dict:
+    from seqlab.vectors import WordVectors
+
+    run_dir = work / f"seqlab-{method}-{seed}-{epochs}-{time.monotonic_ns()}"
+    overrides = [f"train.method={method}", f"train.seed={seed}", f"train.epochs={epochs}", *extra]
+    print(f"seqlab {' '.join(overrides)} ...", file=sys.stderr, flush=True)
+    result = run_worker("seqlab", {"corpus": str(corpus), "config": str(args.config), "overrides": overrides,
+                                   "run_dir": str(run_dir)}, work)
+    wv = WordVectors.load(run_dir)
+    result.update(system="seqlab", method=method, seed=seed, epochs=epochs, overrides=overrides,
+                  scores=_scores(wv.words, wv.counts, wv.vectors, eval_dir))
+    return result
+
+
+def gensim_run(args, work: Path, corpus: Path, train, sg: int, seed: int, eval_dir: Path) -> dict:
+    out = work / f"gensim-{sg}-{seed}-{time.monotonic_ns()}"
+    command = [str(args.gensim_python), str(BENCHMARKS / "gensim_word2vec.py"), "--corpus", str(corpus),
+               "--out", str(out), "--sg", str(sg), "--seed", str(seed), "--workers", str(args.gensim_workers),
+               "--dim", str(train.dim), "--window", str(train.window), "--negative", str(train.negative),
+               "--min-count", str(train.min_count), "--sample", repr(train.sample), "--epochs", str(train.epochs),
+               "--alpha", repr(train.alpha), "--min-alpha", repr(train.min_alpha), "--eval-dir", str(eval_dir)]
+    print(f"gensim sg={sg} seed={seed} ...", file=sys.stderr, flush=True)
+    subprocess.run(command, check=True)
+    result = json.loads((out / "result.json").read_text(encoding="utf-8"))
+    vocabulary = json.loads((out / "vocabulary.json").read_text(encoding="utf-8"))
+    vectors = np.load(out / "vectors.npy")
+    result.update(system="gensim", method="skipgram" if sg else "cbow", seed=seed, epochs=train.epochs,
+                  command=command, scores=_scores(vocabulary["words"], vocabulary["counts"], vectors, eval_dir))
+    return result
+
+
+def book_run(args, work: Path, ids: np.ndarray, words: list[str], counts: np.ndarray, seed: int,
+             eval_dir: Path) -> dict:
+    ids_path, vectors_path = work / "book-ids.npy", work / "book-vectors.npy"
+    np.save(ids_path, ids)
+    result = run_worker("book", {"book_repo": str(args.book_repo), "ids": str(ids_path), "vocab_size": len(words),
+                                 "epochs": args.book_epochs, "seed": seed, "vectors": str(vectors_path)}, work)
+    result.update(system="book", method="cbow", seed=seed, epochs=args.book_epochs,
+                  scores=_scores(words, counts, np.load(vectors_path), eval_dir))
+    return result
+
+
+# --- the report ---------------------------------------------------------------------------------------------
+
+
+def _mean_std(values: list[float | None]) -> tuple[float | None, float | None]:
+    present = [v for v in values if v is not None]
+    if not present:
+        return None, None
+    return statistics.fmean(present), (statistics.stdev(present) if len(present) > 1 else None)
+
+
+def _fmt(values: list, digits: int = 1, scale: float = 1.0) -> str:
+    mean, std = _mean_std(values)
+    if mean is None:
+        return "—"
+    text = f"{mean * scale:.{digits}f}"
+    return text + (f" ± {std * scale:.{digits}f}" if std is not None else "")
+
+
+def summarise(label: str, runs: list[dict], tokenise_s: float | None) -> dict:
+    scores = {key: [r["scores"][key] for r in runs] for key in runs[0]["scores"]}
+    per_epoch = [statistics.fmean(r["epoch_s"]) for r in runs if r.get("epoch_s")]
+    total = [r["train_s"] + r.get("read_s", 0.0) for r in runs]
+    return dict(label=label, system=runs[0]["system"], method=runs[0]["method"], epochs=runs[0]["epochs"],
+                seeds=[r["seed"] for r in runs], scores={k: _mean_std(v) for k, v in scores.items()},
+                time_s=_mean_std(total), with_tokenising_s=_mean_std([t + tokenise_s for t in total])
+                if tokenise_s is not None else (None, None),
+                epoch_s=_mean_std(per_epoch), peak_rss_mib=_mean_std([r["peak_rss_mib"] for r in runs]),
+                rise_mib=_mean_std([r["peak_rss_mib"] - r["rss_before_training_mib"] for r in runs]),
+                _raw=dict(scores=scores, total=total, per_epoch=per_epoch))
+
+
+def table(rows: list[dict], corpus: dict, epochs: int, command: str, machine_line: str, load: tuple) -> str:
+    cov = rows[0]["scores"]
+    lines = [
+        f"### Word vectors on Multi30k en+de train: seqlab, gensim, the book, PPMI + SVD ({datetime.date.today()})",
+        "",
+        f"Command: `{command}`. {machine_line}. Corpus: {corpus['sentences']:,} sentences, {corpus['words']:,} "
+        f"words, vocabulary {corpus['vocab_size']:,} (min_count {corpus['min_count']}); tokenised once by seqlab "
+        f"in {corpus['tokenise_s']:.1f} s and given to every system. Scores: seqlab's evaluation on gensim's "
+        f"files; coverage: analogies {cov['analogy_coverage'][0]:.1f} %, WordSim-353 {cov['ws353_coverage'][0]:.1f} "
+        f"%, SimLex-999 {cov['simlex_coverage'][0]:.1f} % (of the first row; see the JSON for each). Time: "
+        "seqlab `train_vectors` given the words (vocabulary, training, checkpoints, saving); gensim reading its "
+        "tokenised file + `Word2Vec(...)`; the book: setup + epochs. Mean ± std over the seeds. Load average "
+        f"at the start / end: {load[0]:.2f} / {load[1]:.2f}.",
+        "",
+        "| system | epochs | seeds | analogy acc. % | WordSim-353 ρ | SimLex-999 ρ | time s | with tokenising s "
+        "| s / epoch | peak RSS MiB (rise) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        raw = row["_raw"]
+        with_tok = row["with_tokenising_s"]
+        lines.append(
+            f"| {row['label']} | {row['epochs']} | {' '.join(map(str, row['seeds']))} | {_fmt(raw['scores']['analogy'], 2)} "
+            f"| {_fmt(raw['scores']['ws353'], 3)} | {_fmt(raw['scores']['simlex'], 3)} | {_fmt(raw['total'], 1)} "
+            f"| {'—' if with_tok[0] is None else f'{with_tok[0]:.1f}'} | {_fmt(raw['per_epoch'], 2)} "
+            f"| {row['peak_rss_mib'][0]:,.0f} ({row['rise_mib'][0]:,.0f}) |")
+    def find(system: str, method: str, n: int) -> dict | None:
+        return next((r for r in rows if (r["system"], r["method"], r["epochs"]) == (system, method, n)), None)
+
+    notes = []
+    for method in ("skipgram", "cbow"):
+        ours, theirs = find("seqlab", method, epochs), find("gensim", method, epochs)
+        if ours and theirs:
+            notes.append(f"{method}: seqlab time ÷ gensim's = {ours['time_s'][0] / theirs['time_s'][0]:.2f}× "
+                         f"(with seqlab's tokenising {ours['with_tokenising_s'][0] / theirs['time_s'][0]:.2f}×)")
+    book = next((r for r in rows if r["system"] == "book"), None)
+    if book:
+        same = find("seqlab", "cbow", book["epochs"])
+        if same and same["epoch_s"][0]:
+            notes.append(f"book CBOW s / epoch ÷ seqlab CBOW's = {book['epoch_s'][0] / same['epoch_s'][0]:.1f}× "
+                         f"(book setup {book['_raw'].get('setup_s', 0):.1f} s included in its time)")
+    lines += ["", "`*` = the config's epochs. " + "; ".join(notes) + "." if notes else ""]
+    return "\n".join(lines) + "\n"
+
+
+def machine_info(gensim_runs: list[dict]) -> dict:
+    import torch
+
+    from seqlab.precision import cpu_flags
+
+    cpuinfo = Path("/proc/cpuinfo")
+    model = platform.processor() or platform.machine()
+    if cpuinfo.exists():
+        model = next((line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
+                      if line.startswith("model name")), model)
+    return dict(cpu=model, cpu_count=os.cpu_count(),
+                flags=cpu_flags(("avx2", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile")),
+                torch=torch.__version__, torch_threads=torch.get_num_threads(), numpy=np.__version__,
+                gensim=gensim_runs[0]["gensim"] if gensim_runs else None,
+                gensim_numpy=gensim_runs[0]["numpy"] if gensim_runs else None,
+                gensim_fast_version=gensim_runs[0]["fast_version"] if gensim_runs else None,
+                python=platform.python_version(), platform=platform.platform(),
+                env={k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                                                    "SEQLAB_PRECISION")})
+
+
+def find_eval_dir(args) -> Path:
+    if args.eval_dir:
+        return Path(args.eval_dir)
+    out = subprocess.run([str(args.gensim_python), "-c", "import os, gensim; print(os.path.dirname(gensim.__file__))"],
+                         check=True, capture_output=True, text=True).stdout.strip()
+    return Path(out) / "test/test_data"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", type=Path, default=ROOT / "configs" / "vectors" / "multi30k.yaml")
+    parser.add_argument("--data-dir", default=os.environ.get("SEQLAB_DATA"), help="default: $SEQLAB_DATA")
+    parser.add_argument("--gensim-python", type=Path, default=Path("/tmp/gensim-venv/bin/python"),
+                        help="python of a venv with gensim 4.4")
+    parser.add_argument("--gensim-workers", type=int, default=2)
+    parser.add_argument("--eval-dir", help="questions-words.txt, wordsim353.tsv, simlex999.txt "
+                        "(default: those of the gensim package)")
+    parser.add_argument("--book-repo", help="a checkout of oreilly-japan/deep-learning-from-scratch-2 (book skipped if absent)")
+    parser.add_argument("--book-epochs", type=int, default=1, help="the book's ch04/train.py runs 10")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--count-windows", type=int, nargs="*", default=[2, 5])
+    parser.add_argument("--systems", nargs="+", default=["seqlab", "gensim", "book", "count"],
+                        choices=["seqlab", "gensim", "book", "count"])
+    parser.add_argument("--quick", action="store_true", help=f"first {QUICK_SENTENCES:,} sentences per language, "
+                        "the first seed, 1 epoch (smoke run)")
+    parser.add_argument("--json", metavar="OUT", help="write every run here")
+    parser.add_argument("--record", metavar="FILE", help="also append the table to this markdown file")
+    parser.add_argument("--work-dir", type=Path, help="keep the runs here (default: a temporary directory)")
+    parser.add_argument("--worker", nargs=3, metavar=("KIND", "SPEC", "RESULT"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    args.config = args.config.resolve()  # workers run from the repository's root
+
+    if args.worker:
+        kind, spec, result = args.worker
+        out = WORKERS[kind](json.loads(Path(spec).read_text(encoding="utf-8")))
+        Path(result).write_text(json.dumps(out), encoding="utf-8")
+        return
+
+    from report import emit, machine
+
+    from seqlab.config import VectorsConfig, load_config
+    from seqlab.vectors.pairs import Vocabulary
+    from seqlab.vectors.run import read_words
+
+    config = load_config(args.config, ["train.epochs=1"] if args.quick else [], schema=VectorsConfig)
+    if args.quick:
+        args.seeds, args.book_epochs = args.seeds[:1], 1
+    train = config.train
+    eval_dir = find_eval_dir(args)
+    load_start = os.getloadavg()
+    if load_start[0] > 0.5:
+        print(f"warning: load average {load_start[0]:.2f} at the start: other jobs share the cores, and BLAS and "
+              "OpenMP threads that spin-wait slow down many times over when they do; time on an idle machine",
+              file=sys.stderr, flush=True)
+
+    started = time.perf_counter()
+    words = read_words(config, args.data_dir)
+    tokenise_s = time.perf_counter() - started
+    if args.quick:  # read_words gives the sources (German), then the targets (English)
+        half = len(words) // 2
+        words = words[:QUICK_SENTENCES] + words[half : half + QUICK_SENTENCES]
+    if any(" ".join(s).split(" ") != s for s in words if s):
+        raise SystemExit("a word holds a space: the corpus file would not give the same words back")
+    vocabulary = Vocabulary.build(words, train.min_count)
+    ids = np.concatenate(vocabulary.encode(words))
+    corpus = dict(sentences=len(words), words=sum(map(len, words)), vocab_size=len(vocabulary.words),
+                  kept_words=len(ids), min_count=train.min_count, tokenise_s=tokenise_s, quick=args.quick)
+    print(f"corpus: {corpus}", file=sys.stderr, flush=True)
+
+    with contextlib.ExitStack() as stack:
+        temporary = None if args.work_dir else stack.enter_context(tempfile.TemporaryDirectory(prefix="vectors-race-"))
+        work = args.work_dir.resolve() if args.work_dir else Path(temporary)
+        work.mkdir(parents=True, exist_ok=True)
+        corpus_file = work / "words.txt"
+        corpus_file.write_text("".join(" ".join(s) + "\n" for s in words), encoding="utf-8")
+
+        groups: list[tuple[str, list[dict]]] = []
+        gensim_runs: list[dict] = []
+
+        def group(label: str, runs: list[dict]) -> None:
+            groups.append((label, runs))
+            for r in runs:
+                s = r["scores"]
+                print(f"{label} seed {r['seed']}: {r['train_s']:.1f} s, analogy {s['analogy']:.2f} %, "
+                      f"ws353 {s['ws353']}, simlex {s['simlex']}", file=sys.stderr, flush=True)
+
+        for method, sg in (("skipgram", 1), ("cbow", 0)):
+            if "seqlab" in args.systems:
+                group(f"seqlab {method} *", [seqlab_run(args, work, corpus_file, method, seed, train.epochs, [],
+                                                        eval_dir) for seed in args.seeds])
+            if "gensim" in args.systems:
+                runs = [gensim_run(args, work, corpus_file, train, sg, seed, eval_dir) for seed in args.seeds]
+                gensim_runs += runs
+                group(f"gensim {runs[0]['gensim']} {method} ({args.gensim_workers} workers)", runs)
+        if "book" in args.systems and args.book_repo:
+            book = book_run(args, work, ids, vocabulary.words, vocabulary.counts, args.seeds[0], eval_dir)
+            group(f"book NumPy CBOW (ch04, Adam, batch {BOOK['batch']}; book runs {BOOK['max_epoch']} epochs)", [book])
+            if "seqlab" in args.systems and args.book_epochs != train.epochs:
+                group(f"seqlab cbow, {args.book_epochs} epoch(s) as the book",
+                      [seqlab_run(args, work, corpus_file, "cbow", seed, args.book_epochs, [], eval_dir)
+                       for seed in args.seeds])
+        if "count" in args.systems:
+            for window in args.count_windows:
+                group(f"seqlab count (PPMI + SVD), window {window}",
+                      [seqlab_run(args, work, corpus_file, "count", args.seeds[0], train.epochs,
+                                  [f"train.window={window}"], eval_dir)])
+
+    rows = [summarise(label, runs, tokenise_s if runs[0]["system"] == "seqlab" else None) for label, runs in groups]
+    for row, (_, runs) in zip(rows, groups):
+        if runs[0]["system"] == "book":
+            row["_raw"]["setup_s"] = runs[0]["setup_s"]
+    command = "python benchmarks/vectors_race.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    load = (load_start[0], os.getloadavg()[0])
+    emit(table(rows, corpus, train.epochs, command, machine(), load), args.record)
+    if args.json:
+        record = dict(benchmark="vectors_race", command=command, config=str(args.config), corpus=corpus,
+                      options=train.model_dump(), eval_dir=str(eval_dir), gensim_workers=args.gensim_workers,
+                      book=dict(repo=args.book_repo, epochs=args.book_epochs, **BOOK),
+                      summary=[{k: v for k, v in r.items() if k != "_raw"} for r in rows],
+                      runs={label: runs for label, runs in groups}, machine=machine_info(gensim_runs),
+                      loadavg_start=load_start, loadavg_end=os.getloadavg(),
+                      date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+        Path(args.json).write_text(json.dumps(record, indent=1, default=str), encoding="utf-8")
+        print("wrote", args.json, file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
