@@ -1,12 +1,16 @@
-"""Where the time goes: torch.profiler over training steps of a config, or over decoding with a trained run.
+"""Where the time goes: torch.profiler over training steps of a config, over decoding with a trained run, or
+over one epoch of word2vec.
 
     SEQLAB_DATA=../shared/data python benchmarks/profile_ops.py train configs/book/date-transformer.yaml [--set k=v]
     python benchmarks/profile_ops.py decode runs/multi30k --data-dir ../shared/data --beam 5 [--sentences 512]
+    SEQLAB_DATA=../shared/data python benchmarks/profile_ops.py vectors configs/vectors/multi30k.yaml \\
+        [--set train.method=cbow]
 
 ``train``: the config's model on its real batches (as ``throughput.py`` builds them), fused Adam,
 clipping; 3 warm-up steps, then ``--steps`` profiled. ``decode``: the run's test split, sorted and
-batched as ``seqlab eval`` does. Prints the time per step (or in all) and the ops by self CPU time.
-The write-up of what these showed is in docs/benchmarks.md ("Speed").
+batched as ``seqlab eval`` does. ``vectors``: the first epoch of a word2vec config on its corpus
+(words, vocabulary and ids made before the profile starts), run once unprofiled for its time. Prints the
+time per step (or in all) and the ops by self CPU time. The write-up of what these showed is in docs/benchmarks.md ("Speed").
 """
 
 from __future__ import annotations
@@ -56,6 +60,26 @@ def profile_decoding(run_dir: str, data_dir: str | None, beam: int, sentences: i
     return prof
 
 
+def profile_vectors(config: str, overrides: list[str]) -> profile:
+    from seqlab.config import VectorsConfig
+    from seqlab.vectors.pairs import Vocabulary
+    from seqlab.vectors.run import read_words
+    from seqlab.vectors.train import train_word2vec
+
+    cfg = load_config(config, [*overrides, "train.epochs=1"], VectorsConfig)
+    words = read_words(cfg)
+    vocabulary = Vocabulary.build(words, cfg.train.min_count)
+    ids = vocabulary.encode(words)
+    start = time.perf_counter()
+    train_word2vec(ids, vocabulary.counts, cfg.train, progress=False)
+    seconds = time.perf_counter() - start
+    print(f"{cfg.train.method}: one epoch of {sum(map(len, ids)):,} words in {seconds:.2f} s (unprofiled), "
+          f"{torch.get_num_threads()} threads")
+    with profile() as prof:
+        train_word2vec(ids, vocabulary.counts, cfg.train, progress=False)
+    return prof
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="what", required=True)
@@ -68,11 +92,16 @@ def main() -> None:
     decode.add_argument("--data-dir")
     decode.add_argument("--beam", type=int, default=1)
     decode.add_argument("--sentences", type=int, default=512)
+    vectors = sub.add_parser("vectors")
+    vectors.add_argument("config")
+    vectors.add_argument("--set", dest="overrides", action="append", default=[])
     parser.add_argument("--rows", type=int, default=20, help="ops to list")
     args = parser.parse_args()
 
     if args.what == "train":
         prof = profile_training(args.config, args.overrides, args.steps)
+    elif args.what == "vectors":
+        prof = profile_vectors(args.config, args.overrides)
     else:
         prof = profile_decoding(args.run_dir, args.data_dir, args.beam, args.sentences)
     print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=args.rows))
