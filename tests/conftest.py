@@ -1,6 +1,9 @@
 """Shared fixtures."""
 
+import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -64,3 +67,31 @@ def korean_chatbot(tmp_path_factory) -> Path:
     best = Trainer(config, run, progress=False).fit()
     assert best["valid"]["exact_match"] == 100.0
     return run
+
+
+@pytest.fixture
+def killed_at(monkeypatch: pytest.MonkeyPatch) -> Callable[[int], contextlib.AbstractContextManager[None]]:
+    """``with killed_at(n): Trainer(...).fit()``: the training is killed (KeyboardInterrupt) at its n-th step,
+    as a kill -9 would stop it; after the block, steps run normally again."""
+    from seqlab.train.trainer import Trainer
+
+    real_step = Trainer.train_step
+
+    @contextlib.contextmanager
+    def kill(call: int) -> Iterator[None]:
+        calls = {"n": 0}
+
+        def dying_step(self: Trainer, batch: Any) -> Any:
+            calls["n"] += 1
+            if calls["n"] == call:
+                raise KeyboardInterrupt
+            return real_step(self, batch)
+
+        monkeypatch.setattr(Trainer, "train_step", dying_step)
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                yield
+        finally:
+            monkeypatch.setattr(Trainer, "train_step", real_step)
+
+    return kill

@@ -86,7 +86,8 @@ def test_training_state_round_trip(tmp_path):
     model2 = build_model(CFG, 11, 13)
     optimizer2 = build_optimizer(model2)
     scheduler2 = transformer_schedule(optimizer2, 16, 10, 1.0)
-    state = RunDir(tmp_path).load_checkpoint(model2, optimizer2, scheduler2)
+    state, carried = RunDir(tmp_path).load_checkpoint(model2, optimizer2, scheduler2)
+    assert carried == {}
     assert state == {"epoch": 2, "batch": 7}
     assert torch.equal(torch.rand(3), expected_random)  # the RNG continues where it was saved
     assert scheduler2.get_last_lr() == scheduler.get_last_lr()

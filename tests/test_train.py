@@ -148,25 +148,14 @@ def test_date_model_trains_translates_and_evaluates_through_the_cli(tmp_path, ca
 
 
 @pytest.mark.slow
-def test_resume_after_a_kill_gives_the_same_next_epoch(tmp_path, monkeypatch, each_precision):
+def test_resume_after_a_kill_gives_the_same_next_epoch(tmp_path, killed_at, each_precision):
     config = parse_config(_reversal_config(tmp_path, epochs=2, precision="auto") | {"seed": 7})
     config = config.model_copy(update={"train": config.train.model_copy(update={"save_every": 3})})
     Trainer(config, tmp_path / "straight", progress=False).fit()
     straight = [json.loads(line) for line in (tmp_path / "straight" / "log.jsonl").read_text().splitlines()]
 
-    calls = {"n": 0}
-    real_step = Trainer.train_step
-
-    def dying_step(self, batch):
-        calls["n"] += 1
-        if calls["n"] == 12:  # killed inside epoch 2, after the checkpoint at step 9
-            raise KeyboardInterrupt
-        return real_step(self, batch)
-
-    monkeypatch.setattr(Trainer, "train_step", dying_step)
-    with pytest.raises(KeyboardInterrupt):
+    with killed_at(12):  # inside epoch 2, after the checkpoint at step 9
         Trainer(config, tmp_path / "killed", progress=False).fit()
-    monkeypatch.setattr(Trainer, "train_step", real_step)
     Trainer(config, tmp_path / "killed", resume=True, progress=False).fit()
     resumed = [json.loads(line) for line in (tmp_path / "killed" / "log.jsonl").read_text().splitlines()]
 

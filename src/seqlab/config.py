@@ -103,13 +103,14 @@ class SplitConfig(_Strict):
 
 
 class DataConfig(_Strict):
-    """Either ``corpus`` + ``split``, or explicit ``train``/``valid``/``test`` corpora."""
+    """Either ``corpus`` + ``split``, or explicit ``train``/``valid``/``test`` corpora. Seq2seq models read pairs;
+    language models read sentences: the lines of a ``lines`` corpus, or both sides of a pair corpus."""
 
-    corpus: Corpus | None = None
+    corpus: TextCorpus | None = None
     split: SplitConfig = SplitConfig()
-    train: Corpus | None = None
-    valid: Corpus | None = None
-    test: Corpus | None = None
+    train: TextCorpus | None = None
+    valid: TextCorpus | None = None
+    test: TextCorpus | None = None
     max_source_length: int = Field(128, gt=0, description="tokens; longer sources are truncated with a warning")
     max_target_length: int = Field(128, gt=0, description="tokens; longer targets are truncated with a warning")
     skip_bad_lines: bool = Field(False, description="skip malformed lines (counted) instead of failing")
@@ -195,12 +196,32 @@ class RNNConfig(_Strict):
         return self
 
 
+class LMConfig(_Strict):
+    """An RNN language model (seed 002 ch. 5–6, model/lm.py). Defaults are the book's BetterRnnlm."""
+
+    type: Literal["lm"] = "lm"
+    cell: Literal["rnn", "gru", "lstm"] = "lstm"
+    embedding_size: int = Field(650, gt=0)
+    hidden_size: int = Field(650, gt=0)
+    num_layers: int = Field(2, gt=0)
+    dropout: float = Field(0.5, ge=0, lt=1, description="before, between and after the RNN layers, never along time")
+    variational: bool = Field(False, description="one dropout mask per sequence, the same at every time step")
+    tie_weights: bool = Field(True, description="the output layer's weight is the embedding matrix")
+
+    @model_validator(mode="after")
+    def _tied_sizes(self) -> LMConfig:
+        if self.tie_weights and self.embedding_size != self.hidden_size:
+            raise ValueError(f"model.tie_weights needs embedding_size == hidden_size "
+                             f"({self.embedding_size} != {self.hidden_size})")
+        return self
+
+
 def _model_type(value: Any) -> str:
     return value.get("type", "transformer") if isinstance(value, dict) else getattr(value, "type", "transformer")
 
 
 ModelConfig = Annotated[
-    Annotated[TransformerConfig, Tag("transformer")] | Annotated[RNNConfig, Tag("rnn")],
+    Annotated[TransformerConfig, Tag("transformer")] | Annotated[RNNConfig, Tag("rnn")] | Annotated[LMConfig, Tag("lm")],
     Discriminator(_model_type),
 ]
 
@@ -225,10 +246,13 @@ class TrainConfig(_Strict):
     precision: Literal["auto", "bf16", "fp32"] = Field(
         "auto", description="auto/bf16: bf16 autocast (fp32 master weights) where the CPU has native bf16, else fp32"
     )
-    best_metric: Literal["exact_match", "bleu", "loss"] = Field("bleu", description="valid score that picks the best model")
+    best_metric: Literal["exact_match", "bleu", "loss"] | None = Field(
+        None, description="valid score that picks the best model; default: bleu, loss for language models")
     early_stopping: int = Field(0, ge=0, description="stop after this many epochs without a better valid score; 0 = off")
     save_every: int = Field(0, ge=0, description="also checkpoint every N steps inside an epoch; 0 = epoch ends only")
     threads: int | None = Field(None, gt=0, description="torch threads; default: all cores")
+    streams: int = Field(20, gt=0, description="language models: rows reading the token stream in parallel")
+    time_size: int = Field(35, gt=0, description="language models: time steps per update (truncated BPTT)")
 
 
 class VectorsTrainConfig(_Strict):
@@ -284,8 +308,23 @@ class Config(_Strict):
     train: TrainConfig = TrainConfig()
     eval: EvalConfig = EvalConfig()
 
+    @property
+    def best_metric(self) -> str:
+        """The valid score that picks the best model: ``train.best_metric``, else BLEU (loss for a language model)."""
+        return self.train.best_metric or ("loss" if isinstance(self.model, LMConfig) else "bleu")
+
     @model_validator(mode="after")
     def _fits(self) -> Config:
+        if isinstance(self.model, LMConfig):
+            if self.train.best_metric not in (None, "loss"):
+                raise ValueError(f"train.best_metric: a language model is picked by its valid loss, "
+                                 f"not {self.train.best_metric}")
+            if self.train.schedule == "transformer":
+                raise ValueError("language models use train.schedule: constant or cosine")
+            return self
+        lines = [name for name in ("corpus", "train", "valid", "test") if isinstance(getattr(self.data, name), LinesCorpus)]
+        if lines:
+            raise ValueError(f"data.{lines[0]}: a lines corpus holds sentences, not pairs; only model.type lm reads it")
         if isinstance(self.model, TransformerConfig):
             longest = max(self.data.max_source_length, self.eval.max_output_length + 1)
             if longest > self.model.max_length:
@@ -321,7 +360,7 @@ def apply_override(raw: dict[str, Any], assignment: str) -> None:
 def _all_keys() -> set[str]:
     models: list[type[BaseModel]] = [
         TaskCorpus, BookCorpus, TsvCorpus, AlignedCorpus, CsvCorpus, LinesCorpus, SplitConfig, DataConfig,
-        TokenizerConfig, TokensConfig, TransformerConfig, RNNConfig, TrainConfig, EvalConfig, Config,
+        TokenizerConfig, TokensConfig, TransformerConfig, RNNConfig, LMConfig, TrainConfig, EvalConfig, Config,
         VectorsTrainConfig, WordsConfig, VectorsDataConfig, VectorsConfig]
     return {name for m in models for name in m.model_fields}
 

@@ -226,9 +226,12 @@ class RunDir:
         optimizer: torch.optim.Optimizer,
         scheduler: torch.optim.lr_scheduler.LRScheduler,
         state: dict[str, Any],
+        carried: dict[str, torch.Tensor] | None = None,
     ) -> None:
-        """One file holds the whole training state; ``state`` (epoch, position, counters) goes in its metadata."""
+        """One file holds the whole training state; ``state`` (epoch, position, counters) goes in its metadata,
+        ``carried`` (what the next batch starts from: a language model's hidden state) beside the weights."""
         tensors = {f"model.{k}": v for k, v in _weights(model).items()}
+        tensors.update({f"carried.{k}": v.detach().contiguous().clone() for k, v in (carried or {}).items()})
         optim = optimizer.state_dict()
         for index, slots in optim["state"].items():
             for slot, value in slots.items():
@@ -246,8 +249,8 @@ class RunDir:
         model: nn.Module,
         optimizer: torch.optim.Optimizer,
         scheduler: torch.optim.lr_scheduler.LRScheduler,
-    ) -> dict[str, Any]:
-        """Restore what ``save_checkpoint`` wrote and return its ``state``."""
+    ) -> tuple[dict[str, Any], dict[str, torch.Tensor]]:
+        """Restore what ``save_checkpoint`` wrote and return its ``state`` and what was ``carried``."""
         path = self.path / CHECKPOINT
         if not path.exists():
             raise FileNotFoundError(f"{path}: nothing to resume (no checkpoint was saved yet)")
@@ -263,7 +266,8 @@ class RunDir:
         optimizer.load_state_dict({"state": slots, "param_groups": json.loads(metadata["param_groups"])})
         scheduler.load_state_dict(json.loads(metadata["scheduler"]))
         torch.set_rng_state(tensors["rng.torch"])
-        return json.loads(metadata["state"])
+        carried = {k[len("carried.") :]: v for k, v in tensors.items() if k.startswith("carried.")}
+        return json.loads(metadata["state"]), carried
 
 
 def _weights(model: nn.Module) -> dict[str, torch.Tensor]:

@@ -48,7 +48,7 @@ from fontTools.ttLib import TTFont
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException
 
-from seqlab.config import Config, CsvCorpus, ModelConfig, TransformerConfig
+from seqlab.config import Config, CsvCorpus, ModelConfig, RNNConfig, TransformerConfig
 from seqlab.decoding import DecodeOptions
 from seqlab.fonts import font_path
 from seqlab.rundir import RunDir
@@ -267,7 +267,7 @@ def _attention_shape(model: ModelConfig) -> dict[str, int]:
     """The layers and heads of cross-attention that ``attention: true`` returns (0 and 0: none)."""
     if isinstance(model, TransformerConfig):
         return {"layers": model.num_layers, "heads": model.num_heads}
-    has = model.attention != "none"
+    has = isinstance(model, RNNConfig) and model.attention != "none"
     return {"layers": int(has), "heads": int(has)}
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from seqlab.cli.common import DataDir, Int8, RunArg, fail, setup_logging, with_decoding
-from seqlab.config import ConfigError, load_config
+from seqlab.config import ConfigError, LMConfig, load_config
 
 if TYPE_CHECKING:
     from seqlab.decoding import DecodeOptions
@@ -34,11 +34,8 @@ def train(
     except (ConfigError, DataError, FileNotFoundError) as exc:
         fail(exc)
     valid = best["valid"]
-    typer.echo(
-        f"best epoch {best['epoch']}: valid exact match {valid['exact_match']:.2f}%, BLEU {valid['bleu']:.2f}, "
-        f"ppl {valid['perplexity']:.3f} — saved in {run_dir}",
-        err=True,
-    )
+    scores = f"valid exact match {valid['exact_match']:.2f}%, BLEU {valid['bleu']:.2f}, " if "bleu" in valid else "valid "
+    typer.echo(f"best epoch {best['epoch']}: {scores}ppl {valid['perplexity']:.3f} — saved in {run_dir}", err=True)
 
 
 @with_decoding("beam", "length_penalty", "normalize", "sample", "temperature", "top_k", "top_p", "seed", "max_length")
@@ -51,14 +48,19 @@ def evaluate_run(
     int8: Int8 = False,
 ) -> None:
     """Loss, perplexity, exact match and BLEU (sacreBLEU, cased and lower-cased, with signatures) on a split; exact
-    match also over the sentences whose source is not a training source."""
+    match also over the sentences whose source is not a training source. A language model: loss and perplexity
+    over the split's whole token stream."""
     from seqlab.data import DataError, load_splits, resolve_data_dir
     from seqlab.evaluate import EncodedSplit, evaluate
     from seqlab.metrics import bleu_signature
+    from seqlab.rundir import RunDir
     from seqlab.translator import load
 
     setup_logging()
     try:
+        if isinstance(RunDir(run_dir).config().model, LMConfig):
+            _print_metrics(_evaluate_lm(run_dir, split, data_dir), as_json)
+            return
         translator = load(run_dir, int8)
         splits = load_splits(translator.config.data, resolve_data_dir(data_dir))
         pairs = splits.get(split)
@@ -71,6 +73,21 @@ def evaluate_run(
         fail(exc)
     metrics["bleu_signature"] = bleu_signature()
     metrics["bleu_lowercase_signature"] = bleu_signature(lowercase=True)
+    _print_metrics(metrics, as_json)
+
+
+def _evaluate_lm(run_dir: Path, split: str, data_dir: Path | None) -> dict[str, Any]:
+    from seqlab.data import load_sentence_splits, resolve_data_dir
+    from seqlab.language_model import load
+
+    lm = load(run_dir)
+    sentences = load_sentence_splits(lm.config.data, resolve_data_dir(data_dir)).get(split)
+    if not sentences:
+        raise ValueError(f"the run's data has no {split!r} split (splits: train, valid, test)")
+    return lm.perplexity(sentences)
+
+
+def _print_metrics(metrics: dict[str, Any], as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps(metrics))
     else:

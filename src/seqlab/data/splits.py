@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TypeVar, cast
 
 import numpy as np
 
-from seqlab.config import DataConfig, SplitConfig
-from seqlab.data.corpus import DataError, Pair, read_corpus
+from seqlab.config import Corpus, DataConfig, LinesCorpus, SplitConfig
+from seqlab.data.corpus import DataError, Pair, read_corpus, read_sentences
+
+Item = TypeVar("Item")
 
 
 def _size(value: float, n: int, name: str) -> int:
@@ -20,7 +23,7 @@ def _size(value: float, n: int, name: str) -> int:
     return math.floor(round(value * n, 9))  # round first: 0.29 * 100 is 28.999999999999996
 
 
-def split_pairs(pairs: list[Pair], split: SplitConfig) -> dict[str, list[Pair]]:
+def split_pairs(pairs: list[Item], split: SplitConfig) -> dict[str, list[Item]]:
     """Shuffle indices with ``RandomState(split.seed)``; test is the last ``test``, valid the ``valid`` before it.
 
     ``{valid: 0, test: 5000, seed: 1984}`` on the book's date.txt is the book's split
@@ -42,10 +45,26 @@ def split_pairs(pairs: list[Pair], split: SplitConfig) -> dict[str, list[Pair]]:
 def load_splits(cfg: DataConfig, data_dir: Path) -> dict[str, list[Pair]]:
     """``{"train", "valid", "test"}`` pairs of a data config; test is ``[]`` when explicit files name none."""
     if cfg.corpus is not None:
-        return split_pairs(read_corpus(cfg.corpus, data_dir, cfg.skip_bad_lines), cfg.split)
+        return split_pairs(read_corpus(cast(Corpus, cfg.corpus), data_dir, cfg.skip_bad_lines), cfg.split)
     assert cfg.train is not None and cfg.valid is not None  # DataConfig validates this
     return {
-        "train": read_corpus(cfg.train, data_dir, cfg.skip_bad_lines),
-        "valid": read_corpus(cfg.valid, data_dir, cfg.skip_bad_lines),
-        "test": read_corpus(cfg.test, data_dir, cfg.skip_bad_lines) if cfg.test is not None else [],
+        "train": read_corpus(cast(Corpus, cfg.train), data_dir, cfg.skip_bad_lines),
+        "valid": read_corpus(cast(Corpus, cfg.valid), data_dir, cfg.skip_bad_lines),
+        "test": read_corpus(cast(Corpus, cfg.test), data_dir, cfg.skip_bad_lines) if cfg.test is not None else [],
+    }
+
+
+def load_sentence_splits(cfg: DataConfig, data_dir: Path) -> dict[str, list[str]]:
+    """``{"train", "valid", "test"}`` sentences of a data config, for a language model: the lines of a ``lines``
+    corpus, or both sides of a pair corpus (a pair stays in one split, its source then its target)."""
+    if cfg.corpus is not None and not isinstance(cfg.corpus, LinesCorpus):
+        return {name: [s for pair in pairs for s in pair]
+                for name, pairs in split_pairs(read_corpus(cfg.corpus, data_dir, cfg.skip_bad_lines), cfg.split).items()}
+    if cfg.corpus is not None:
+        return split_pairs(read_sentences(cfg.corpus, data_dir, cfg.skip_bad_lines), cfg.split)
+    assert cfg.train is not None and cfg.valid is not None  # DataConfig validates this
+    return {
+        "train": read_sentences(cfg.train, data_dir, cfg.skip_bad_lines),
+        "valid": read_sentences(cfg.valid, data_dir, cfg.skip_bad_lines),
+        "test": read_sentences(cfg.test, data_dir, cfg.skip_bad_lines) if cfg.test is not None else [],
     }

@@ -6,21 +6,26 @@ Every model has the same interface: ``model(src, trg_in)`` -> logits (batch, trg
 
 from __future__ import annotations
 
-from seqlab.config import ModelConfig, TransformerConfig
+from torch import nn
+
+from seqlab.config import LMConfig, ModelConfig, TransformerConfig
 from seqlab.model.rnn import RNNSeq2seq
 from seqlab.model.transformer import Transformer
 
 Seq2seq = Transformer | RNNSeq2seq
 
 
-def num_parameters(model: Seq2seq) -> int:
+def num_parameters(model: nn.Module) -> int:
     """Trainable numbers in the model; a tied weight counts once."""
     return sum(p.numel() for p in model.parameters())
 
 
 def build_model(cfg: ModelConfig, src_vocab: int, trg_vocab: int) -> Seq2seq:
+    """The seq2seq model of ``cfg`` (a language model is ``model.lm.RNNLM.from_config``)."""
     if isinstance(cfg, TransformerConfig):
         return Transformer(cfg, src_vocab, trg_vocab)
+    if isinstance(cfg, LMConfig):
+        raise ValueError("model.type lm is a language model, not a seq2seq model")
     return RNNSeq2seq(cfg, src_vocab, trg_vocab)
 
 

@@ -1,6 +1,7 @@
 """A model family as the training loop sees it: its model, its batches, how a batch becomes a loss, and what
 validation reports. ``Trainer`` runs any ``Family``; ``Seq2seq`` is the encoder-decoder one (Transformer and
-RNN seq2seq: teacher forcing on source/target pairs, validated by ``evaluate``).
+RNN seq2seq: teacher forcing on source/target pairs, validated by ``evaluate``); ``StreamLM`` the language
+model (one token stream, stateful truncated BPTT, validated by perplexity over the whole valid stream).
 """
 
 from __future__ import annotations
@@ -12,14 +13,17 @@ import numpy as np
 import torch
 from torch import nn
 
-from seqlab.config import Config
-from seqlab.data import load_splits, resolve_data_dir
+from seqlab.config import Config, LMConfig
+from seqlab.data import load_sentence_splits, load_splits, resolve_data_dir
 from seqlab.data.batching import collate, length_batches, random_batches
+from seqlab.data.stream import tbptt_batches
 from seqlab.evaluate import EncodedSplit, evaluate
+from seqlab.language_model import LanguageModel
 from seqlab.loss import token_nll_sum
 from seqlab.model import build_model, num_parameters
+from seqlab.model.lm import RNNLM, LMState, flatten_state, unflatten_state
 from seqlab.rundir import RunDir
-from seqlab.tokenizer import learn_tokenizers
+from seqlab.tokenizer import Tokenizer, learn_tokenizers
 from seqlab.translator import Translator
 
 
@@ -42,6 +46,12 @@ class Family(Protocol):
 
     def summary(self, valid: dict[str, Any]) -> str:
         """The valid metrics for the line that ends an epoch."""
+
+    def carried(self) -> dict[str, torch.Tensor]:
+        """What a batch hands to the next beyond the weights (a language model's state), for the checkpoint."""
+
+    def restore(self, carried: dict[str, torch.Tensor]) -> None:
+        """Take back what ``carried`` gave, on resume."""
 
 
 class Seq2seq:
@@ -92,7 +102,74 @@ class Seq2seq:
         return (f"valid loss {valid['loss']:.4f}, ppl {valid['perplexity']:.3f}, exact {valid['exact_match']:.2f}%, "
                 f"BLEU {valid['bleu']:.2f}")
 
+    def carried(self) -> dict[str, torch.Tensor]:
+        return {}  # every batch starts afresh
+
+    def restore(self, carried: dict[str, torch.Tensor]) -> None:
+        pass
+
+
+class StreamLM:
+    """A language model over one token stream (seed 002 ch. 5): the training sentences, each followed by
+    ``<eos>``, cut by ``data.stream.tbptt_batches`` into ``train.streams`` rows of ``train.time_size`` steps;
+    the state is carried from batch to batch, detached (truncated BPTT), and reset when an epoch starts."""
+
+    def __init__(self, config: Config, lm: LanguageModel, train_stream: np.ndarray, valid: list[str]) -> None:
+        self.config = config
+        self.lm = lm
+        self.model = lm.model
+        self.inputs, self.targets = tbptt_batches(train_stream, config.train.streams, config.train.time_size)  # (K, B, T)
+        self.valid = valid
+        self.state: LMState | None = None
+
+    @classmethod
+    def build(cls, config: Config, run: RunDir, data_dir: str | Path | None, resume: bool) -> StreamLM:
+        assert isinstance(config.model, LMConfig)
+        splits = load_sentence_splits(config.data, resolve_data_dir(data_dir))
+        if resume:
+            tokenizer, _ = run.tokenizers()
+        else:
+            tokenizer = Tokenizer.train(splits["train"], config.tokens.source)
+            run.save_tokenizers(tokenizer, tokenizer)
+        lm = LanguageModel(RNNLM.from_config(config.model, tokenizer.vocab_size), tokenizer, config)
+        return cls(config, lm, lm.stream(splits["train"]), splits["valid"])
+
+    def describe(self) -> str:
+        batches, rows, steps = self.inputs.shape
+        return (f"a stream of {batches * rows * steps:,} train tokens in {batches} batches of {rows} × {steps}; "
+                f"{len(self.valid)} valid sentences; vocab {self.lm.tokenizer.vocab_size}; "
+                f"{num_parameters(self.model):,} parameters")
+
+    def batches(self, epoch: int) -> list[np.ndarray]:
+        return [np.array([k]) for k in range(len(self.inputs))]  # in stream order: each row continues the last
+
+    def loss(self, indices: np.ndarray) -> tuple[torch.Tensor, int]:
+        k = int(indices[0])
+        if k == 0:
+            self.state = None  # a new epoch reads the stream from the start
+        x, t = torch.from_numpy(self.inputs[k]), torch.from_numpy(self.targets[k])  # (B, T)
+        with self.lm.autocast():
+            logits, state = self.model(x, self.state)  # (B, T, V)
+        self.state = RNNLM.detach(state)
+        return token_nll_sum(logits, t), t.numel()
+
+    def validate(self) -> dict[str, Any]:
+        metrics = self.lm.perplexity(self.valid)
+        self.model.train()
+        return metrics
+
+    def summary(self, valid: dict[str, Any]) -> str:
+        return f"valid loss {valid['loss']:.4f}, ppl {valid['perplexity']:.2f}"
+
+    def carried(self) -> dict[str, torch.Tensor]:
+        return {} if self.state is None else flatten_state(self.state)
+
+    def restore(self, carried: dict[str, torch.Tensor]) -> None:
+        self.state = unflatten_state(carried) if carried else None
+
 
 def build_family(config: Config, run: RunDir, data_dir: str | Path | None, resume: bool) -> Family:
-    """The family that trains ``config.model``: every model type seqlab has today is a seq2seq model."""
+    """The family that trains ``config.model``: a language model (``lm``) or a seq2seq model (the others)."""
+    if isinstance(config.model, LMConfig):
+        return StreamLM.build(config, run, data_dir, resume)
     return Seq2seq.build(config, run, data_dir, resume)

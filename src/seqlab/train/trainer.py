@@ -63,7 +63,9 @@ class Trainer:
         self.position = Position()
         self.scheduler = build_schedule(self.optimizer, config, config.train.epochs * len(self.family.batches(1)))
         if resume:
-            self.position = Position(**self.run.load_checkpoint(self.model, self.optimizer, self.scheduler))
+            state, carried = self.run.load_checkpoint(self.model, self.optimizer, self.scheduler)
+            self.position = Position(**state)
+            self.family.restore(carried)
             self.run.truncate_log(self.position.step)
             log.info("resuming at epoch %d, batch %d, step %d", self.position.epoch, self.position.batch, self.position.step)
         else:
@@ -88,7 +90,7 @@ class Trainer:
             self.train_epoch()
             self.end_epoch()
             if cfg.early_stopping and pos.bad_epochs >= cfg.early_stopping:
-                log.info("early stopping: no better valid %s for %d epochs", cfg.best_metric, pos.bad_epochs)
+                log.info("early stopping: no better valid %s for %d epochs", self.config.best_metric, pos.bad_epochs)
                 break
         return self.run.model_info()
 
@@ -115,7 +117,7 @@ class Trainer:
 
     def end_epoch(self) -> None:
         """Validate, log, keep the best model, checkpoint; then move the position to the next epoch."""
-        pos, cfg = self.position, self.config.train
+        pos = self.position
         valid = self.family.validate()
         record = {
             "epoch": pos.epoch,
@@ -126,7 +128,8 @@ class Trainer:
             "lr": self.scheduler.get_last_lr()[0],
             "valid": valid,
         }
-        score = -valid["loss"] if cfg.best_metric == "loss" else valid[cfg.best_metric]
+        metric = self.config.best_metric
+        score = -valid["loss"] if metric == "loss" else valid[metric]
         if pos.best is None or score > pos.best:
             pos.best, pos.best_epoch, pos.bad_epochs = score, pos.epoch, 0
             self.run.save_model(self.model, {"epoch": pos.epoch, "step": pos.step, "valid": valid})
@@ -141,7 +144,7 @@ class Trainer:
         self.save_checkpoint()
 
     def save_checkpoint(self) -> None:
-        self.run.save_checkpoint(self.model, self.optimizer, self.scheduler, asdict(self.position))
+        self.run.save_checkpoint(self.model, self.optimizer, self.scheduler, asdict(self.position), self.family.carried())
 
 
 def start_run(config: Config, run: RunDir, resume: bool) -> str:

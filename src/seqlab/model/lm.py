@@ -1,0 +1,87 @@
+"""The RNN language model of seed 002 ch. 5–6: the book's Rnnlm and BetterRnnlm.
+
+    ids (B, T) -> Embedding -> [Dropout -> RNN layer] × num_layers -> Dropout -> Affine -> logits (B, T, V)
+
+* ``cell``: ``rnn`` (h_t = tanh(h_{t−1} W_h + x_t W_x + b), S34), ``lstm`` (S42) or ``gru``.
+* Layers are stacked single-layer torch RNNs, so dropout sits only **between** them, in depth, never along
+  time (S45: noise along time accumulates). ``variational`` draws one mask per sequence and keeps it for
+  every time step (Gal & Ghahramani 2016), the variant the seed names as making dropout along time work.
+* ``tie_weights``: the output Affine's weight *is* the embedding matrix (S45): one tensor, whose gradient
+  sums both uses, and V · H fewer parameters; it needs ``embedding_size == hidden_size``.
+* The state is carried between calls (S35 "stateful"): one entry per layer, ``h`` (1, B, H) or, for the
+  LSTM, ``(h, c)``; ``None`` starts from zeros. ``detach`` cuts the backward path and keeps the forward one,
+  which is truncated BPTT.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Literal
+
+import torch
+from torch import nn
+
+from seqlab.config import LMConfig
+
+LayerState = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
+LMState = list[LayerState]
+CELLS: dict[str, Callable[..., nn.RNNBase]] = {"rnn": nn.RNN, "gru": nn.GRU, "lstm": nn.LSTM}
+
+
+class RNNLM(nn.Module):
+    def __init__(self, vocab_size: int, cell: Literal["rnn", "gru", "lstm"] = "lstm", embedding_size: int = 650,
+                 hidden_size: int = 650, num_layers: int = 2, dropout: float = 0.5, variational: bool = False,
+                 tie_weights: bool = True) -> None:
+        super().__init__()
+        if tie_weights and embedding_size != hidden_size:
+            raise ValueError(f"tying needs embedding_size == hidden_size (got {embedding_size} and {hidden_size})")
+        self.embedding = nn.Embedding(vocab_size, embedding_size)
+        sizes = [embedding_size] + [hidden_size] * num_layers
+        self.layers = nn.ModuleList(CELLS[cell](sizes[i], sizes[i + 1], batch_first=True) for i in range(num_layers))
+        self.output = nn.Linear(hidden_size, vocab_size)
+        if tie_weights:
+            self.output.weight = self.embedding.weight  # (V, H): the same memory, one gradient
+        self.dropout = dropout
+        self.variational = variational
+
+    def drop(self, x: torch.Tensor) -> torch.Tensor:
+        """Inverted dropout of (B, T, F) activations in training; with ``variational``, one mask per sequence."""
+        if not self.training or self.dropout == 0:
+            return x
+        shape = (x.size(0), 1, x.size(2)) if self.variational else x.shape
+        keep = 1.0 - self.dropout
+        return x * x.new_empty(shape).bernoulli_(keep).div_(keep)
+
+    def forward(self, ids: torch.Tensor, state: LMState | None = None) -> tuple[torch.Tensor, LMState]:
+        """ids (B, T), the state left by the previous call (or None) -> logits (B, T, V), the state after T."""
+        x = self.drop(self.embedding(ids))  # (B, T, E)
+        carried: LMState = []
+        for i, layer in enumerate(self.layers):
+            x, layer_state = layer(x, None if state is None else state[i])  # (B, T, H)
+            carried.append(layer_state)
+            x = self.drop(x)
+        return self.output(x), carried
+
+    @classmethod
+    def from_config(cls, cfg: LMConfig, vocab_size: int) -> RNNLM:
+        return cls(vocab_size, cfg.cell, cfg.embedding_size, cfg.hidden_size, cfg.num_layers, cfg.dropout,
+                   cfg.variational, cfg.tie_weights)
+
+    @staticmethod
+    def detach(state: LMState) -> LMState:
+        """The same state with its backward path cut (truncated BPTT)."""
+        return [tuple(t.detach() for t in s) if isinstance(s, tuple) else s.detach() for s in state]  # type: ignore[misc]
+
+
+def flatten_state(state: LMState) -> dict[str, torch.Tensor]:
+    """A state as named tensors (``h0``, ``c0``, ``h1`` ...), for a checkpoint."""
+    named = {}
+    for i, layer in enumerate(state):
+        parts = layer if isinstance(layer, tuple) else (layer,)
+        named.update({f"{name}{i}": t.detach() for name, t in zip("hc", parts)})
+    return named
+
+
+def unflatten_state(named: dict[str, torch.Tensor]) -> LMState:
+    layers = len([k for k in named if k.startswith("h")])
+    return [(named[f"h{i}"], named[f"c{i}"]) if f"c{i}" in named else named[f"h{i}"] for i in range(layers)]

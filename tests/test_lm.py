@@ -1,0 +1,191 @@
+"""Language models (seed 002 ch. 5–6): the stream cut for truncated BPTT, the RNN language model."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from seqlab.data.stream import tbptt_batches
+from seqlab.loss import token_nll_sum
+from seqlab.model.lm import RNNLM
+
+
+def test_tbptt_batches_are_the_seeds_toy():  # S36
+    inputs, targets = tbptt_batches(np.array([0, 1, 2, 3, 4, 1, 5, 6]), batch_size=2, time_size=3)
+    assert inputs.tolist() == [[[0, 1, 2], [3, 4, 1]]]
+    assert targets.tolist() == [[[1, 2, 3], [4, 1, 5]]]
+
+
+def test_tbptt_rows_continue_from_batch_to_batch():
+    corpus = np.arange(1001)  # the seed's example: 1,000 inputs, batch 2, T 10
+    inputs, targets = tbptt_batches(corpus, batch_size=2, time_size=10)
+    assert inputs.shape == (50, 2, 10)
+    assert inputs[0, 0].tolist() == list(range(10)) and inputs[0, 1].tolist() == list(range(500, 510))
+    assert inputs[1, 0].tolist() == list(range(10, 20)) and inputs[1, 1].tolist() == list(range(510, 520))
+    assert np.array_equal(targets, inputs + 1)
+    rows = inputs.transpose(1, 0, 2).reshape(2, -1)  # each row read batch after batch is one unbroken text
+    assert rows[0].tolist() == list(range(500)) and rows[1].tolist() == list(range(500, 1000))
+    with pytest.raises(ValueError, match="too short for one batch of 4 × 3"):
+        tbptt_batches(np.arange(10), 4, 3)
+
+
+def _lm(cell="lstm", **kw):
+    torch.manual_seed(0)
+    return RNNLM(vocab_size=11, cell=cell, embedding_size=6, hidden_size=6, num_layers=2, **kw)
+
+
+def test_weight_tying_shares_one_tensor_and_saves_v_times_h():  # S45
+    tied, untied = _lm(tie_weights=True), _lm(tie_weights=False)
+    assert tied.output.weight is tied.embedding.weight
+    assert sum(p.numel() for p in untied.parameters()) - sum(p.numel() for p in tied.parameters()) == 11 * 6
+    logits, _ = tied(torch.tensor([[1, 2, 3]]))
+    logits.sum().backward()
+    assert tied.embedding.weight.grad is tied.output.weight.grad  # one gradient, both uses summed into it
+    with pytest.raises(ValueError, match="tying needs embedding_size == hidden_size"):
+        RNNLM(vocab_size=11, embedding_size=4, hidden_size=6, tie_weights=True)
+
+
+@pytest.mark.parametrize("cell", ["rnn", "gru", "lstm"])
+def test_a_carried_state_reads_like_one_long_run(cell):  # S35, S43
+    model = _lm(cell, dropout=0.0).eval()
+    text = torch.randint(0, 11, (3, 12))
+    whole, _ = model(text)
+    first, state = model(text[:, :5])
+    second, _ = model(text[:, 5:], state)
+    assert torch.allclose(torch.cat([first, second], dim=1), whole, atol=1e-6)
+    detached = model.detach(state)
+    assert all(not t.requires_grad for s in detached for t in (s if isinstance(s, tuple) else (s,)))
+    assert all(torch.equal(a, b) for s, d in zip(state, detached) for a, b in zip(*(
+        (x if isinstance(x, tuple) else (x,)) for x in (s, d))))
+
+
+@pytest.mark.parametrize("variational", [False, True])
+def test_dropout_only_between_layers_and_off_in_eval(variational):  # S45, S46
+    model = _lm(dropout=0.5, variational=variational)
+    text = torch.randint(0, 11, (4, 7))
+    model.eval()
+    assert torch.equal(model(text)[0], model(text)[0])  # evaluation is deterministic
+    model.train()
+    assert not torch.equal(model(text)[0], model(text)[0])
+    x = torch.ones(4, 7, 6)
+    dropped = model.drop(x)
+    if variational:  # one mask per sequence, the same at every time step
+        assert torch.equal(dropped, dropped[:, :1].expand_as(dropped))
+    assert 0.3 < (dropped == 0).float().mean() < 0.7 and set(dropped.unique().tolist()) <= {0.0, 2.0}
+
+
+def test_an_all_zero_lstm_halves_its_cell():  # S42: f = i = o = 0.5, g = 0
+    model = RNNLM(vocab_size=5, cell="lstm", embedding_size=3, hidden_size=3, num_layers=1, dropout=0.0)
+    with torch.no_grad():
+        for p in model.layers.parameters():
+            p.zero_()
+    c_prev = torch.tensor([[[0.4, -1.0, 2.0]]])
+    _, state = model(torch.tensor([[2]]), [(torch.zeros(1, 1, 3), c_prev)])
+    h, c = state[0]
+    assert torch.allclose(c, 0.5 * c_prev) and torch.allclose(h, 0.5 * torch.tanh(0.5 * c_prev))
+
+
+def test_the_time_softmax_loss_of_the_seed():  # S37: correct-class probabilities 0.1, 0.2, 0.3 -> 1.7053
+    probabilities = torch.tensor([[[0.1, 0.9], [0.2, 0.8], [0.3, 0.7]]])  # (1, T=3, V=2), the true word first
+    targets = torch.tensor([[0, 0, 0]])  # id 0 is <pad>, ignored by token_nll_sum: shift to ids 1 and 2
+    logits = torch.log(torch.cat([torch.full((1, 3, 1), 1e-30), probabilities], dim=2))
+    loss = token_nll_sum(logits, targets + 1) / 3
+    assert loss.item() == pytest.approx(1.7053, abs=1e-4)
+
+
+@pytest.mark.parametrize(("probability", "vocab", "expected"), [(0.8, 5, 1.25), (0.2, 5, 5.0), (0.001, 1000, 1000.0)])
+def test_perplexity_is_the_exponential_of_the_mean_loss(probability, vocab, expected):  # S39
+    rest = (1 - probability) / (vocab - 1)
+    probs = torch.full((1, 4, vocab), rest)
+    probs[..., 1] = probability  # the true word, id 1, at each of 4 positions
+    loss = token_nll_sum(torch.log(probs), torch.ones(1, 4, dtype=torch.long)) / 4
+    assert torch.exp(loss).item() == pytest.approx(expected, rel=1e-5)
+
+
+@pytest.mark.parametrize(("norm", "expected"), [(10.0, 5.0), (3.0, 3.0)])
+def test_clipping_scales_the_whole_gradient_in_place(norm, expected):  # S41
+    a, b = torch.zeros(3, requires_grad=True), torch.zeros(4, requires_grad=True)
+    a.grad, b.grad = torch.tensor([6.0, 0, 0]) * norm / 10, torch.tensor([0, 8.0, 0, 0]) * norm / 10
+    before = a.grad
+    torch.nn.utils.clip_grad_norm_([a, b], 5.0)  # what optimizer_step calls with train.clip_norm
+    assert torch.cat([a.grad, b.grad]).norm().item() == pytest.approx(expected, abs=1e-5) and a.grad is before
+
+
+# --- training through seqlab train, evaluation, resume ------------------------------------------------------
+
+
+def _lm_config(tmp_path, **train):
+    """A corpus of counting sentences ("one two three ..."): each word predicts the next, so a small LSTM
+    learns it to a perplexity near 1."""
+    from seqlab.config import parse_config
+
+    numbers = "one two three four five six seven eight nine ten".split()
+    rng = np.random.default_rng(0)
+    lines = [" ".join(numbers[s : s + int(rng.integers(3, 7))]) for s in rng.integers(0, 5, size=400)]
+    for name, part in [("train", lines[:300]), ("valid", lines[300:350]), ("test", lines[350:])]:
+        (tmp_path / f"{name}.txt").write_text("\n".join(part) + "\n", encoding="utf-8")
+    return parse_config({
+        "seed": 3,
+        "data": {name: {"format": "lines", "path": str(tmp_path / f"{name}.txt")} for name in ("train", "valid", "test")},
+        "tokens": {"source": {"level": "word", "vocab_size": 50}},
+        "model": {"type": "lm", "embedding_size": 16, "hidden_size": 16, "num_layers": 2, "dropout": 0.1},
+        "train": {"epochs": 4, "streams": 4, "time_size": 8, "schedule": "constant", "lr": 0.01,
+                  "precision": "fp32"} | train,
+    })
+
+
+def test_an_lm_trains_and_its_perplexity_is_that_of_the_whole_stream(tmp_path):
+    from seqlab.language_model import load
+    from seqlab.train.trainer import Trainer
+
+    config = _lm_config(tmp_path)
+    best = Trainer(config, tmp_path / "run", progress=False).fit()
+    assert best["valid"]["perplexity"] < 2.0  # of 14 tokens, counting is almost certain after the first word
+    lm = load(tmp_path / "run")
+    valid = (tmp_path / "valid.txt").read_text().splitlines()
+    assert lm.perplexity(valid) == pytest.approx(best["valid"])
+    assert lm.perplexity(valid)["tokens"] == sum(len(line.split()) + 1 for line in valid)
+    scores = lm.score(["one two three", "three two one"])
+    assert scores[0]["log_prob"] > scores[1]["log_prob"] and scores[0]["tokens"] == 4
+    # a line's score is the whole stream's when the stream is that one line
+    assert math.exp(-scores[0]["log_prob"] / 4) == pytest.approx(lm.perplexity(["one two three"])["perplexity"])
+
+
+def test_an_lm_resumed_mid_epoch_carries_its_state_exactly(tmp_path, killed_at):
+    from seqlab.rundir import RunDir
+    from seqlab.train.trainer import Trainer
+
+    config = _lm_config(tmp_path, epochs=2, save_every=5)
+    Trainer(config, tmp_path / "straight", progress=False).fit()
+    with killed_at(8):  # inside epoch 1, after the checkpoint at step 5, whose state is carried
+        Trainer(config, tmp_path / "killed", progress=False).fit()
+    Trainer(config, tmp_path / "killed", resume=True, progress=False).fit()
+    straight, resumed = RunDir(tmp_path / "straight").log(), RunDir(tmp_path / "killed").log()
+    assert [r["train_loss"] for r in resumed] == [r["train_loss"] for r in straight]
+    assert [r["valid"]["loss"] for r in resumed] == [r["valid"]["loss"] for r in straight]
+
+
+def test_eval_and_config_errors_of_language_models(tmp_path):
+    from typer.testing import CliRunner
+
+    from seqlab.cli import app
+    from seqlab.config import ConfigError, parse_config
+    from seqlab.train.trainer import Trainer
+
+    config = _lm_config(tmp_path, epochs=1)
+    Trainer(config, tmp_path / "run", progress=False).fit()
+    result = CliRunner().invoke(app, ["eval", str(tmp_path / "run"), "--split", "test", "--json"])
+    assert result.exit_code == 0, result.output
+    metrics = json.loads(result.stdout)
+    assert set(metrics) == {"loss", "perplexity", "tokens"} and metrics["perplexity"] == pytest.approx(math.exp(metrics["loss"]))
+    raw = config.model_dump(mode="json")
+    with pytest.raises(ConfigError, match="train.best_metric: a language model is picked by its valid loss"):
+        parse_config(raw | {"train": raw["train"] | {"best_metric": "bleu"}})
+    with pytest.raises(ConfigError, match="data.train: a lines corpus holds sentences, not pairs"):
+        parse_config(raw | {"model": {"type": "rnn"}, "train": raw["train"] | {"schedule": "constant"}})
+    with pytest.raises(ConfigError, match="model.tie_weights needs embedding_size == hidden_size"):
+        parse_config(raw | {"model": {"type": "lm", "embedding_size": 8}})
