@@ -181,7 +181,8 @@ def test_eval_and_config_errors_of_language_models(tmp_path):
     result = CliRunner().invoke(app, ["eval", str(tmp_path / "run"), "--split", "test", "--json"])
     assert result.exit_code == 0, result.output
     metrics = json.loads(result.stdout)
-    assert set(metrics) == {"loss", "perplexity", "tokens"} and metrics["perplexity"] == pytest.approx(math.exp(metrics["loss"]))
+    assert set(metrics) == {"loss", "perplexity", "tokens"}
+    assert metrics["perplexity"] == pytest.approx(math.exp(metrics["loss"]))
     raw = config.model_dump(mode="json")
     with pytest.raises(ConfigError, match="train.best_metric: a language model is picked by its valid loss"):
         parse_config(raw | {"train": raw["train"] | {"best_metric": "bleu"}})
@@ -189,3 +190,34 @@ def test_eval_and_config_errors_of_language_models(tmp_path):
         parse_config(raw | {"model": {"type": "rnn"}, "train": raw["train"] | {"schedule": "constant"}})
     with pytest.raises(ConfigError, match="model.tie_weights needs embedding_size == hidden_size"):
         parse_config(raw | {"model": {"type": "lm", "embedding_size": 8}})
+
+
+def test_generation_through_the_decoding_strategies(tmp_path):  # S47
+    from typer.testing import CliRunner
+
+    from seqlab.cli import app
+    from seqlab.language_model import load
+    from seqlab.train.trainer import Trainer
+
+    Trainer(_lm_config(tmp_path), tmp_path / "run", progress=False).fit()
+    lm = load(tmp_path / "run")
+    greedy = lm.generate(["three", "two three"])  # prompts of two lengths in one batch; no line is shorter than 3
+    assert greedy[0][0].text.startswith("three four five") and greedy[1][0].text.startswith("two three four")
+    beams = lm.generate(["two"], beam=4, nbest=3)[0]
+    assert len(beams) == 3 and beams[0].log_prob >= beams[1].log_prob >= beams[2].log_prob
+    first = lm.generate(["one"], sample=True, num_samples=4, seed=5, temperature=1.5)[0]
+    again = lm.generate(["one"], sample=True, num_samples=4, seed=5, temperature=1.5)[0]
+    assert [g.text for g in first] == [g.text for g in again]  # a seed makes sampling reproducible
+    assert all(len(g.tokens) <= 3 for g in lm.generate(["one"], max_length=3)[0])
+    result = CliRunner().invoke(app, ["generate", str(tmp_path / "run"), "--start", "four", "--beam", "3", "--nbest", "2"])
+    assert result.exit_code == 0 and [line.split("\t")[2] for line in result.stdout.splitlines()] == \
+        [g.text for g in lm.generate(["four"], beam=3, nbest=2)[0]]
+    lines = tmp_path / "lines.txt"
+    lines.write_text("one two three\nthree two one\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["score", str(tmp_path / "run"), "--input", str(lines), "--json"])
+    scores = json.loads(result.stdout)
+    expected = lm.score(["one two three", "three two one"])
+    assert [s["log_prob"] for s in scores["lines"]] == pytest.approx([s["log_prob"] for s in expected])
+    assert scores["perplexity"] == pytest.approx(lm.perplexity(["one two three", "three two one"])["perplexity"])
+    result = CliRunner().invoke(app, ["generate", str(tmp_path / "run"), "--start", "x", "--beam", "0"])
+    assert result.exit_code == 2

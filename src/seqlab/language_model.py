@@ -4,6 +4,8 @@ A text is read as the book reads PTB: its words, then ``<eos>``; a corpus is its
 one token stream (``stream``). ``perplexity(texts)`` is ``exp`` of the mean cross-entropy over every token of
 that stream, the first word predicted from a leading ``<eos>`` (S39); ``score(texts)`` gives each line its own
 log-probability, the line read from a fresh state (S33: ``log P(w_1..w_m) = Σ_t log P(w_t | w_<t)``).
+``generate(starts, options)`` continues each start with the decoding strategies of ``seqlab.decoding``
+(greedy, beam search, sampling with temperature, top-k, top-p and a seed), stopping at ``<eos>`` (S47).
 ``seqlab.language_model.load(RUN_DIR)`` rebuilds it from a run directory.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +23,8 @@ import torch
 
 from seqlab import precision
 from seqlab.config import Config, LMConfig
+from seqlab.data.batching import pad
+from seqlab.decoding import DecodeOptions, search
 from seqlab.loss import token_nll_sum
 from seqlab.model.lm import RNNLM
 from seqlab.rundir import RunDir
@@ -60,6 +65,23 @@ class LanguageModel:
         return {"loss": loss, "perplexity": math.exp(loss), "tokens": tokens}
 
     @torch.no_grad()
+    def generate(self, starts: Sequence[str], options: DecodeOptions | None = None, **kwargs: Any) -> list[list[Generation]]:
+        """Every start's continuations, best first (``nbest`` of a beam search, ``num_samples`` samples, or the
+        greedy one); ``max_length`` words at most (default ``eval.max_output_length``)."""
+        options = options or DecodeOptions(**kwargs)
+        prompts = [[EOS, *ids] for ids in self.tokenizer.encode(list(starts))]
+        self.model.eval()
+        with self.autocast():
+            found = search(self.model, pad(prompts), options, self.config.eval.max_output_length)
+        results = []
+        for prompt, hypotheses in zip(prompts, found):
+            texts = self.tokenizer.decode([prompt[1:] + h.tokens for h in hypotheses])
+            continuations = self.tokenizer.decode([h.tokens for h in hypotheses])
+            results.append([Generation(text, continuation, h.log_prob, self.tokenizer.tokens_from_ids(h.tokens))
+                            for text, continuation, h in zip(texts, continuations, hypotheses)])
+        return results
+
+    @torch.no_grad()
     def score(self, texts: Sequence[str]) -> list[dict[str, Any]]:
         """Per text: {'log_prob' (natural log of P(text, <eos>)), 'tokens' (its tokens and <eos>), 'perplexity'}."""
         self.model.eval()
@@ -73,6 +95,14 @@ class LanguageModel:
             results.append({"log_prob": log_prob, "tokens": len(ids) + 1,
                             "perplexity": math.exp(-log_prob / (len(ids) + 1))})
         return results
+
+
+@dataclass(frozen=True)
+class Generation:
+    text: str  # the start and its continuation
+    continuation: str
+    log_prob: float  # of the continuation (and its <eos>, when it ended) given the start
+    tokens: list[str]  # the continuation's tokens
 
 
 def load(run_dir: str | Path) -> LanguageModel:

@@ -11,17 +11,22 @@
 * The state is carried between calls (S35 "stateful"): one entry per layer, ``h`` (1, B, H) or, for the
   LSTM, ``(h, c)``; ``None`` starts from zeros. ``detach`` cuts the backward path and keeps the forward one,
   which is truncated BPTT.
+* Generation (S47) goes through the decoding step contract (``decoding/step.py``): ``start`` reads each
+  prompt and keeps the distribution of the word after it; the first ``step`` returns that distribution, every
+  later one feeds the chosen word back. Greedy, beam search and sampling then work as for seq2seq models.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Literal
 
 import torch
 from torch import nn
 
 from seqlab.config import LMConfig
+from seqlab.specials import PAD
 
 LayerState = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
 LMState = list[LayerState]
@@ -67,6 +72,28 @@ class RNNLM(nn.Module):
         return cls(vocab_size, cfg.cell, cfg.embedding_size, cfg.hidden_size, cfg.num_layers, cfg.dropout,
                    cfg.variational, cfg.tie_weights)
 
+    def start(self, src: torch.Tensor) -> LMDecoderState:
+        """src (B, P): each row a prompt (``<eos>`` then its words), padded with PAD at the end. Each prompt is
+        read on its own from a zero state; what comes back holds, per row, the state after it and the logits
+        of the word that follows."""
+        hidden, pending = [], []
+        for row in src:
+            prompt = row[row != PAD][None]  # (1, P_i)
+            logits, state = self(prompt)
+            hidden.append(state)
+            pending.append(logits[:, -1])  # (1, V)
+        layers = [_cat([h[i] for h in hidden]) for i in range(len(self.layers))]
+        return LMDecoderState(layers, torch.cat(pending))
+
+    def step(self, ids: torch.Tensor, state: LMDecoderState,
+             need_weights: bool = False) -> tuple[torch.Tensor, LMDecoderState, None]:
+        """ids (B,): the words chosen last -> logits (B, V) of the next ones. The first step (whose ids are the
+        strategies' <sos>) gives the logits kept by ``start``."""
+        if state.pending is not None:
+            return state.pending, LMDecoderState(state.hidden, None), None
+        logits, hidden = self(ids[:, None], state.hidden)  # (B, 1, V)
+        return logits[:, -1], LMDecoderState(hidden, None), None
+
     @staticmethod
     def detach(state: LMState) -> LMState:
         """The same state with its backward path cut (truncated BPTT)."""
@@ -85,3 +112,25 @@ def flatten_state(state: LMState) -> dict[str, torch.Tensor]:
 def unflatten_state(named: dict[str, torch.Tensor]) -> LMState:
     layers = len([k for k in named if k.startswith("h")])
     return [(named[f"h{i}"], named[f"c{i}"]) if f"c{i}" in named else named[f"h{i}"] for i in range(layers)]
+
+
+def _cat(parts: list[LayerState]) -> LayerState:
+    """One layer's states of several rows, joined along the batch (dim 1)."""
+    if isinstance(parts[0], tuple):
+        return tuple(torch.cat([p[k] for p in parts], dim=1) for k in range(2))  # type: ignore[return-value]
+    return torch.cat(parts, dim=1)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class LMDecoderState:
+    """What generation keeps per row: the RNN state and, before the first step, the next word's logits."""
+
+    hidden: LMState
+    pending: torch.Tensor | None  # (B, V)
+
+    def select(self, rows: torch.Tensor, same_sources: bool = False) -> LMDecoderState:
+        """Keep, repeat or reorder rows (beam search, finished rows leaving)."""
+        hidden = [tuple(t.index_select(1, rows) for t in s) if isinstance(s, tuple) else s.index_select(1, rows)
+                  for s in self.hidden]
+        pending = None if self.pending is None else self.pending.index_select(0, rows)
+        return LMDecoderState(hidden, pending)  # type: ignore[arg-type]
