@@ -221,3 +221,18 @@ def test_generation_through_the_decoding_strategies(tmp_path):  # S47
     assert scores["perplexity"] == pytest.approx(lm.perplexity(["one two three", "three two one"])["perplexity"])
     result = CliRunner().invoke(app, ["generate", str(tmp_path / "run"), "--start", "x", "--beam", "0"])
     assert result.exit_code == 2
+
+
+def test_the_books_recipe_sgd_with_the_rate_divided_when_valid_gets_worse(tmp_path, monkeypatch):  # S41, ch. 6
+    from seqlab.rundir import RunDir
+    from seqlab.train import family
+    from seqlab.train.trainer import Trainer
+
+    losses = iter([3.0, 2.0, 2.5, 1.0])  # epoch 3 is worse than the best: the rate is divided by 4 after it
+    monkeypatch.setattr(family.StreamLM, "validate", lambda self: {"loss": (x := next(losses)), "perplexity": math.exp(x)})
+    config = _lm_config(tmp_path, epochs=4, optimizer="sgd", schedule="plateau", lr=1.0, clip_norm=0.25)
+    trainer = Trainer(config, tmp_path / "run", progress=False)
+    assert isinstance(trainer.optimizer, torch.optim.SGD)
+    trainer.fit()
+    assert [r["lr"] for r in RunDir(tmp_path / "run").log()] == [1.0, 1.0, 1.0, 0.25]  # the rate each epoch trained at
+    assert RunDir(tmp_path / "run").model_info()["epoch"] == 4

@@ -493,3 +493,13 @@ def test_split_words_gives_the_word_levels_pieces_without_their_marks():
 def test_split_words_cuts_korean_morphemes():
     pytest.importorskip("kiwipiepy")
     assert split_words(["학교에 갔었어요"], morphemes=True) == [["학교", "에", "갔었", "어요"]]
+
+
+def test_words_cut_at_spaces_only_keep_ptbs_unk_whole():
+    cfg = TokenizerConfig(level="word", punctuation=False)
+    tok = Tokenizer.train(["the <unk> rose N points", "a <unk> fell"], cfg)
+    assert tok.tokens("the <unk> rose") == ["▁the", "▁<unk>", "▁rose"]
+    assert tok.decode(tok.encode(["a <unk> rose N points"])) == ["a <unk> rose N points"]
+    again = Tokenizer.from_json(tok.to_json())
+    assert again.encode(["the <unk> fell"]) == tok.encode(["the <unk> fell"])
+    assert Tokenizer.train(["the <unk>"], TokenizerConfig(level="word")).tokens("the <unk>")[-3:] == ["<", "unk", ">"]

@@ -136,6 +136,9 @@ class TokenizerConfig(_Strict):
     lowercase: bool = False
     morphemes: bool = Field(
         False, description="Korean: cut words at kiwipiepy's morpheme boundaries first (word/bpe/wordpiece)")
+    punctuation: bool = Field(
+        True, description="word/bpe/wordpiece: each punctuation mark is a piece of its own; false: cut at spaces "
+        "only, for text tokenised already (PTB's <unk>)")
 
     @model_validator(mode="after")
     def _morphemes_need_words(self) -> TokenizerConfig:
@@ -235,9 +238,13 @@ class TrainConfig(_Strict):
     batch_sentences: int | None = Field(
         None, gt=0, description="instead of the token budget: this many sentences per batch, in random order"
     )
-    schedule: Literal["transformer", "constant", "cosine"] = Field(
-        "transformer", description="the seed's warm-up; or train.lr fixed, or decayed to 0 along a half cosine"
+    schedule: Literal["transformer", "constant", "cosine", "plateau"] = Field(
+        "transformer", description="the seed's warm-up; or train.lr fixed, or decayed to 0 along a half cosine, "
+        "or divided by train.plateau_factor after an epoch whose valid score is not the best (the book's RNN LMs)"
     )
+    plateau_factor: float = Field(4.0, gt=1, description="schedule plateau: what the rate is divided by")
+    optimizer: Literal["adam", "sgd"] = Field(
+        "adam", description="Adam (β 0.9/0.98, ε 1e-9), or plain SGD (the book's LMs: lr 20, clip_norm 0.25)")
     warmup: int = Field(4000, gt=0, description="warm-up steps of the seed's schedule")
     lr_scale: float = Field(1.0, gt=0, description="factor on d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)")
     lr: float = Field(1e-3, gt=0, description="the (first) learning rate of the constant and cosine schedules")
@@ -320,7 +327,7 @@ class Config(_Strict):
                 raise ValueError(f"train.best_metric: a language model is picked by its valid loss, "
                                  f"not {self.train.best_metric}")
             if self.train.schedule == "transformer":
-                raise ValueError("language models use train.schedule: constant or cosine")
+                raise ValueError("language models use train.schedule: constant, cosine or plateau")
             return self
         lines = [name for name in ("corpus", "train", "valid", "test") if isinstance(getattr(self.data, name), LinesCorpus)]
         if lines:

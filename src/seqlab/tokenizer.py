@@ -124,10 +124,13 @@ def normalize(text: str, lowercase: bool = False) -> str:
     return " ".join(text.split())
 
 
-def _words(morphemes: bool) -> pre_tokenizers.PreTokenizer:
-    """SentencePiece-style ``▁word`` pieces, each punctuation mark a piece of its own; with ``morphemes``
-    the words are also cut where :func:`seqlab.morphemes.mark_boundaries` put its mark."""
-    steps = [pre_tokenizers.Metaspace(replacement=_SPACE), pre_tokenizers.Punctuation("isolated")]
+def _words(morphemes: bool, punctuation: bool = True) -> pre_tokenizers.PreTokenizer:
+    """SentencePiece-style ``▁word`` pieces, each punctuation mark a piece of its own (unless not
+    ``punctuation``); with ``morphemes`` the words are also cut where :func:`seqlab.morphemes.mark_boundaries`
+    put its mark."""
+    steps = [pre_tokenizers.Metaspace(replacement=_SPACE)]
+    if punctuation:
+        steps.append(pre_tokenizers.Punctuation("isolated"))
     if morphemes:
         steps.append(pre_tokenizers.Split(MARK, "removed"))
     return pre_tokenizers.Sequence(steps)
@@ -170,7 +173,7 @@ def _pipeline(cfg: TokenizerConfig) -> tuple[_HFTokenizer, trainers.Trainer]:
     if cfg.level == "char":  # the pre-tokeniser only counts characters; see _char_encoder
         tok.pre_tokenizer = pre_tokenizers.Split(Regex("."), "isolated")
     else:
-        tok.pre_tokenizer = _words(cfg.morphemes)
+        tok.pre_tokenizer = _words(cfg.morphemes, cfg.punctuation)
         tok.decoder = decoders.Metaspace(replacement=_SPACE)
     return tok, trainer
 

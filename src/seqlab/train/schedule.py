@@ -53,4 +53,13 @@ def build_schedule(optimizer: torch.optim.Optimizer, config: Config, total_steps
         return transformer_schedule(optimizer, config.model.d_model, cfg.warmup, cfg.lr_scale)
     if cfg.schedule == "cosine":
         return cosine_schedule(optimizer, cfg.lr, total_steps)
-    return LambdaLR(optimizer, lambda step: cfg.lr)
+    return LambdaLR(optimizer, lambda step: cfg.lr)  # constant; plateau: see reduce_on_plateau
+
+
+def reduce_on_plateau(scheduler: LambdaLR, factor: float) -> float:
+    """Divide the rate by ``factor`` from now on (schedule ``plateau``, the book's ``lr /= 4.0`` when valid
+    perplexity does not improve); the scheduler's base rates hold it, so a checkpoint keeps it. Returns the rate."""
+    scheduler.base_lrs = [base / factor for base in scheduler.base_lrs]
+    for group, base in zip(scheduler.optimizer.param_groups, scheduler.base_lrs):
+        group["lr"] = base * scheduler.lr_lambdas[0](scheduler.last_epoch)
+    return scheduler.optimizer.param_groups[0]["lr"]

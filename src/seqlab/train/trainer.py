@@ -23,7 +23,7 @@ from seqlab.config import Config, ConfigError, changed_keys
 from seqlab.rundir import CHECKPOINT, RunDir
 from seqlab.train.family import Family, build_family
 from seqlab.train.optimizer import build_optimizer, optimizer_step
-from seqlab.train.schedule import build_schedule
+from seqlab.train.schedule import build_schedule, reduce_on_plateau
 
 log = logging.getLogger("seqlab")
 
@@ -59,7 +59,7 @@ class Trainer:
         self.progress = progress
         resolved = start_run(config, self.run, resume)
         self.family: Family = build_family(config, self.run, data_dir, resume)
-        self.optimizer = build_optimizer(self.model)
+        self.optimizer = build_optimizer(self.model, config.train.optimizer)
         self.position = Position()
         self.scheduler = build_schedule(self.optimizer, config, config.train.epochs * len(self.family.batches(1)))
         if resume:
@@ -117,7 +117,7 @@ class Trainer:
 
     def end_epoch(self) -> None:
         """Validate, log, keep the best model, checkpoint; then move the position to the next epoch."""
-        pos = self.position
+        pos, cfg = self.position, self.config.train
         valid = self.family.validate()
         record = {
             "epoch": pos.epoch,
@@ -135,6 +135,9 @@ class Trainer:
             self.run.save_model(self.model, {"epoch": pos.epoch, "step": pos.step, "valid": valid})
         else:
             pos.bad_epochs += 1
+            if cfg.schedule == "plateau":
+                log.info("valid %s not the best: learning rate now %g", metric,
+                         reduce_on_plateau(self.scheduler, cfg.plateau_factor))
         record["best_epoch"] = pos.best_epoch
         self.run.append_log(record)
         log.info("epoch %d: train loss %.4f, %.1f s, %s target tok/s | %s%s", pos.epoch, record["train_loss"],
