@@ -128,7 +128,7 @@ def _words(morphemes: bool, punctuation: bool = True) -> pre_tokenizers.PreToken
     """SentencePiece-style ``▁word`` pieces, each punctuation mark a piece of its own (unless not
     ``punctuation``); with ``morphemes`` the words are also cut where :func:`seqlab.morphemes.mark_boundaries`
     put its mark."""
-    steps = [pre_tokenizers.Metaspace(replacement=_SPACE)]
+    steps: list[pre_tokenizers.PreTokenizer] = [pre_tokenizers.Metaspace(replacement=_SPACE)]
     if punctuation:
         steps.append(pre_tokenizers.Punctuation("isolated"))
     if morphemes:
