@@ -236,3 +236,17 @@ def test_the_books_recipe_sgd_with_the_rate_divided_when_valid_gets_worse(tmp_pa
     trainer.fit()
     assert [r["lr"] for r in RunDir(tmp_path / "run").log()] == [1.0, 1.0, 1.0, 0.25]  # the rate each epoch trained at
     assert RunDir(tmp_path / "run").model_info()["epoch"] == 4
+
+
+def test_the_seeds_exploding_and_vanishing_gradients(tmp_path):  # S40, S107 (d)
+    from typer.testing import CliRunner
+
+    from seqlab.cli import app
+    from seqlab.plots import gradient_norms
+
+    explode, vanish = gradient_norms(1.0), gradient_norms(0.5)
+    assert explode[0] == pytest.approx(2.468, abs=1e-3) and explode[19] == pytest.approx(249.5, rel=1e-3)
+    assert vanish[0] == pytest.approx(1.234, abs=1e-3) and vanish[19] == pytest.approx(2.38e-4, rel=1e-2)
+    out = tmp_path / "gradnorm.png"
+    result = CliRunner().invoke(app, ["plot", "gradnorm", "--out", str(out)])
+    assert result.exit_code == 0 and out.stat().st_size > 5000

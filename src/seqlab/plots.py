@@ -7,6 +7,8 @@
   "Depth" across and "Position" down (seed 000, 50 × 128);
 * :func:`schedule_figure`: the warm-up learning-rate schedule over the training steps (seed 000,
   d_model 128, 4,000 warm-up steps, 200,000 steps);
+* :func:`gradnorm_figure`: the norm of a gradient flowing back through repeated ``W_h`` products, growing
+  or vanishing (002 §6.1.4, :func:`gradient_norms`);
 * :func:`curves_figure`: loss, exact match and BLEU per epoch of one or more runs, overlaid (the
   book's comparison of baseline / Reverse / Peeky / attention);
 * :func:`vectors_figure`: word vectors projected on their first two principal components, each point
@@ -160,6 +162,36 @@ def schedule_figure(d_model: int = 128, warmup: int = 4000, steps: int = 200_000
     ax.set_xlabel("Train Step", fontproperties=font)
     ax.set_ylabel("Learning Rate", fontproperties=font)
     ax.set_title(f"d_model {d_model}, warm-up {warmup:,} steps", fontproperties=font)
+    return figure
+
+
+def gradient_norms(scale: float = 1.0, steps: int = 20, seed: int = 3) -> np.ndarray:
+    """Seed 002 §6.1.4's demo of exploding and vanishing gradients: ``dh`` (2 × 3, ones) flows back through
+    ``steps`` time steps, ``dh = dh · W_hᵀ`` each, with ``W_h = scale · randn(3, 3)`` from NumPy's legacy
+    generator seeded ``seed``; returns ``‖dh‖ / N`` after each step (steps,). With seed 3: scale 1 grows
+    from 2.468 to ≈ 249.5, scale 0.5 falls from 1.234 to ≈ 2.38e-4."""
+    rng = np.random.RandomState(seed)
+    w_h = rng.randn(3, 3) * scale
+    dh = np.ones((2, 3))
+    norms = []
+    for _ in range(steps):
+        dh = dh @ w_h.T
+        norms.append(np.sqrt(np.sum(dh**2)) / 2)
+    return np.array(norms)
+
+
+def gradnorm_figure(steps: int = 20, seed: int = 3) -> Figure:
+    """The seed's two curves of ``gradient_norms``: W_h drawn as randn (explodes) and as 0.5 · randn
+    (vanishes), on a log scale."""
+    font = text_font()
+    figure = Figure(figsize=(8, 4.5), layout="constrained")
+    ax = figure.subplots()
+    for scale in (1.0, 0.5):
+        ax.plot(range(1, steps + 1), gradient_norms(scale, steps, seed), marker="o", label=f"W_h = {scale:g} · randn")
+    ax.set_yscale("log")
+    ax.set_xlabel("time step (backwards)", fontproperties=font)
+    ax.set_ylabel("norm of dh", fontproperties=font)
+    ax.legend(prop=font)
     return figure
 
 

@@ -71,6 +71,17 @@ def schedule(
     _save_or_fail(lambda: plots.schedule_figure(d_model, warmup, steps), out)
 
 
+@app.command("gradnorm")
+def gradnorm(
+    out: Out,
+    steps: Annotated[int, typer.Option("--steps", min=1, help="Time steps the gradient flows back through.")] = 20,
+) -> None:
+    """The seed's exploding and vanishing gradients: the norm of dh through repeated W_h products."""
+    from seqlab import plots
+
+    _save_or_fail(lambda: plots.gradnorm_figure(steps), out)
+
+
 @app.command("curves")
 def curves(
     run_dirs: Annotated[list[Path], typer.Argument(help="One or more run directories, overlaid.")],
