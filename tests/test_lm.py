@@ -250,3 +250,22 @@ def test_the_seeds_exploding_and_vanishing_gradients(tmp_path):  # S40, S107 (d)
     out = tmp_path / "gradnorm.png"
     result = CliRunner().invoke(app, ["plot", "gradnorm", "--out", str(out)])
     assert result.exit_code == 0 and out.stat().st_size > 5000
+
+
+def test_each_kind_of_run_refuses_the_others_commands_in_one_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from seqlab.cli import app
+    from seqlab.train.trainer import Trainer
+
+    Trainer(_lm_config(tmp_path, epochs=1), tmp_path / "lm", progress=False).fit()
+    vectors = tmp_path / "vectors"
+    vectors.mkdir()
+    (vectors / "vocabulary.json").write_text('{"words": [], "counts": []}')
+    runner = CliRunner()
+    result = runner.invoke(app, ["translate", str(tmp_path / "lm"), "one two"])
+    assert result.exit_code == 2 and "a language model, not a seq2seq model: use seqlab generate" in result.output
+    for command in (["generate", str(vectors), "--start", "a"], ["translate", str(vectors), "a"], ["eval", str(vectors)]):
+        result = runner.invoke(app, command)
+        assert result.exit_code == 2 and "a word-vector run; use seqlab vectors" in result.output, command
+        assert "Traceback" not in result.output

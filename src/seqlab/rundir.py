@@ -85,6 +85,9 @@ class RunDir:
         atomic_write(self.path / CONFIG, dump_config(config))
 
     def config(self) -> Config:
+        """The configuration of a model run (``seqlab train``); a word-vector run is refused with a hint."""
+        if self.is_vectors():
+            raise ValueError(f"{self.path}: a word-vector run; use seqlab vectors similar | analogy | eval | export")
         return load_config(self._config_path())
 
     def vectors_config(self) -> VectorsConfig:

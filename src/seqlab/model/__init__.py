@@ -25,7 +25,7 @@ def build_model(cfg: ModelConfig, src_vocab: int, trg_vocab: int) -> Seq2seq:
     if isinstance(cfg, TransformerConfig):
         return Transformer(cfg, src_vocab, trg_vocab)
     if isinstance(cfg, LMConfig):
-        raise ValueError("model.type lm is a language model, not a seq2seq model")
+        raise ValueError("model.type lm is a language model, not a seq2seq model: use seqlab generate or seqlab score")
     return RNNSeq2seq(cfg, src_vocab, trg_vocab)
 
 
