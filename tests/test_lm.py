@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from seqlab.config import ConfigError
 from seqlab.data.stream import tbptt_batches
 from seqlab.loss import token_nll_sum
 from seqlab.model.lm import RNNLM
@@ -269,3 +270,72 @@ def test_each_kind_of_run_refuses_the_others_commands_in_one_line(tmp_path):
         result = runner.invoke(app, command)
         assert result.exit_code == 2 and "a word-vector run; use seqlab vectors" in result.output, command
         assert "Traceback" not in result.output
+
+
+# --- the causal Transformer language model -------------------------------------------------------------------
+
+
+def _transformer_lm(**kw):
+    from seqlab.config import TransformerLMConfig
+    from seqlab.model.transformer_lm import TransformerLM
+
+    torch.manual_seed(0)
+    cfg = TransformerLMConfig(d_model=16, num_layers=2, num_heads=2, d_ff=32, dropout=0.0, max_length=32) \
+        .model_copy(update=kw)
+    return TransformerLM(cfg, vocab_size=11).eval()
+
+
+def test_the_transformer_lm_is_causal_and_tied():
+    model = _transformer_lm()
+    text = torch.randint(4, 11, (2, 9))
+    changed = text.clone()
+    changed[:, 5:] = 4
+    logits, state = model(text)
+    assert state is None and logits.shape == (2, 9, 11)
+    assert torch.allclose(model(changed)[0][:, :5], logits[:, :5], atol=1e-6)  # no position sees a later one
+    assert not torch.allclose(model(changed)[0][:, 5:], logits[:, 5:])
+    assert model.output.weight is model.embed.embedding.weight
+    assert _transformer_lm(tie_weights=False).output.weight is not model.embed.embedding.weight
+    assert all(layer.cross_attn is None for layer in model.layers)
+
+
+def test_the_transformer_lm_cache_gives_the_full_pass():
+    from seqlab.specials import SOS
+
+    model = _transformer_lm(norm="post")
+    text = torch.randint(4, 11, (3, 8))
+    full, _ = model(text)
+    state = model.start(text[:, :3])
+    logits, state, _ = model.step(torch.full((3,), SOS), state)  # the word after the prompt
+    assert torch.allclose(logits, full[:, 2], atol=1e-5)
+    for t in range(3, 8):
+        logits, state, _ = model.step(text[:, t], state)
+        assert torch.allclose(logits, full[:, t], atol=1e-5)
+    state = state.select(torch.tensor([2, 0]))
+    assert state.past[0][0].shape[:3] == (2, 2, 8)
+    with pytest.raises(ValueError, match="exceeds model.max_length"):
+        model(torch.randint(4, 11, (1, 33)))
+
+
+def test_a_transformer_lm_trains_generates_and_resumes_through_the_same_commands(tmp_path, killed_at):
+    from seqlab.config import parse_config
+    from seqlab.language_model import load
+    from seqlab.rundir import RunDir
+    from seqlab.train.trainer import Trainer
+
+    raw = _lm_config(tmp_path, epochs=3, save_every=4).model_dump(mode="json")
+    raw["model"] = {"type": "transformer_lm", "d_model": 16, "num_layers": 2, "num_heads": 2, "d_ff": 32,
+                    "dropout": 0.0, "max_length": 64}
+    config = parse_config(raw)
+    best = Trainer(config, tmp_path / "run", progress=False).fit()
+    assert best["valid"]["perplexity"] < 2.5
+    lm = load(tmp_path / "run")
+    assert lm.generate(["three", "two three"])[0][0].text.startswith("three four")  # two prompt lengths
+    beams = lm.generate(["two three"], beam=3, nbest=2)[0]
+    assert beams[0].log_prob == pytest.approx(sum(beams[0].token_log_probs), abs=1e-4)
+    with killed_at(10):
+        Trainer(config, tmp_path / "killed", progress=False).fit()
+    Trainer(config, tmp_path / "killed", resume=True, progress=False).fit()
+    assert [r["train_loss"] for r in RunDir(tmp_path / "killed").log()] == [r["train_loss"] for r in RunDir(tmp_path / "run").log()]
+    with pytest.raises(ConfigError, match=r"model.max_length \(8\) must cover train.time_size \+ 1 \(9\)"):
+        parse_config(raw | {"model": raw["model"] | {"max_length": 8}})

@@ -219,12 +219,33 @@ class LMConfig(_Strict):
         return self
 
 
+class TransformerLMConfig(_Strict):
+    """A causal Transformer language model (model/transformer_lm.py): the decoder blocks without cross-attention."""
+
+    type: Literal["transformer_lm"] = "transformer_lm"
+    d_model: int = Field(256, gt=0)
+    num_layers: int = Field(4, gt=0)
+    num_heads: int = Field(4, gt=0)
+    d_ff: int = Field(1024, gt=0)
+    dropout: float = Field(0.1, ge=0, lt=1)
+    norm: Literal["post", "pre"] = "pre"
+    tie_weights: bool = Field(True, description="the output layer's weight is the embedding matrix")
+    max_length: int = Field(512, gt=0, description="positions of the positional-encoding table: the longest context")
+
+    @model_validator(mode="after")
+    def _heads_divide(self) -> TransformerLMConfig:
+        if self.d_model % self.num_heads:
+            raise ValueError(f"model.d_model ({self.d_model}) must be divisible by model.num_heads ({self.num_heads})")
+        return self
+
+
 def _model_type(value: Any) -> str:
     return value.get("type", "transformer") if isinstance(value, dict) else getattr(value, "type", "transformer")
 
 
 ModelConfig = Annotated[
-    Annotated[TransformerConfig, Tag("transformer")] | Annotated[RNNConfig, Tag("rnn")] | Annotated[LMConfig, Tag("lm")],
+    Annotated[TransformerConfig, Tag("transformer")] | Annotated[RNNConfig, Tag("rnn")] | Annotated[LMConfig, Tag("lm")]
+    | Annotated[TransformerLMConfig, Tag("transformer_lm")],
     Discriminator(_model_type),
 ]
 
@@ -318,11 +339,18 @@ class Config(_Strict):
     @property
     def best_metric(self) -> str:
         """The valid score that picks the best model: ``train.best_metric``, else BLEU (loss for a language model)."""
-        return self.train.best_metric or ("loss" if isinstance(self.model, LMConfig) else "bleu")
+        return self.train.best_metric or ("loss" if self.is_language_model else "bleu")
+
+    @property
+    def is_language_model(self) -> bool:
+        return isinstance(self.model, LMConfig | TransformerLMConfig)
 
     @model_validator(mode="after")
     def _fits(self) -> Config:
-        if isinstance(self.model, LMConfig):
+        if isinstance(self.model, TransformerLMConfig) and self.train.time_size + 1 > self.model.max_length:
+            raise ValueError(f"model.max_length ({self.model.max_length}) must cover train.time_size + 1 "
+                             f"({self.train.time_size + 1})")
+        if self.is_language_model:
             if self.train.best_metric not in (None, "loss"):
                 raise ValueError(f"train.best_metric: a language model is picked by its valid loss, "
                                  f"not {self.train.best_metric}")
@@ -367,7 +395,8 @@ def apply_override(raw: dict[str, Any], assignment: str) -> None:
 def _all_keys() -> set[str]:
     models: list[type[BaseModel]] = [
         TaskCorpus, BookCorpus, TsvCorpus, AlignedCorpus, CsvCorpus, LinesCorpus, SplitConfig, DataConfig,
-        TokenizerConfig, TokensConfig, TransformerConfig, RNNConfig, LMConfig, TrainConfig, EvalConfig, Config,
+        TokenizerConfig, TokensConfig, TransformerConfig, RNNConfig, LMConfig, TransformerLMConfig, TrainConfig,
+        EvalConfig, Config,
         VectorsTrainConfig, WordsConfig, VectorsDataConfig, VectorsConfig]
     return {name for m in models for name in m.model_fields}
 

@@ -9,18 +9,26 @@ A word-vector run (``seqlab vectors train``):
     POST /api/similar      {"word": "hund", "top": 10} -> {"word": "hund", "neighbours": [{"word", "cosine"}, ...]}
     POST /api/analogy      {"a": "man", "b": "king", "c": "woman", "top": 5} -> a : b = c : ?, {"answers": [...]}
 
-Both:
+A language-model run (``seqlab train`` with ``model.type: lm``):
+
+    POST /api/generate     {"start": "a dog", "max_length": 20, "beam": 5, "nbest": 3, ...} -> {"outputs": [{"text",
+                           "continuation", "log_prob", "ended", "tokens": [{"token", "probability"}, ...]}, ...]}
+
+Every kind:
 
     GET  /                 the page (seqlab/web/: plain HTML, CSS and JS, and its own Korean font)
-    GET  /api/info         the run: its kind ("translate", "chat" or "vectors"), what it is, the limits
+    GET  /api/info         the run: its kind ("translate", "chat", "lm" or "vectors"), what it is, the limits
     GET  /healthz          {"status": "ok"}
     GET  /docs, /openapi.json
 
-A run serves only its own kind's routes: a vectors run has no ``/api/translate`` (404) and loads no model.
-The decoding options of ``/api/translate`` are those of :class:`seqlab.decoding.DecodeOptions`, the same
-as on the command line. Requests are checked against :class:`Limits` (input length, inputs per request,
-beam size, output length, neighbours) and a per-request timeout; whatever is wrong comes back as a 4xx
-with ``{"error": "..."}``, a word not in the vocabulary as a 404 naming it.
+A run serves only its own kind's routes: a vectors run has no ``/api/translate`` (404) and loads no model; a
+language model has ``/api/generate`` and neither ``/api/translate`` nor the vectors' routes. The decoding
+options of ``/api/translate`` and ``/api/generate`` are those of :class:`seqlab.decoding.DecodeOptions`, the
+same as on the command line. A continuation's ``tokens`` end with ``<eos>`` when it ended there; each token's
+probability is given the start and the tokens before it, and their logs sum to ``log_prob``. Requests are
+checked against :class:`Limits` (input length, inputs per request, beam size and samples, output length,
+neighbours) and a per-request timeout; whatever is wrong comes back as a 4xx with ``{"error": "..."}``, a word
+not in the vocabulary as a 404 naming it.
 
 Decoding and look-ups run on one worker thread (PyTorch already uses every core for one batch). A
 request's inputs are decoded in chunks of ``Limits.chunk`` and every chunk queues anew, so concurrent
@@ -33,6 +41,7 @@ import asyncio
 import contextlib
 import functools
 import io
+import math
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -51,6 +60,8 @@ from starlette.exceptions import HTTPException
 from seqlab.config import Config, CsvCorpus, ModelConfig, RNNConfig, TransformerConfig
 from seqlab.decoding import DecodeOptions
 from seqlab.fonts import font_path
+from seqlab.language_model import Generation, LanguageModel
+from seqlab.language_model import load as load_lm
 from seqlab.rundir import RunDir
 from seqlab.translator import Translation, Translator, load
 from seqlab.vectors import WordVectors
@@ -82,6 +93,12 @@ class TranslateRequest(DecodeOptions):
     attention: bool = Field(False, description="also return each output's cross-attention weights")
 
 
+class GenerateRequest(DecodeOptions):
+    """A start for a language model to continue, and the decoding options of ``DecodeOptions``."""
+
+    start: str = Field(description="the text to continue (empty: a sentence from its beginning)")
+
+
 class SimilarRequest(BaseModel):
     """A word and how many of its nearest neighbours to return."""
 
@@ -109,14 +126,18 @@ class RequestError(Exception):
 
 
 def create_app(run_dir: str | Path, limits: Limits = Limits()) -> FastAPI:
-    """The app serving the run in ``run_dir``: a seq2seq model or, for a ``seqlab vectors train`` run, its
-    word vectors; each kind gets its own routes."""
+    """The app serving the run in ``run_dir``: a seq2seq model, a language model or, for a ``seqlab vectors
+    train`` run, its word vectors; each kind gets its own routes."""
     run_dir = Path(run_dir)
     worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="seqlab-worker")  # no thread until first use
     if RunDir(run_dir).is_vectors():
         vectors = load_vectors(run_dir)
         app = _app(_vectors_info(run_dir, vectors, limits), worker)
         _add_vectors_routes(app, worker, vectors, limits)
+    elif RunDir(run_dir).config().is_language_model:
+        lm = load_lm(run_dir)
+        app = _app(_lm_info(run_dir, lm, limits), worker)
+        _add_lm_routes(app, worker, lm, limits)
     else:
         translator = load(run_dir)
         app = _app(_info(run_dir, translator, limits), worker)
@@ -203,20 +224,24 @@ def _add_translate_routes(app: FastAPI, worker: ThreadPoolExecutor, translator: 
         return {"outputs": outputs, "seconds": round(time.perf_counter() - start, 4)}
 
 
-def _check(request: TranslateRequest, limits: Limits) -> DecodeOptions:
+def _check(request: TranslateRequest | GenerateRequest, limits: Limits) -> DecodeOptions:
     """The request's DecodeOptions, once the request is within ``limits``."""
-    if len(request.inputs) > limits.max_inputs:
-        raise RequestError(413, f"{len(request.inputs)} inputs; at most {limits.max_inputs} per request")
-    for i, text in enumerate(request.inputs):
-        if len(text) > limits.max_input_chars:
-            raise RequestError(413, f"inputs[{i}] has {len(text)} characters; at most {limits.max_input_chars}")
+    if isinstance(request, GenerateRequest):
+        if len(request.start) > limits.max_input_chars:
+            raise RequestError(413, f"start has {len(request.start)} characters; at most {limits.max_input_chars}")
+    else:
+        if len(request.inputs) > limits.max_inputs:
+            raise RequestError(413, f"{len(request.inputs)} inputs; at most {limits.max_inputs} per request")
+        for i, text in enumerate(request.inputs):
+            if len(text) > limits.max_input_chars:
+                raise RequestError(413, f"inputs[{i}] has {len(text)} characters; at most {limits.max_input_chars}")
     if request.beam > limits.max_beam:
         raise RequestError(422, f"beam {request.beam}; at most {limits.max_beam}")
     if request.num_samples > limits.max_beam:
         raise RequestError(422, f"num_samples {request.num_samples}; at most {limits.max_beam}")
     if (request.max_length or 0) > limits.max_output_length:
         raise RequestError(422, f"max_length {request.max_length}; at most {limits.max_output_length}")
-    return DecodeOptions(**request.model_dump(exclude={"inputs", "attention"}))
+    return DecodeOptions(**request.model_dump(include=set(DecodeOptions.model_fields)))
 
 
 async def _decode(
@@ -269,6 +294,50 @@ def _attention_shape(model: ModelConfig) -> dict[str, int]:
         return {"layers": model.num_layers, "heads": model.num_heads}
     has = isinstance(model, RNNConfig) and model.attention != "none"
     return {"layers": int(has), "heads": int(has)}
+
+
+# --- a language-model run: /api/generate ----------------------------------------------------------------------
+
+
+def _add_lm_routes(app: FastAPI, worker: ThreadPoolExecutor, lm: LanguageModel, limits: Limits) -> None:
+    @app.post("/api/generate")
+    async def api_generate(request: GenerateRequest) -> dict[str, Any]:
+        options = _check(request, limits)
+        start = time.perf_counter()
+        loop = asyncio.get_running_loop()
+        try:
+            found = await _in_time(loop.run_in_executor(worker, lm.generate, [request.start], options), limits,
+                                   "ask for fewer or shorter continuations, or a smaller beam")
+        except ValueError as exc:
+            raise RequestError(422, str(exc)) from None
+        return {"start": request.start, "outputs": [_generation(g) for g in found[0]],
+                "seconds": round(time.perf_counter() - start, 4)}
+
+
+def _generation(g: Generation) -> dict[str, Any]:
+    """A continuation and its tokens, each with its probability given the start and the tokens before it."""
+    tokens = [*g.tokens, "<eos>"] if g.ended else g.tokens
+    return {"text": g.text, "continuation": g.continuation, "log_prob": g.log_prob, "ended": g.ended,
+            "tokens": [{"token": token, "probability": math.exp(log_prob)}
+                       for token, log_prob in zip(tokens, g.token_log_probs, strict=True)]}
+
+
+def _lm_info(run_dir: Path, lm: LanguageModel, limits: Limits) -> dict[str, Any]:
+    """What the page shows of a language model: its shape, its tokens and its valid metrics (no data paths)."""
+    from seqlab import __version__
+
+    return {
+        "seqlab": __version__,
+        "run": run_dir.name,
+        "kind": "lm",
+        "model": lm.config.model.model_dump(mode="json"),
+        "parameters": sum(p.numel() for p in lm.model.parameters()),  # a tied weight once
+        "tokens": {"level": lm.tokenizer.config.level, "vocab_size": lm.tokenizer.vocab_size,
+                   "lowercase": lm.tokenizer.config.lowercase},
+        "max_output_length": lm.config.eval.max_output_length,  # the default max_length
+        "metrics": RunDir(run_dir).model_info(),
+        "limits": asdict(limits),
+    }
 
 
 # --- a word-vector run: /api/similar, /api/analogy -------------------------------------------------------------

@@ -81,7 +81,8 @@ def serve(
     port: Annotated[int, typer.Option("--port", min=0, max=65535)] = 8000,
 ) -> None:
     """A web page to talk to the model (http://HOST:PORT/) and its JSON API (/api/translate, /api/info, /docs);
-    for a word-vector run, a page of a word's nearest neighbours and analogies (/api/similar, /api/analogy)."""
+    for a word-vector run, a page of a word's nearest neighbours and analogies (/api/similar, /api/analogy);
+    for a language model, continuations of a start with each token's probability (/api/generate)."""
     import uvicorn
 
     from seqlab.server import create_app

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from torch import nn
 
-from seqlab.config import LMConfig, ModelConfig, TransformerConfig
+from seqlab.config import LMConfig, ModelConfig, TransformerConfig, TransformerLMConfig
+from seqlab.model.lm import RNNLM
 from seqlab.model.rnn import RNNSeq2seq
 from seqlab.model.transformer import Transformer
+from seqlab.model.transformer_lm import TransformerLM
 
 Seq2seq = Transformer | RNNSeq2seq
 
@@ -24,9 +26,17 @@ def build_model(cfg: ModelConfig, src_vocab: int, trg_vocab: int) -> Seq2seq:
     """The seq2seq model of ``cfg`` (a language model is ``model.lm.RNNLM.from_config``)."""
     if isinstance(cfg, TransformerConfig):
         return Transformer(cfg, src_vocab, trg_vocab)
-    if isinstance(cfg, LMConfig):
-        raise ValueError("model.type lm is a language model, not a seq2seq model: use seqlab generate or seqlab score")
+    if isinstance(cfg, LMConfig | TransformerLMConfig):
+        raise ValueError(f"model.type {cfg.type} is a language model, not a seq2seq model: "
+                         "use seqlab generate or seqlab score")
     return RNNSeq2seq(cfg, src_vocab, trg_vocab)
 
 
-__all__ = ["RNNSeq2seq", "Seq2seq", "Transformer", "build_model", "num_parameters"]
+def build_lm(cfg: LMConfig | TransformerLMConfig, vocab: int) -> RNNLM | TransformerLM:
+    """The language model of ``cfg``: the RNN LM (``lm``) or the causal Transformer (``transformer_lm``)."""
+    if isinstance(cfg, TransformerLMConfig):
+        return TransformerLM(cfg, vocab)
+    return RNNLM.from_config(cfg, vocab)
+
+
+__all__ = ["RNNLM", "RNNSeq2seq", "Seq2seq", "Transformer", "TransformerLM", "build_lm", "build_model", "num_parameters"]

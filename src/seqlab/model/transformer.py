@@ -85,22 +85,23 @@ class DecoderLayer(nn.Module):
     (as the paper does and every other sublayer in the seed does).
     """
 
-    def __init__(self, cfg: TransformerConfig) -> None:
+    def __init__(self, cfg: TransformerConfig, cross: bool = True) -> None:
+        """``cross=False``: no encoder-decoder attention, the block of a decoder-only (causal) language model."""
         super().__init__()
         pre = cfg.norm == "pre"
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.num_heads)
-        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.num_heads)
+        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.num_heads) if cross else None
         self.ffn = PositionwiseFeedForward(cfg.d_model, cfg.d_ff)
         self.self_block = Residual(cfg.d_model, cfg.dropout, pre)
-        self.cross_block = Residual(cfg.d_model, cfg.dropout, pre)
+        self.cross_block = Residual(cfg.d_model, cfg.dropout, pre) if cross else None
         self.ffn_block = Residual(cfg.d_model, cfg.dropout, pre)
 
     def forward(
         self,
         x: torch.Tensor,  # (batch, trg_len, d_model)
-        memory_kv: KV,  # the encoder output projected by this layer's W_K, W_V: (batch, heads, src_len, depth)
+        memory_kv: KV | None,  # the encoder output projected by this layer's W_K, W_V: (batch, heads, src_len, depth)
         self_mask: torch.Tensor | None,  # (batch, 1, trg_len, trg_len); None when one new position sees all
-        cross_mask: torch.Tensor,  # (batch, 1, 1, src_len)
+        cross_mask: torch.Tensor | None,  # (batch, 1, 1, src_len)
         need_weights: bool = False,
         past_kv: KV | None = None,  # incremental decoding: self-attention K, V of the earlier positions
     ) -> tuple[torch.Tensor, torch.Tensor | None, KV]:
@@ -120,11 +121,13 @@ class DecoderLayer(nn.Module):
 
         def cross_attention(h: torch.Tensor) -> torch.Tensor:
             nonlocal weights
+            assert self.cross_attn is not None and memory_kv is not None
             out, weights = self.cross_attn.attend(h, *memory_kv, cross_mask, need_weights)
             return out
 
         x = self.self_block(x, self_attention)
-        x = self.cross_block(x, cross_attention)
+        if self.cross_block is not None:
+            x = self.cross_block(x, cross_attention)
         assert present is not None  # self_attention ran
         return self.ffn_block(x, self.ffn), weights, present
 
@@ -169,7 +172,8 @@ class Decoder(nn.Module):
 
     def memory_kv(self, memory: torch.Tensor) -> list[KV]:
         """The encoder output (batch, src_len, d_model) projected for every layer's cross-attention."""
-        return [cast(DecoderLayer, layer).cross_attn.project_kv(memory, memory) for layer in self.layers]
+        return [cast(MultiHeadAttention, cast(DecoderLayer, layer).cross_attn).project_kv(memory, memory)
+                for layer in self.layers]
 
     def forward(
         self,

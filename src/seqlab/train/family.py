@@ -13,15 +13,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from seqlab.config import Config, LMConfig
+from seqlab.config import Config, LMConfig, TransformerLMConfig
 from seqlab.data import load_sentence_splits, load_splits, resolve_data_dir
 from seqlab.data.batching import collate, length_batches, random_batches
 from seqlab.data.stream import tbptt_batches
 from seqlab.evaluate import EncodedSplit, evaluate
 from seqlab.language_model import LanguageModel
 from seqlab.loss import token_nll_sum
-from seqlab.model import build_model, num_parameters
-from seqlab.model.lm import RNNLM, LMState, flatten_state, unflatten_state
+from seqlab.model import build_lm, build_model, num_parameters
+from seqlab.model.lm import LMState, flatten_state, unflatten_state
 from seqlab.rundir import RunDir
 from seqlab.tokenizer import Tokenizer, learn_tokenizers
 from seqlab.translator import Translator
@@ -112,7 +112,8 @@ class Seq2seq:
 class StreamLM:
     """A language model over one token stream (seed 002 ch. 5): the training sentences, each followed by
     ``<eos>``, cut by ``data.stream.tbptt_batches`` into ``train.streams`` rows of ``train.time_size`` steps;
-    the state is carried from batch to batch, detached (truncated BPTT), and reset when an epoch starts."""
+    the RNN's state is carried from batch to batch, detached (truncated BPTT), and reset when an epoch starts
+    (a causal Transformer carries nothing: its context is its window)."""
 
     def __init__(self, config: Config, lm: LanguageModel, train_stream: np.ndarray, valid: list[str]) -> None:
         self.config = config
@@ -124,14 +125,14 @@ class StreamLM:
 
     @classmethod
     def build(cls, config: Config, run: RunDir, data_dir: str | Path | None, resume: bool) -> StreamLM:
-        assert isinstance(config.model, LMConfig)
+        assert isinstance(config.model, LMConfig | TransformerLMConfig)
         splits = load_sentence_splits(config.data, resolve_data_dir(data_dir))
         if resume:
             tokenizer, _ = run.tokenizers()
         else:
             tokenizer = Tokenizer.train(splits["train"], config.tokens.source)
             run.save_tokenizers(tokenizer, tokenizer)
-        lm = LanguageModel(RNNLM.from_config(config.model, tokenizer.vocab_size), tokenizer, config)
+        lm = LanguageModel(build_lm(config.model, tokenizer.vocab_size), tokenizer, config)
         return cls(config, lm, lm.stream(splits["train"]), splits["valid"])
 
     def describe(self) -> str:
@@ -150,7 +151,7 @@ class StreamLM:
         x, t = torch.from_numpy(self.inputs[k]), torch.from_numpy(self.targets[k])  # (B, T)
         with self.lm.autocast():
             logits, state = self.model(x, self.state)  # (B, T, V)
-        self.state = RNNLM.detach(state)
+        self.state = self.model.detach(state)
         return token_nll_sum(logits, t), t.numel()
 
     def validate(self) -> dict[str, Any]:
@@ -170,6 +171,6 @@ class StreamLM:
 
 def build_family(config: Config, run: RunDir, data_dir: str | Path | None, resume: bool) -> Family:
     """The family that trains ``config.model``: a language model (``lm``) or a seq2seq model (the others)."""
-    if isinstance(config.model, LMConfig):
+    if config.is_language_model:
         return StreamLM.build(config, run, data_dir, resume)
     return Seq2seq.build(config, run, data_dir, resume)

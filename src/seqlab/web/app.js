@@ -2,7 +2,10 @@
 // to POST /api/translate, show the transcript, the outputs (n-best or samples, with scores) and the
 // chosen output's attention as a heatmap (a table whose cells are shaded by weight). Word vectors:
 // a word's nearest neighbours (POST /api/similar) and analogies (POST /api/analogy), each a table of
-// words and cosines with a bar. Everything comes from this app; nothing is fetched from elsewhere.
+// words and cosines with a bar. A language model: the text box is a start, POST /api/generate continues
+// it, and each continuation's tokens are shaded by their probability given everything before them
+// (the number under each token, and on hover). Everything comes from this app; nothing is fetched from
+// elsewhere.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -13,7 +16,7 @@ let chosen = 0;        // which of them the heatmap shows
 async function loadInfo() {
   info = await (await fetch("/api/info")).json();
   document.body.dataset.kind = info.kind;
-  if (info.kind === "vectors") showVectors(); else showModel();
+  if (info.kind === "vectors") showVectors(); else if (info.kind === "lm") showLM(); else showModel();
   document.body.dataset.ready = "true";
 }
 
@@ -200,9 +203,93 @@ function drawScores(table, rows, caption) {
 $("similar").addEventListener("submit", similar);
 $("analogy").addEventListener("submit", analogy);
 
+// --- a language model -------------------------------------------------------------------------------
+
+function showLM() {
+  const model = info.model;
+  const shape = model.type === "lm"
+    ? `${model.cell.toUpperCase()} language model, ${model.num_layers} × ${model.hidden_size}`
+    : `${model.type} language model, ${model.num_layers} layers`;
+  const valid = info.metrics && info.metrics.valid && info.metrics.valid.perplexity;
+  $("model").textContent = `${info.run} — ${shape}, ${info.tokens.vocab_size.toLocaleString("en")} ${info.tokens.level} tokens`
+    + (valid ? `, valid perplexity ${valid.toFixed(2)}` : "");
+  $("transcript").hidden = true;
+  $("inspect").hidden = true;
+  $("lm").hidden = false;
+  for (const element of document.querySelectorAll(".lm-only")) element.hidden = false;
+  $("text").required = false;  // an empty start: a sentence from its beginning
+  $("text").placeholder = "Type the start of a sentence (or nothing); Enter continues it";
+  $("send").textContent = "Continue";
+  $("beam").max = info.limits.max_beam;
+  $("text").maxLength = info.limits.max_input_chars;
+  $("length").max = info.limits.max_output_length;
+  $("length").value = Math.min(30, info.max_output_length, info.limits.max_output_length);
+  $("lm-legend").querySelector(".scale").replaceChildren(...[0, 0.25, 0.5, 0.75, 1].map((p) => {
+    const swatch = Object.assign(document.createElement("span"), { textContent: p.toFixed(2) });
+    swatch.style.background = tint(p);
+    return swatch;
+  }));
+  $("text").focus();
+}
+
+async function generate(event) {
+  event.preventDefault();
+  const start = $("text").value.trim();
+  $("error").textContent = "";
+  $("send").disabled = true;
+  try {
+    const body = await postJSON("/api/generate", { start, max_length: Number($("length").value) || undefined, ...options() });
+    drawContinuations(body.start, body.outputs);
+  } catch (error) {
+    $("continuations").replaceChildren();
+    $("error").textContent = String(error.message || error);
+  } finally {
+    $("send").disabled = false;
+    $("text").focus();
+  }
+}
+
+// outputs: [{text, continuation, log_prob, tokens: [{token, probability}]}], best first
+function drawContinuations(start, outputs) {
+  $("continuations").replaceChildren(...outputs.map((output) => {
+    const li = document.createElement("li");
+    li.dataset.text = output.text;
+    const score = Object.assign(document.createElement("span"), {
+      className: "score", textContent: `log P ${output.log_prob.toFixed(3)}`, title: "log-probability of the continuation given the start",
+    });
+    const line = Object.assign(document.createElement("p"), { className: "tokens" });
+    if (start) line.append(Object.assign(document.createElement("span"), { className: "start", textContent: start }));
+    line.append(...output.tokens.map(tokenChip));
+    li.append(score, line);
+    return li;
+  }));
+}
+
+// One token: its text ("▁" starts a word; a space shows as "␣"), shaded by its probability, the number under it
+function tokenChip({ token, probability }) {
+  const chip = Object.assign(document.createElement("span"), { className: "token" });
+  let text = token;
+  if (token === "<eos>") chip.classList.add("eos");
+  else if (token === " " || token === "▁") text = "␣";
+  else if (token.startsWith("▁")) { text = token.slice(1); chip.classList.add("word-start"); }
+  chip.append(
+    Object.assign(document.createElement("span"), { className: "piece", textContent: text }),
+    Object.assign(document.createElement("small"), { className: "p", textContent: probability < 0.005 ? "<.01" : probability.toFixed(2) }),
+  );
+  chip.dataset.probability = probability;
+  chip.title = `P(${text} | before) = ${probability < 0.001 ? probability.toExponential(2) : probability.toFixed(4)}`;
+  chip.style.background = tint(probability);
+  return chip;
+}
+
+// more probable, deeper blue (the accent colour), as the attention heatmap is darker where it attends more
+function tint(probability) {
+  return `rgba(47, 91, 211, ${(0.06 + 0.6 * probability).toFixed(3)})`;
+}
+
 // --- start ------------------------------------------------------------------------------------------
 
-$("ask").addEventListener("submit", ask);
+$("ask").addEventListener("submit", (event) => (info && info.kind === "lm" ? generate : ask)(event));
 $("text").addEventListener("keydown", (e) => {
   if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); $("ask").requestSubmit(); }
 });

@@ -1,0 +1,88 @@
+"""A causal Transformer language model: the decoder blocks of ``transformer.py`` without cross-attention.
+
+    ids (B, T) -> Embedding·√d_model + PE -> dropout -> N × [masked self-attention, FFN] -> (LayerNorm) -> Linear
+
+It reads the same truncated-BPTT batches as the RNN LM (``data.stream``), but carries nothing from one batch
+to the next: its context is the ``train.time_size`` positions of its window (the state it returns is None).
+Generation keeps each layer's self-attention keys and values (the cache of seq2seq decoding), so every step
+computes only the new position; the context may grow to ``model.max_length`` positions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from seqlab.config import TransformerConfig, TransformerLMConfig
+from seqlab.model.masks import look_ahead_mask
+from seqlab.model.transformer import KV, LAYER_NORM_EPS, DecoderLayer, Embedder
+from seqlab.specials import PAD
+
+
+class TransformerLM(nn.Module):
+    def __init__(self, cfg: TransformerLMConfig, vocab_size: int) -> None:
+        super().__init__()
+        blocks = TransformerConfig(d_model=cfg.d_model, num_layers=cfg.num_layers, num_heads=cfg.num_heads,
+                                   d_ff=cfg.d_ff, dropout=cfg.dropout, norm=cfg.norm, max_length=cfg.max_length)
+        self.max_length = cfg.max_length
+        self.embed = Embedder(vocab_size, blocks)
+        self.layers = nn.ModuleList(DecoderLayer(blocks, cross=False) for _ in range(cfg.num_layers))
+        self.final_norm = nn.LayerNorm(cfg.d_model, eps=LAYER_NORM_EPS) if cfg.norm == "pre" else nn.Identity()
+        self.output = nn.Linear(cfg.d_model, vocab_size)
+        for module in self.modules():
+            if isinstance(module, nn.Linear):
+                nn.init.xavier_uniform_(module.weight)
+                nn.init.zeros_(module.bias)
+        if cfg.tie_weights:
+            self.output.weight = self.embed.embedding.weight
+
+    def _run(self, ids: torch.Tensor, past: list[KV] | None) -> tuple[torch.Tensor, list[KV]]:
+        """ids (B, T) after ``past`` (each layer's K, V of the earlier positions, or None) -> logits (B, T, V)
+        and every layer's K, V up to now."""
+        offset = 0 if past is None else past[0][0].size(2)
+        if offset + ids.size(1) > self.max_length:
+            raise ValueError(f"a context of {offset + ids.size(1)} positions exceeds model.max_length ({self.max_length})")
+        x = self.embed(ids, offset)  # (B, T, d_model)
+        mask = look_ahead_mask(ids) if ids.size(1) > 1 else None
+        present = []
+        for i, layer in enumerate(self.layers):
+            x, _, kv = layer(x, None, mask, None, False, None if past is None else past[i])
+            present.append(kv)
+        return self.output(self.final_norm(x)), present
+
+    def forward(self, ids: torch.Tensor, state: None = None) -> tuple[torch.Tensor, None]:
+        """ids (B, T) -> logits (B, T, V); the state is always None (nothing is carried between batches)."""
+        return self._run(ids, None)[0], None
+
+    @staticmethod
+    def detach(state: None) -> None:
+        return None
+
+    # --- generation: the step contract of seqlab.decoding ------------------------------------------------
+
+    def start(self, src: torch.Tensor) -> TransformerLMState:
+        """src (B, P): prompts of one length (``<eos>`` then their words) -> the cache after them and the
+        logits of the word that follows."""
+        if (src == PAD).any():
+            raise ValueError("the prompts of one batch must have the same length")
+        logits, past = self._run(src, None)
+        return TransformerLMState(past, logits[:, -1])
+
+    def step(self, ids: torch.Tensor, state: TransformerLMState,
+             need_weights: bool = False) -> tuple[torch.Tensor, TransformerLMState, None]:
+        if state.pending is not None:
+            return state.pending, TransformerLMState(state.past, None), None
+        logits, past = self._run(ids[:, None], state.past)
+        return logits[:, -1], TransformerLMState(past, None), None
+
+
+@dataclass(frozen=True)
+class TransformerLMState:
+    past: list[KV]  # per layer, each (B, heads, positions, depth)
+    pending: torch.Tensor | None  # (B, V): the logits after the prompt, before the first step
+
+    def select(self, rows: torch.Tensor, same_sources: bool = False) -> TransformerLMState:
+        past = [(k.index_select(0, rows), v.index_select(0, rows)) for k, v in self.past]
+        return TransformerLMState(past, None if self.pending is None else self.pending.index_select(0, rows))
