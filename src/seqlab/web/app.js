@@ -209,7 +209,7 @@ function showLM() {
   const model = info.model;
   const shape = model.type === "lm"
     ? `${model.cell.toUpperCase()} language model, ${model.num_layers} × ${model.hidden_size}`
-    : `${model.type} language model, ${model.num_layers} layers`;
+    : `causal Transformer language model, ${model.num_layers} × ${model.d_model}`;
   const valid = info.metrics && info.metrics.valid && info.metrics.valid.perplexity;
   $("model").textContent = `${info.run} — ${shape}, ${info.tokens.vocab_size.toLocaleString("en")} ${info.tokens.level} tokens`
     + (valid ? `, valid perplexity ${valid.toFixed(2)}` : "");
