@@ -16,6 +16,8 @@ READS_TEST = {
     "peer_decoding.py": "times decoding of test sources next to the peers and scores the outputs of one model",
     "profile_ops.py": "profiles decoding of test sources",
     "joeynmt_decode.py": "JoeyNMT decoding the test sources for peer_decoding.py",
+    "lm_race.py": "scores each language model once on test after training; seqlab's best epoch and BetterRnnlm's "
+                  "rate are chosen on valid",
 }
 SELECTS = {"select_config.py", "select_decoding.py", "select_joeynmt.py", "chatbot_variants.py"}
 

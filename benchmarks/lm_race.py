@@ -1,0 +1,723 @@
+"""Language models on Multi30k English, one token stream for all: seqlab's LSTM LM against an interpolated modified
+Kneser-Ney 5-gram (KenLM's lmplz) and the book's NumPy Rnnlm / BetterRnnlm (ch06), with the LSTM step's tokens/s and
+model FLOP utilisation (issue 18).
+
+    python benchmarks/lm_race.py --build-kenlm /tmp/lm-peers/kenlm     # once: KenLM's lmplz and query, see below
+    python benchmarks/lm_race.py --data-dir ../shared/data --book-repo /tmp/dlfs2 \\
+        --kenlm-bin /tmp/lm-peers/kenlm/bin --json /tmp/lm_race.json [--record docs/results.md]
+    python benchmarks/lm_race.py ... --quick        # a smoke run of a few minutes
+
+What is measured, and how every system gets the same tokens:
+
+* **One token stream.** ``seqlab train configs/lm/multi30k_en.yaml`` runs first (``--config``; a subprocess, timed
+  wall-clock); its tokenizer (``RunDir(run).tokenizers()[0]``, lowercased words, the 10,000-id cap, words seen
+  once in train are ``<unk>``) then turns Multi30k's train / val / test2016 English lines into three streams
+  exactly as ``LanguageModel.stream`` does: a leading ``<eos>``, then each line's ids followed by ``<eos>``. Every
+  system predicts every token of these streams after the first: each word (``<unk>`` for a word outside the
+  vocabulary: the vocabulary is closed, since every id occurs in the train stream) and each end of sentence. So the
+  perplexities are over the same token count (words + one ``<eos>`` / ``</s>`` per line; checked for KenLM, whose
+  ``query`` counts its tokens, and for seqlab's ``eval``) and handle unknown words identically: ``<unk>`` is one more
+  word type, trained on and predicted like the others. The one difference left is context: the LSTMs read the
+  stream in one row and carry their state across lines, the n-gram model starts every line afresh from ``<s>``.
+* **seqlab LSTM LM**: the config as shipped (2 tied LSTM layers of 256, 20 streams × 35 steps, Adam, cosine,
+  10 epochs), in the precision ``auto`` picks here. Reported: the wall time of ``seqlab train`` (start-up, data,
+  tokenizer, training, validation after every epoch, checkpoints) and the training steps alone (the sum of
+  ``train_seconds`` of its log.jsonl, which also gives train tokens/s and the valid perplexity per epoch); the
+  best-on-valid model's valid and test perplexity from ``seqlab eval RUN --split valid|test --json`` (the whole
+  stream, one row, state carried); 10 samples from ``seqlab generate RUN --sample --seed 1 --temperature 0.8`` with
+  the 10 ``STARTS`` below (one call).
+* **KN-5: KenLM** ``lmplz -o 5`` (interpolated modified Kneser-Ney, three discounts per order estimated from
+  count-of-counts; ``--discount_fallback`` only when the estimate fails, which is recorded) and ``query -v summary``
+  on the valid and test text. How it was had: ``pip install kenlm`` gives only the query module, but PyPI's kenlm
+  sdist (0.3.0) carries the whole C++ tree, lmplz's ``lm/builder`` included; it builds with cmake and Debian's
+  boost (``apt-get install libboost-program-options-dev libboost-system-dev libboost-thread-dev
+  libboost-test-dev zlib1g-dev libbz2-dev liblzma-dev``) in about a minute: ``--build-kenlm DIR`` downloads it
+  with pip and builds ``lmplz``, ``query`` and ``build_binary`` into ``DIR/bin``. (NLTK's
+  ``KneserNeyInterpolated`` has one discount, not modified KN, and is far slower; Debian's irstlm 6.00 is
+  installable too; neither was needed.) The text KenLM reads is the streams' tokens, one line per sentence,
+  separated by spaces, ``</s>`` added by KenLM; lmplz refuses ``<unk>`` (and query reads ``<UNK>`` as its own
+  unknown word), so seqlab's ``<unk>`` is written ``<unknown>``, an ordinary word (checked: no vocabulary token
+  clashes, none holds a space, the mapping is one to one), and ``query`` must report 0 OOVs. KenLM's own ``<unk>``
+  keeps the small unigram mass lmplz gives it (a handicap of the order of 1/|V| of the mass, negligible). Timed:
+  lmplz's wall time (counting, discounting, interpolating, writing the ARPA file), ``-S 1G`` of sort memory.
+* **The book's Rnnlm and BetterRnnlm** (ch06/rnnlm.py, better_rnnlm.py, common/trainer.py ``RnnlmTrainer``,
+  common/optimizer.py ``SGD``, common/util.py ``eval_perplexity``; imported unchanged from ``--book-repo``, only
+  ``sys.path`` set, as ``book_numpy.py`` does), each in a process of its own, ``np.random.seed(--seed)``. Corpus: the
+  train stream's ids (the book's format, ``xs = corpus[:-1]``, ``ts = corpus[1:]``), vocabulary size that of seqlab's
+  tokenizer. Hyperparameters as ch06/train_rnnlm.py (batch 20, wordvec 100, hidden 100, time 35, SGD lr 20,
+  max_grad 0.25, 4 epochs) and ch06/train_better_rnnlm.py (batch 20, wordvec = hidden = 650, time 35, SGD lr 20,
+  max_grad 0.25, dropout 0.5, 40 epochs, lr /= 4 when the book's valid perplexity does not improve). Each epoch is one
+  ``trainer.fit(..., max_epoch=1)`` (timed: training only), then the book's ``eval_perplexity`` on valid (timed
+  apart; it drives BetterRnnlm's lr, as in its script; Rnnlm's script has none, and its LSTM state is saved and put
+  back around it, so its training is unchanged except that each epoch's rows start again from the book's offsets,
+  as the train_rnnlm.py single ``fit(max_epoch=4)`` call does not). ``--book-epochs`` (4) caps both: Rnnlm runs its
+  4, BetterRnnlm 4 of its 40 (≈ 10–12 min an epoch here, 1.0–1.2 s a batch, and many times that when another job
+  holds a core: the book builds layer objects per time step, each zeroing a gradient the size of its weights), so
+  BetterRnnlm's full time is projected as 40 × its mean epoch, and its perplexity is the one reached at the cap (it
+  would fall further). After the last epoch the final model
+  (the book tests the last, not the best) is scored exactly as seqlab scores: the whole valid and test streams in one
+  row, the state carried, every token (``stream_perplexity``); the book's own ``eval_perplexity`` (10 rows × 35,
+  tail dropped, rows wrapping) on test is kept beside it.
+* **Tokens/s and MFU of the LSTM LM step**: a fresh model of the config (its vocabulary from the run), the trainer's
+  step on the real TBPTT batches of the train stream (``StreamLM.loss``: the carried state, forward, the summed loss,
+  then ``optimizer_step``: backward, clipping, Adam, schedule), ``--warmup`` (5) steps then ``--steps`` (100) timed,
+  in fp32 and, where ``seqlab.precision`` says the CPU has native bf16, under bf16 autocast; each precision in its
+  own process. Model FLOPs counted per token: forward = Σ over layers 2 · gates · H · (E_in + H) (the input and
+  recurrent matrix products; gates = 4 for the LSTM) + 2 · H · V (the output layer); a training token = 3 × forward.
+  Not counted: the embedding lookup, the gates' element-wise work, softmax, the optimizer. MFU = those FLOP/s over
+  this machine's fp32 and bf16 matmul peaks, measured in a process of its own (n = 1024): per precision the faster of
+  ``torch.mm`` (``throughput.matmul_peak``) and oneDNN's linear layer (``torch.utils.mkldnn``). They differ: on the
+  AMD EPYC here torch's fp32 ``mm`` goes to MKL, which ran at ≈ 200 GFLOP/s where oneDNN (behind torch's LSTM)
+  reached ≈ 440, so against ``mm`` alone the fp32 LSTM step showed an MFU above 100 %.
+* ``--quick``: the first 1,000 train and 100 valid / test lines, 1 epoch of everything, 10 timed steps: a smoke run.
+
+Prints the tables in markdown (``--record FILE`` appends them) and ``--json OUT`` writes everything, with the machine
+(CPU model and flags, torch / numpy / BLAS versions, threads), the load average at the start and end, and the date.
+The machine is shared: a load average above 1 at the start is warned about, and BLAS threads that spin-wait slow down
+many times over when another job holds a core (BetterRnnlm ran 6× slower in a test with one core busy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime
+import gzip
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = ROOT / "configs" / "lm" / "multi30k_en.yaml"
+STARTS = ["a man", "two dogs", "a woman", "a little girl", "a group of people", "a young boy", "an older man",
+          "three children", "a black dog", "people are"]
+SAMPLING = ["--sample", "--seed", "1", "--temperature", "0.8"]
+QUICK_LINES = {"train": 1000, "valid": 100, "test": 100}
+KENLM_VERSION = "0.3.0"
+KENLM_UNK = "<unknown>"  # seqlab's <unk> as KenLM reads it: lmplz refuses <unk> in its text, query maps <UNK> to it
+# ch06/train_rnnlm.py and ch06/train_better_rnnlm.py
+BOOK = {
+    "rnnlm": dict(script="ch06/train_rnnlm.py", batch=20, wordvec=100, hidden=100, time=35, lr=20.0, max_grad=0.25,
+                  epochs=4, dropout=None),
+    "better": dict(script="ch06/train_better_rnnlm.py", batch=20, wordvec=650, hidden=650, time=35, lr=20.0,
+                   max_grad=0.25, epochs=40, dropout=0.5),
+}
+GATES = {"lstm": 4, "gru": 3, "rnn": 1}
+
+
+# --- the workers: one process per timed run -----------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _book_prints():
+    """The book's progress prints go to stderr, so that they show and stdout stays the tables'."""
+    with contextlib.redirect_stdout(sys.stderr):
+        yield
+
+
+def _lstm_states(model) -> list:
+    layers = getattr(model, "lstm_layers", None) or [model.lstm_layer]
+    return [(layer, layer.h, layer.c) for layer in layers]
+
+
+def stream_perplexity(model, corpus: np.ndarray, train_flg: bool | None, chunk: int = 35) -> dict:
+    """Perplexity of the book's ``model`` over ``corpus`` as ``LanguageModel.perplexity`` reads it: one row, the state
+    carried from chunk to chunk, every token after the first predicted (the book's own ``predict``, a float64
+    log-softmax here). The model's LSTM state is put back afterwards."""
+    saved = _lstm_states(model)
+    model.reset_state()
+    total = 0.0
+    for start in range(0, len(corpus) - 1, chunk):
+        x = corpus[start : start + chunk][None]
+        t = corpus[start + 1 : start + chunk + 1]
+        x = x[:, : len(t)]
+        scores = (model.predict(x) if train_flg is None else model.predict(x, train_flg=train_flg))[0].astype(np.float64)
+        scores -= scores.max(axis=1, keepdims=True)
+        log_probs = scores - np.log(np.exp(scores).sum(axis=1, keepdims=True))
+        total -= float(log_probs[np.arange(len(t)), t].sum())
+    for layer, h, c in saved:
+        layer.h, layer.c = h, c
+    tokens = len(corpus) - 1
+    return {"loss": total / tokens, "perplexity": math.exp(total / tokens), "tokens": tokens}
+
+
+def book_worker(spec: dict) -> dict:
+    """The book's Rnnlm or BetterRnnlm on the streams, epoch by epoch, as its ch06 script trains it."""
+    os.environ.setdefault("MPLBACKEND", "Agg")  # common/trainer.py imports pyplot
+    root = os.path.abspath(spec["book_repo"])
+    for path in (root, os.path.join(root, "ch06")):  # the ch06 scripts run from ch06 with '..' on the path
+        if path not in sys.path:
+            sys.path.insert(0, path)
+    from common.optimizer import SGD
+    from common.trainer import RnnlmTrainer, remove_duplicate
+    from common.util import eval_perplexity
+
+    kind, h = spec["model"], BOOK[spec["model"]]
+    corpus, corpus_val, corpus_test = (np.load(spec["streams"][name]) for name in ("train", "valid", "test"))
+    np.random.seed(spec["seed"])
+    if kind == "rnnlm":
+        from rnnlm import Rnnlm
+
+        model = Rnnlm(spec["vocab_size"], h["wordvec"], h["hidden"])
+        train_flg = None  # Rnnlm.predict has no dropout switch
+    else:
+        from better_rnnlm import BetterRnnlm
+
+        model = BetterRnnlm(spec["vocab_size"], h["wordvec"], h["hidden"], h["dropout"])
+        train_flg = False
+    params = int(sum(p.size for p in remove_duplicate(model.params, model.grads)[0]))
+    xs, ts = corpus[:-1], corpus[1:]
+    lr = h["lr"]
+    optimizer = SGD(lr)
+    trainer = RnnlmTrainer(model, optimizer)
+    best_ppl = float("inf")
+    epochs = []
+    for epoch in range(1, spec["epochs"] + 1):
+        with _book_prints():
+            started = time.perf_counter()
+            trainer.fit(xs, ts, max_epoch=1, batch_size=h["batch"], time_size=h["time"], max_grad=h["max_grad"],
+                        eval_interval=20)
+            fit_s = time.perf_counter() - started
+            started = time.perf_counter()
+            if kind == "better":  # the book's loop: valid perplexity, lr / 4 when it does not improve
+                model.reset_state()
+                ppl = float(eval_perplexity(model, corpus_val))
+                if best_ppl > ppl:
+                    best_ppl = ppl
+                else:
+                    lr /= 4.0
+                    optimizer.lr = lr
+                model.reset_state()
+            else:  # not in train_rnnlm.py: measured for the curve, the LSTM state put back for training
+                saved = _lstm_states(model)
+                model.reset_state()
+                ppl = float(eval_perplexity(model, corpus_val))
+                for layer, hh, cc in saved:
+                    layer.h, layer.c = hh, cc
+            eval_s = time.perf_counter() - started
+        epochs.append(dict(epoch=epoch, fit_s=fit_s, valid_eval_s=eval_s, valid_ppl_book=ppl, lr_after=lr))
+        print(f"  book {kind} epoch {epoch}: {fit_s:.1f} s training, valid ppl (book's eval) {ppl:.2f}, lr {lr:g}",
+              file=sys.stderr, flush=True)
+    iters = len(xs) // (h["batch"] * h["time"])
+    started = time.perf_counter()
+    valid = stream_perplexity(model, corpus_val, train_flg)
+    test = stream_perplexity(model, corpus_test, train_flg)
+    exact_eval_s = time.perf_counter() - started
+    with _book_prints():
+        model.reset_state()
+        test_book = float(eval_perplexity(model, corpus_test))
+    return dict(model=kind, params=params, epochs=epochs, train_s=sum(e["fit_s"] for e in epochs),
+                valid_eval_s=sum(e["valid_eval_s"] for e in epochs), exact_eval_s=exact_eval_s,
+                tokens_per_epoch=iters * h["batch"] * h["time"], valid=valid, test=test, test_ppl_book=test_book,
+                numpy=np.__version__, blas=_blas_info(), loadavg=os.getloadavg())
+
+
+def onednn_peak(dtype, n: int = 1024, seconds: float = 1.0) -> float:
+    """GFLOP/s of an n×n×n product through oneDNN (``torch.utils.mkldnn``'s linear layer), the best of repeated runs:
+    the library behind torch's LSTM, where ``torch.mm`` in fp32 goes to MKL."""
+    import torch
+    import torch.utils.mkldnn
+
+    layer = torch.utils.mkldnn.to_mkldnn(torch.nn.Linear(n, n, bias=False), dtype)
+    a = torch.randn(n, n).to(dtype).to_mkldnn()
+    best = 0.0
+    with torch.no_grad():
+        for _ in range(3):
+            layer(a)
+        deadline = time.perf_counter() + seconds
+        while time.perf_counter() < deadline:
+            start = time.perf_counter()
+            for _ in range(5):
+                layer(a)
+            best = max(best, 5 * 2 * n**3 / (time.perf_counter() - start) / 1e9)
+    return best
+
+
+def peaks_worker(spec: dict) -> dict:
+    """The matmul peaks MFU is taken against: per precision the faster of torch.mm and oneDNN."""
+    import torch
+    from throughput import matmul_peak
+
+    from seqlab import precision
+
+    dtypes = {"fp32": torch.float32} | ({"bf16": torch.bfloat16} if precision.native_bf16() else {})
+    measured = {name: {"torch.mm": matmul_peak(dtype), "onednn": onednn_peak(dtype)} for name, dtype in dtypes.items()}
+    return dict(peaks_gflops={name: max(m.values()) for name, m in measured.items()}, measured=measured,
+                torch_threads=torch.get_num_threads(), loadavg=os.getloadavg())
+
+
+def lm_flops_per_token(cell: str, embedding: int, hidden: int, layers: int, vocab: int) -> dict:
+    """Matmul FLOPs per token of the RNN LM: forward, and a training step's (3 × forward)."""
+    sizes = [embedding] + [hidden] * layers
+    recurrent = sum(2 * GATES[cell] * hidden * (sizes[i] + hidden) for i in range(layers))
+    output = 2 * hidden * vocab
+    return dict(recurrent=recurrent, output=output, forward=recurrent + output, train=3 * (recurrent + output))
+
+
+def throughput_worker(spec: dict) -> dict:
+    """The trainer's step on the train stream's TBPTT batches, in one precision, timed."""
+    import torch
+
+    from seqlab import precision
+    from seqlab.config import load_config
+    from seqlab.language_model import LanguageModel
+    from seqlab.model.lm import RNNLM
+    from seqlab.rundir import RunDir
+    from seqlab.train.family import StreamLM
+    from seqlab.train.optimizer import build_optimizer, optimizer_step
+    from seqlab.train.schedule import build_schedule
+
+    run = RunDir(spec["run_dir"])
+    config = load_config(run.path / "config.yaml", [f"train.precision={spec['precision']}"])
+    if config.train.threads:
+        torch.set_num_threads(config.train.threads)
+    tokenizer = run.tokenizers()[0]
+    torch.manual_seed(config.seed)
+    model = RNNLM.from_config(config.model, tokenizer.vocab_size)
+    family = StreamLM(config, LanguageModel(model, tokenizer, config), np.load(spec["train_stream"]), [])
+    batches = len(family.inputs)
+    optimizer = build_optimizer(model, config.train.optimizer)
+    scheduler = build_schedule(optimizer, config, config.train.epochs * batches)
+    model.train()
+
+    def step(k: int) -> int:
+        loss_sum, tokens = family.loss(np.array([k % batches]))
+        optimizer_step(model, optimizer, scheduler, loss_sum / tokens, config.train.clip_norm)
+        float(loss_sum.detach())
+        return tokens
+
+    for k in range(spec["warmup"]):
+        step(k)
+    started = time.perf_counter()
+    tokens = sum(step(k) for k in range(spec["warmup"], spec["warmup"] + spec["steps"]))
+    seconds = time.perf_counter() - started
+    m = config.model
+    flops = lm_flops_per_token(m.cell, m.embedding_size, m.hidden_size, m.num_layers, tokenizer.vocab_size)
+    return dict(precision=precision.resolve(config.train.precision), steps=spec["steps"], tokens=tokens,
+                seconds=seconds, tokens_per_s=tokens / seconds, gflops=tokens * flops["train"] / seconds / 1e9,
+                flops_per_token=flops, params=sum(p.numel() for p in model.parameters()),
+                torch_threads=torch.get_num_threads(), loadavg=os.getloadavg())
+
+
+WORKERS = {"book": book_worker, "peaks": peaks_worker, "throughput": throughput_worker}
+
+
+def run_worker(kind: str, spec: dict, work: Path) -> dict:
+    spec_path = work / f"spec-{kind}-{time.monotonic_ns()}.json"
+    spec_path.write_text(json.dumps(spec), encoding="utf-8")
+    result = work / (spec_path.stem + "-result.json")
+    subprocess.run([sys.executable, str(Path(__file__).resolve()), "--worker", kind, str(spec_path), str(result)],
+                   check=True, cwd=ROOT)
+    return json.loads(result.read_text(encoding="utf-8"))
+
+
+# --- the systems --------------------------------------------------------------------------------------------
+
+
+def seqlab_command() -> str:
+    here = Path(sys.executable).parent / "seqlab"
+    return str(here) if here.exists() else "seqlab"
+
+
+def seqlab_system(args, data_dir: Path, work: Path, overrides: list[str]) -> dict:
+    """Train the config (or take ``--seqlab-run``), then its valid / test perplexity and 10 samples."""
+    from seqlab.rundir import RunDir
+
+    seqlab = seqlab_command()
+    wall = None
+    command = None
+    if args.seqlab_run:
+        run_dir = args.seqlab_run.resolve()
+    else:
+        run_dir = work / "seqlab-lm"
+        command = [seqlab, "train", str(args.config), "--out", str(run_dir), "--data-dir", str(data_dir),
+                   *(x for o in overrides for x in ("--set", o))]
+        print("seqlab:", " ".join(command), file=sys.stderr, flush=True)
+        started = time.perf_counter()
+        subprocess.run(command, check=True, cwd=ROOT)
+        wall = time.perf_counter() - started
+    log = RunDir(run_dir).log()
+    scores = {}
+    for split in ("valid", "test"):
+        out = subprocess.run([seqlab, "eval", str(run_dir), "--split", split, "--json", "--data-dir", str(data_dir)],
+                             check=True, capture_output=True, text=True, cwd=ROOT).stdout
+        scores[split] = json.loads(out.strip().splitlines()[-1])
+    generate = [seqlab, "generate", str(run_dir), *SAMPLING, *(x for s in STARTS for x in ("--start", s))]
+    out = subprocess.run(generate, check=True, capture_output=True, text=True, cwd=ROOT).stdout
+    samples = out.strip("\n").split("\n")
+    if len(samples) != len(STARTS):
+        raise SystemExit(f"seqlab generate gave {len(samples)} lines for {len(STARTS)} starts")
+    return dict(run_dir=str(run_dir), command=command, wall_s=wall, train_s=sum(r["train_seconds"] for r in log),
+                epochs=[dict(epoch=r["epoch"], train_s=r["train_seconds"], tokens_per_s=r["train_tokens_per_s"],
+                             train_loss=r["train_loss"], valid_ppl=r["valid"]["perplexity"]) for r in log],
+                best_epoch=log[-1].get("best_epoch"), valid=scores["valid"], test=scores["test"],
+                samples=[dict(start=s, text=t) for s, t in zip(STARTS, samples)],
+                generate_command="seqlab generate RUN " + " ".join(SAMPLING) + " " + " ".join(f'--start "{s}"' for s in STARTS))
+
+
+def kenlm_text(tokenizer, lines: list[str]) -> tuple[str, int]:
+    """The lines as KenLM reads them (the tokens of seqlab's ids, space-separated, one line each) and the number of
+    tokens a model predicts there (each word and the line's end)."""
+    from seqlab.specials import UNK
+
+    vocab = [tokenizer.tokens_from_ids([i])[0] for i in range(tokenizer.vocab_size)]
+    vocab[UNK] = KENLM_UNK
+    if len(set(vocab)) != len(vocab) or any(len(t.split()) != 1 or t.split()[0] != t for t in vocab):
+        raise SystemExit("a token holds a space or two ids share a spelling: KenLM would not read seqlab's tokens")
+    if {"<s>", "</s>", "<unk>", "<UNK>"} & set(vocab):
+        raise SystemExit("a token is one of KenLM's special words")
+    ids = tokenizer.encode(lines)
+    return "".join(" ".join(vocab[i] for i in row) + "\n" for row in ids), sum(len(row) + 1 for row in ids)
+
+
+def kenlm_system(args, tokenizer, splits: dict[str, list[str]], work: Path) -> dict:
+    bin_dir = Path(args.kenlm_bin)
+    lmplz, query = bin_dir / "lmplz", bin_dir / "query"
+    if not lmplz.exists() or not query.exists():
+        raise SystemExit(f"no lmplz / query in {bin_dir}: build them with --build-kenlm DIR (see the docstring)")
+    files, tokens = {}, {}
+    for name, lines in splits.items():
+        text, tokens[name] = kenlm_text(tokenizer, lines)
+        files[name] = work / f"kenlm-{name}.txt"
+        files[name].write_text(text, encoding="utf-8")
+    arpa = work / f"kn{args.kn_order}.arpa"
+    base = [str(lmplz), "-o", str(args.kn_order), "-S", "1G", "-T", str(work), "--text", str(files["train"]),
+            "--arpa", str(arpa)]
+    fallback = False
+    started = time.perf_counter()
+    done = subprocess.run(base, capture_output=True, text=True)
+    train_s = time.perf_counter() - started
+    if done.returncode != 0 and "discount_fallback" in done.stderr:
+        fallback = True
+        print("lmplz could not estimate its discounts; again with --discount_fallback", file=sys.stderr, flush=True)
+        started = time.perf_counter()
+        done = subprocess.run([*base, "--discount_fallback"], capture_output=True, text=True)
+        train_s = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"lmplz failed:\n{done.stderr[-3000:]}")
+    (work / "lmplz.log").write_text(done.stderr, encoding="utf-8")
+    scores = {}
+    for name in ("valid", "test"):
+        with open(files[name], encoding="utf-8") as f:
+            out = subprocess.run([str(query), "-v", "summary", str(arpa)], stdin=f, capture_output=True, text=True,
+                                 check=True).stdout
+        found = dict(re.findall(r"^(Perplexity including OOVs|OOVs|Tokens):\s*(\S+)$", out, re.M))
+        ppl, oovs, counted = float(found["Perplexity including OOVs"]), int(found["OOVs"]), int(found["Tokens"])
+        if counted != tokens[name] or oovs:
+            raise SystemExit(f"KenLM {name}: {counted} tokens and {oovs} OOVs, expected {tokens[name]} and 0")
+        scores[name] = {"loss": math.log(ppl), "perplexity": ppl, "tokens": counted}
+    return dict(order=args.kn_order, train_s=train_s, discount_fallback=fallback, arpa_mib=arpa.stat().st_size / 2**20,
+                command=" ".join(base + (["--discount_fallback"] if fallback else [])),
+                train_tokens=tokens["train"], valid=scores["valid"], test=scores["test"],
+                ngrams=re.findall(r"^ngram (\d+)=(\d+)$", arpa.read_text(encoding="utf-8")[:4000], re.M))
+
+
+def build_kenlm(dest: Path) -> None:
+    """KenLM's lmplz, query and build_binary from PyPI's kenlm sdist, built with cmake into DEST/bin."""
+    dest = dest.resolve()
+    src = dest / "src"
+    src.mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, "-m", "pip", "download", f"kenlm=={KENLM_VERSION}", "--no-binary", "kenlm",
+                    "--no-deps", "--no-build-isolation", "-d", str(src)], check=True)
+    with tarfile.open(src / f"kenlm-{KENLM_VERSION}.tar.gz") as tar:
+        tar.extractall(src, filter="data")
+    tree, build = src / f"kenlm-{KENLM_VERSION}", dest / "build"
+    subprocess.run(["cmake", "-S", str(tree), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release"], check=True)
+    subprocess.run(["make", "-C", str(build), f"-j{os.cpu_count() or 1}", "lmplz", "query", "build_binary"], check=True)
+    (dest / "bin").mkdir(exist_ok=True)
+    for name in ("lmplz", "query", "build_binary"):
+        shutil.copy2(build / "bin" / name, dest / "bin" / name)
+    print(f"built {dest / 'bin'}: lmplz, query, build_binary", file=sys.stderr)
+
+
+# --- the report ---------------------------------------------------------------------------------------------
+
+
+def _blas_info() -> dict:
+    try:
+        import threadpoolctl
+
+        return {"threadpools": threadpoolctl.threadpool_info()}
+    except ImportError:
+        return {}
+
+
+def machine_info() -> dict:
+    import torch
+
+    from seqlab import precision
+    from seqlab.precision import cpu_flags
+
+    cpuinfo = Path("/proc/cpuinfo")
+    model = platform.processor() or platform.machine()
+    if cpuinfo.exists():
+        model = next((line.split(":", 1)[1].strip() for line in cpuinfo.read_text().splitlines()
+                      if line.startswith("model name")), model)
+    return dict(cpu=model, cpu_count=os.cpu_count(), flags=cpu_flags(("avx2", "avx512f", "avx512_bf16", "amx_bf16",
+                                                                        "amx_tile")),
+                native_bf16=precision.native_bf16(), precision_auto=precision.resolve("auto"), torch=torch.__version__,
+                torch_threads=torch.get_num_threads(), numpy=np.__version__, blas=_blas_info(),
+                python=platform.python_version(), platform=platform.platform(),
+                env={k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                                                    "SEQLAB_PRECISION")})
+
+
+def _f(value, digits: int = 1, suffix: str = "") -> str:
+    return "—" if value is None else f"{value:,.{digits}f}{suffix}"
+
+
+def tables(result: dict, command: str, machine_line: str) -> str:
+    ours, kn, books, thr = result["seqlab"], result.get("kenlm"), result.get("book", {}), result.get("throughput")
+    tok = result["tokens"]
+    epochs_run = len(ours["epochs"])
+    lines = [
+        f"### Language models on Multi30k English, one token stream ({datetime.date.today()})",
+        "",
+        f"Command: `{command}`. {machine_line}. Load average at the start / end: {result['loadavg_start'][0]:.2f} / "
+        f"{result['loadavg_end'][0]:.2f}. Tokens: seqlab's tokenizer of `{result['config']}` (lowercased words, "
+        f"vocabulary {result['vocab_size']:,} ids with `<pad> <sos> <eos> <unk>`), streams of {tok['train']:,} train, "
+        f"{tok['valid']:,} valid and {tok['test']:,} test tokens predicted (every word, `<unk>` included, and every "
+        "end of line), the same tokens for every system. Perplexities over the whole valid / test stream. Training s: "
+        "the training steps alone (seqlab: log.jsonl's `train_seconds`; the book: its `fit` calls; KenLM: lmplz's whole "
+        "run); wall: all of `seqlab train` (data, tokenizer, validation, checkpoints).",
+        "",
+        "| system | parameters | epochs | training s | wall s | s / epoch | train tokens/s | valid ppl | test ppl |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    lines.append(
+        f"| seqlab LSTM LM (`{Path(result['config']).name}`, {result['precision_auto']}) | {_f(result.get('params'), 0)} "
+        f"| {epochs_run} | {ours['train_s']:.1f} | {_f(ours['wall_s'])} | {ours['train_s'] / epochs_run:.1f} "
+        f"| {statistics.fmean(e['tokens_per_s'] for e in ours['epochs']):,.0f} | {ours['valid']['perplexity']:.2f} "
+        f"| **{ours['test']['perplexity']:.2f}** |")
+    if kn:
+        fallback = " (discount fallback)" if kn["discount_fallback"] else ""
+        lines.append(
+            f"| KenLM lmplz {kn['order']}-gram, interpolated modified KN{fallback} "
+            f"| {sum(int(n) for _, n in kn['ngrams']):,} n-grams | — | {kn['train_s']:.1f} | {kn['train_s']:.1f} | — "
+            f"| {kn['train_tokens'] / kn['train_s']:,.0f} | {kn['valid']['perplexity']:.2f} "
+            f"| **{kn['test']['perplexity']:.2f}** |")
+    for kind, label in (("rnnlm", "Rnnlm (100, SGD 20)"), ("better", "BetterRnnlm (2 × 650 tied, dropout 0.5)")):
+        b = books.get(kind)
+        if not b:
+            continue
+        n, full = len(b["epochs"]), BOOK[kind]["epochs"]
+        per_epoch = b["train_s"] / n
+        lines.append(
+            f"| book NumPy {label} | {b['params']:,} | {n} of {full} | {b['train_s']:.1f} "
+            f"| {b['train_s'] + b['valid_eval_s']:.1f} | {per_epoch:.1f} | {b['tokens_per_epoch'] / per_epoch:,.0f} "
+            f"| {b['valid']['perplexity']:.2f} | **{b['test']['perplexity']:.2f}** (book's eval {b['test_ppl_book']:.2f}) |")
+    notes = []
+    if kn:
+        gain = 1 - ours["test"]["perplexity"] / kn["test"]["perplexity"]
+        notes.append(f"seqlab's test perplexity is {abs(gain):.1%} {'below' if gain >= 0 else 'above'} "
+                     f"KN-{kn['order']}'s ({ours['test']['perplexity']:.2f} against {kn['test']['perplexity']:.2f}; on PTB "
+                     "LSTMs beat KN-5 by ≈ 40 %, 82.7 against 141)")
+    better = books.get("better")
+    if better:
+        n, full = len(better["epochs"]), BOOK["better"]["epochs"]
+        loop = better["train_s"] + better["valid_eval_s"]
+        projected = loop / n * full
+        book_steps = better["train_s"] / n * full
+        ours_wall = ours["wall_s"] if ours["wall_s"] is not None else ours["train_s"]
+        notes.append(f"BetterRnnlm: test ppl {better['test']['perplexity']:.2f} after {n} of its {full} epochs "
+                     f"(seqlab {ours['test']['perplexity']:.2f}); its loop (training + its valid eval) took {loop:,.0f} s, "
+                     f"{full} epochs ≈ {projected:,.0f} s projected; seqlab's `seqlab train` takes "
+                     f"{ours_wall / projected:.1%} of that projection ({ours_wall / loop:.1%} of the {n} epochs run); "
+                     f"training steps alone: seqlab {ours['train_s']:,.0f} s against the book's "
+                     f"{book_steps:,.0f} s for {full} epochs ({ours['train_s'] / book_steps:.1%})")
+    if kn:
+        notes.append(f"KN-{kn['order']}: `{Path(kn['command'].split()[0]).name} {' '.join(kn['command'].split()[1:3])} ...`"
+                     f", ARPA {kn['arpa_mib']:.1f} MiB, n-grams per order {', '.join(n for _, n in kn['ngrams'])}; its "
+                     "lines start afresh from `<s>`, the LSTMs carry their state across lines")
+    lines += [""] + [f"- {note}." for note in notes]
+
+    lines += ["", "Valid perplexity per epoch (seqlab: the whole stream; the book: its `eval_perplexity`, 10 rows × 35, "
+              "the tail dropped; BetterRnnlm's lr after the epoch in brackets):", ""]
+    header = ["epoch", "seqlab"] + [k for k in ("rnnlm", "better") if k in books]
+    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    rows = max([epochs_run] + [len(b["epochs"]) for b in books.values()])
+    for i in range(rows):
+        cells = [str(i + 1), f"{ours['epochs'][i]['valid_ppl']:.2f}" if i < epochs_run else ""]
+        for kind in header[2:]:
+            es = books[kind]["epochs"]
+            if i < len(es):
+                cells.append(f"{es[i]['valid_ppl_book']:.2f}" + (f" (lr {es[i]['lr_after']:g})" if kind == "better" else ""))
+            else:
+                cells.append("")
+        lines.append("| " + " | ".join(cells) + " |")
+
+    if thr:
+        peaks = thr["peaks"]["peaks_gflops"]
+        f = thr["runs"][0]["flops_per_token"]
+        measured = "; ".join(f"{p}: " + ", ".join(f"{lib} {g:.0f}" for lib, g in m.items())
+                             for p, m in thr["peaks"]["measured"].items())
+        lines += ["", f"Training step of the LSTM LM (`StreamLM.loss` + `optimizer_step` on the train stream's "
+                  f"{thr['batch_shape']} TBPTT batches, {thr['runs'][0]['steps']} steps after {thr['warmup']}). Model "
+                  f"FLOPs per training token: 3 × ({f['recurrent'] / 1e6:.2f} M LSTM + {f['output'] / 1e6:.2f} M output) "
+                  f"= {f['train'] / 1e6:.2f} M. Matmul peaks measured now (n = 1024, GFLOP/s; {measured}); MFU is taken "
+                  "against the faster of the two: " + ", ".join(f"{p} {g:.0f} GFLOP/s" for p, g in peaks.items()) + ".", "",
+                  "| precision | tokens/s | model GFLOP/s | MFU of the fp32 peak | MFU of the bf16 peak |",
+                  "|---|---|---|---|---|"]
+        for r in thr["runs"]:
+            bf16 = f"{r['gflops'] / peaks['bf16']:.1%}" if "bf16" in peaks else "— (no native bf16)"
+            lines.append(f"| {r['precision']} | {r['tokens_per_s']:,.0f} | {r['gflops']:.1f} "
+                         f"| {r['gflops'] / peaks['fp32']:.1%} | {bf16} |")
+        if len(thr["runs"]) == 2:
+            lines.append(f"\nbf16 / fp32 speed: {thr['runs'][1]['tokens_per_s'] / thr['runs'][0]['tokens_per_s']:.2f}×")
+
+    lines += ["", f"Samples of the seqlab model (`{ours['generate_command']}`):", ""]
+    lines += [f"{i}. {s['text']}" for i, s in enumerate(ours["samples"], 1)]
+    return "\n".join(lines) + "\n"
+
+
+# --- main ---------------------------------------------------------------------------------------------------
+
+
+def quick_data(config, data_dir: Path, work: Path) -> Path:
+    """The first lines of each split, written where the config looks for them under a new data directory."""
+    from seqlab.data import load_sentence_splits
+
+    splits = load_sentence_splits(config.data, data_dir)
+    out = work / "quick-data"
+    for name, count in QUICK_LINES.items():
+        path = out / getattr(config.data, name).path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = "".join(line + "\n" for line in splits[name][:count]).encode("utf-8")
+        path.write_bytes(gzip.compress(text) if path.suffix == ".gz" else text)
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--config", type=Path, default=CONFIG, help="an LSTM LM config over lines files")
+    parser.add_argument("--data-dir", default=os.environ.get("SEQLAB_DATA"), help="default: $SEQLAB_DATA")
+    parser.add_argument("--seqlab-run", type=Path, help="use this run of --config instead of training one (its wall "
+                        "time is then unknown)")
+    parser.add_argument("--kenlm-bin", default="/tmp/lm-peers/kenlm/bin", help="a directory with KenLM's lmplz and query")
+    parser.add_argument("--kn-order", type=int, default=5)
+    parser.add_argument("--build-kenlm", type=Path, metavar="DIR", help="download PyPI's kenlm sdist, build lmplz and "
+                        "query into DIR/bin, and stop (needs cmake, g++ and Debian's boost packages)")
+    parser.add_argument("--book-repo", help="a checkout of oreilly-japan/deep-learning-from-scratch-2 (book skipped if absent)")
+    parser.add_argument("--book-epochs", type=int, default=4, help="cap on the book's epochs (Rnnlm runs 4, BetterRnnlm 40)")
+    parser.add_argument("--seed", type=int, default=1, help="numpy's seed for the book's models")
+    parser.add_argument("--steps", type=int, default=100, help="timed training steps per precision")
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--systems", nargs="+", default=["kenlm", "rnnlm", "better", "throughput"],
+                        choices=["kenlm", "rnnlm", "better", "throughput"], help="besides seqlab, which always runs")
+    parser.add_argument("--quick", action="store_true", help=f"the first {QUICK_LINES['train']:,} train and "
+                        f"{QUICK_LINES['valid']} valid / test lines, 1 epoch of everything, 10 timed steps (smoke run)")
+    parser.add_argument("--json", metavar="OUT", help="write everything here")
+    parser.add_argument("--record", metavar="FILE", help="also append the tables to this markdown file")
+    parser.add_argument("--work-dir", type=Path, help="keep the runs here (default: a temporary directory)")
+    parser.add_argument("--worker", nargs=3, metavar=("KIND", "SPEC", "RESULT"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+
+    if args.worker:
+        kind, spec, result = args.worker
+        out = WORKERS[kind](json.loads(Path(spec).read_text(encoding="utf-8")))
+        Path(result).write_text(json.dumps(out), encoding="utf-8")
+        return
+    if args.build_kenlm:
+        build_kenlm(args.build_kenlm)
+        return
+
+    from report import emit, machine
+
+    from seqlab.config import LMConfig, load_config
+    from seqlab.data import load_sentence_splits, resolve_data_dir
+    from seqlab.language_model import load
+    from seqlab.model import num_parameters
+
+    args.config = args.config.resolve()
+    config = load_config(args.config)
+    if not isinstance(config.model, LMConfig):
+        raise SystemExit(f"{args.config}: not an RNN language model (model.type lm)")
+    if args.quick:
+        args.book_epochs, args.steps = 1, 10
+    load_start = os.getloadavg()
+    if load_start[0] > 1.0:
+        print(f"warning: load average {load_start[0]:.2f} at the start: other jobs share the cores, and BLAS threads "
+              "that spin-wait slow down many times over when they do; time on an idle machine", file=sys.stderr, flush=True)
+
+    with contextlib.ExitStack() as stack:
+        temporary = None if args.work_dir else stack.enter_context(tempfile.TemporaryDirectory(prefix="lm-race-"))
+        work = args.work_dir.resolve() if args.work_dir else Path(temporary)
+        work.mkdir(parents=True, exist_ok=True)
+        data_dir = resolve_data_dir(args.data_dir).resolve()
+        if args.quick:
+            data_dir = quick_data(config, data_dir, work)
+        result: dict = dict(benchmark="lm_race", config=str(args.config.relative_to(ROOT) if args.config.is_relative_to(ROOT)
+                                                                 else args.config), quick=args.quick, data_dir=str(data_dir))
+        result["seqlab"] = ours = seqlab_system(args, data_dir, work, ["train.epochs=1"] if args.quick else [])
+        print(f"seqlab: valid ppl {ours['valid']['perplexity']:.2f}, test ppl {ours['test']['perplexity']:.2f}, "
+              f"{ours['train_s']:.1f} s training", file=sys.stderr, flush=True)
+
+        lm = load(ours["run_dir"])
+        splits = load_sentence_splits(lm.config.data, data_dir)
+        names = ("train", "valid", "test")
+        streams = {name: lm.stream(splits[name]) for name in names}
+        paths = {name: str(work / f"stream-{name}.npy") for name in names}
+        for name in names:
+            np.save(paths[name], streams[name])
+        result.update(vocab_size=lm.tokenizer.vocab_size, params=num_parameters(lm.model),
+                      tokens={name: len(streams[name]) - 1 for name in names}, lines={n: len(splits[n]) for n in names})
+        for name in ("valid", "test"):
+            if ours[name]["tokens"] != result["tokens"][name]:
+                raise SystemExit(f"seqlab eval scored {ours[name]['tokens']} {name} tokens, the stream has "
+                                 f"{result['tokens'][name]}")
+        from seqlab import precision
+
+        result["precision_auto"] = precision.resolve(lm.config.train.precision)
+
+        if "kenlm" in args.systems:
+            result["kenlm"] = kn = kenlm_system(args, lm.tokenizer, {n: splits[n] for n in names}, work)
+            print(f"KenLM: valid ppl {kn['valid']['perplexity']:.2f}, test ppl {kn['test']['perplexity']:.2f}, "
+                  f"{kn['train_s']:.1f} s", file=sys.stderr, flush=True)
+        if args.book_repo:
+            result["book"] = {}
+            for kind in ("rnnlm", "better"):
+                if kind not in args.systems:
+                    continue
+                epochs = min(args.book_epochs, BOOK[kind]["epochs"])
+                print(f"book {kind}: {epochs} epoch(s) ...", file=sys.stderr, flush=True)
+                result["book"][kind] = b = run_worker("book", dict(book_repo=str(Path(args.book_repo).resolve()),
+                                                                   model=kind, streams=paths, epochs=epochs,
+                                                                   vocab_size=lm.tokenizer.vocab_size, seed=args.seed), work)
+                print(f"book {kind}: valid ppl {b['valid']['perplexity']:.2f}, test ppl {b['test']['perplexity']:.2f}, "
+                      f"{b['train_s']:.1f} s training", file=sys.stderr, flush=True)
+        if "throughput" in args.systems:
+            peaks = run_worker("peaks", {}, work)
+            precisions = ["fp32", "bf16"] if precision.native_bf16() else ["fp32"]
+            runs = [run_worker("throughput", dict(run_dir=ours["run_dir"], precision=p, train_stream=paths["train"],
+                                                  steps=args.steps, warmup=args.warmup), work) for p in precisions]
+            cfg = lm.config.train
+            result["throughput"] = dict(peaks=peaks, runs=runs, warmup=args.warmup,
+                                        batch_shape=f"{cfg.streams} × {cfg.time_size}")
+            for r in runs:
+                print(f"throughput {r['precision']}: {r['tokens_per_s']:,.0f} tokens/s, {r['gflops']:.1f} GFLOP/s",
+                      file=sys.stderr, flush=True)
+
+    result.update(loadavg_start=load_start, loadavg_end=os.getloadavg(), machine=machine_info(),
+                  date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
+    command = "python benchmarks/lm_race.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    result["command"] = command
+    emit(tables(result, command, machine()), args.record)
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
+        print("wrote", args.json, file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
