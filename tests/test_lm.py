@@ -333,6 +333,13 @@ def test_a_transformer_lm_trains_generates_and_resumes_through_the_same_commands
     assert lm.generate(["three", "two three"])[0][0].text.startswith("three four")  # two prompt lengths
     beams = lm.generate(["two three"], beam=3, nbest=2)[0]
     assert beams[0].log_prob == pytest.approx(sum(beams[0].token_log_probs), abs=1e-4)
+    from typer.testing import CliRunner
+
+    from seqlab.cli import app
+
+    result = CliRunner().invoke(app, ["eval", str(tmp_path / "run"), "--split", "valid", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["perplexity"] == pytest.approx(best["valid"]["perplexity"])
     with killed_at(10):
         Trainer(config, tmp_path / "killed", progress=False).fit()
     Trainer(config, tmp_path / "killed", resume=True, progress=False).fit()

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from seqlab.cli.common import DataDir, Int8, RunArg, fail, setup_logging, with_decoding
-from seqlab.config import ConfigError, LMConfig, load_config
+from seqlab.config import ConfigError, load_config
 
 if TYPE_CHECKING:
     from seqlab.decoding import DecodeOptions
@@ -58,7 +58,7 @@ def evaluate_run(
 
     setup_logging()
     try:
-        if isinstance(RunDir(run_dir).config().model, LMConfig):
+        if RunDir(run_dir).config().is_language_model:
             _print_metrics(_evaluate_lm(run_dir, split, data_dir), as_json)
             return
         translator = load(run_dir, int8)
