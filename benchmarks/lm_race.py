@@ -26,6 +26,10 @@ What is measured, and how every system gets the same tokens:
   best-on-valid model's valid and test perplexity from ``seqlab eval RUN --split valid|test --json`` (the whole
   stream, one row, state carried); 10 samples from ``seqlab generate RUN --sample --seed 1 --temperature 0.8`` with
   the 10 ``STARTS`` below (one call).
+* **seqlab causal Transformer LM** (system ``transformer``): ``configs/lm/multi30k_en_transformer.yaml``
+  (``--transformer-config``; its tokenizer settings are the LSTM's, and its test stream is checked to be the same
+  tokens), trained and scored the same way; its context is a window of ``train.time_size`` tokens, the LSTM's
+  the whole stream.
 * **KN-5: KenLM** ``lmplz -o 5`` (interpolated modified Kneser-Ney, three discounts per order estimated from
   count-of-counts; ``--discount_fallback`` only when the estimate fails, which is recorded) and ``query -v summary``
   on the valid and test text. How it was had: ``pip install kenlm`` gives only the query module, but PyPI's kenlm
@@ -101,6 +105,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "configs" / "lm" / "multi30k_en.yaml"
+TRANSFORMER_CONFIG = ROOT / "configs" / "lm" / "multi30k_en_transformer.yaml"
 STARTS = ["a man", "two dogs", "a woman", "a little girl", "a group of people", "a young boy", "an older man",
           "three children", "a black dog", "people are"]
 SAMPLING = ["--sample", "--seed", "1", "--temperature", "0.8"]
@@ -331,18 +336,19 @@ def seqlab_command() -> str:
     return str(here) if here.exists() else "seqlab"
 
 
-def seqlab_system(args, data_dir: Path, work: Path, overrides: list[str]) -> dict:
-    """Train the config (or take ``--seqlab-run``), then its valid / test perplexity and 10 samples."""
+def seqlab_system(config: Path, run: Path | None, name: str, data_dir: Path, work: Path, overrides: list[str]) -> dict:
+    """Train ``config`` into ``work/name`` (or take the finished ``run``), then its valid / test perplexity and
+    10 samples."""
     from seqlab.rundir import RunDir
 
     seqlab = seqlab_command()
     wall = None
     command = None
-    if args.seqlab_run:
-        run_dir = args.seqlab_run.resolve()
+    if run:
+        run_dir = run.resolve()
     else:
-        run_dir = work / "seqlab-lm"
-        command = [seqlab, "train", str(args.config), "--out", str(run_dir), "--data-dir", str(data_dir),
+        run_dir = work / name
+        command = [seqlab, "train", str(config), "--out", str(run_dir), "--data-dir", str(data_dir),
                    *(x for o in overrides for x in ("--set", o))]
         print("seqlab:", " ".join(command), file=sys.stderr, flush=True)
         started = time.perf_counter()
@@ -501,6 +507,13 @@ def tables(result: dict, command: str, machine_line: str) -> str:
         f"| {epochs_run} | {ours['train_s']:.1f} | {_f(ours['wall_s'])} | {ours['train_s'] / epochs_run:.1f} "
         f"| {statistics.fmean(e['tokens_per_s'] for e in ours['epochs']):,.0f} | {ours['valid']['perplexity']:.2f} "
         f"| **{ours['test']['perplexity']:.2f}** |")
+    tr = result.get("transformer")
+    if tr:
+        lines.append(
+            f"| seqlab causal Transformer LM (`{Path(tr['command'][2]).name if tr['command'] else 'given run'}`, "
+            f"{result['precision_auto']}) | {tr['params']:,} | {len(tr['epochs'])} | {tr['train_s']:.1f} | {_f(tr['wall_s'])} "
+            f"| {tr['train_s'] / len(tr['epochs']):.1f} | {statistics.fmean(e['tokens_per_s'] for e in tr['epochs']):,.0f} "
+            f"| {tr['valid']['perplexity']:.2f} | **{tr['test']['perplexity']:.2f}** |")
     if kn:
         fallback = " (discount fallback)" if kn["discount_fallback"] else ""
         lines.append(
@@ -614,8 +627,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=1, help="numpy's seed for the book's models")
     parser.add_argument("--steps", type=int, default=100, help="timed training steps per precision")
     parser.add_argument("--warmup", type=int, default=5)
-    parser.add_argument("--systems", nargs="+", default=["kenlm", "rnnlm", "better", "throughput"],
-                        choices=["kenlm", "rnnlm", "better", "throughput"], help="besides seqlab, which always runs")
+    parser.add_argument("--transformer-config", type=Path, default=TRANSFORMER_CONFIG,
+                        help="seqlab's causal Transformer LM over the same tokens (system 'transformer')")
+    parser.add_argument("--transformer-run", type=Path, help="use this run of --transformer-config instead of training one")
+    parser.add_argument("--systems", nargs="+", default=["transformer", "kenlm", "rnnlm", "better", "throughput"],
+                        choices=["transformer", "kenlm", "rnnlm", "better", "throughput"],
+                        help="besides seqlab's LSTM LM, which always runs")
     parser.add_argument("--quick", action="store_true", help=f"the first {QUICK_LINES['train']:,} train and "
                         f"{QUICK_LINES['valid']} valid / test lines, 1 epoch of everything, 10 timed steps (smoke run)")
     parser.add_argument("--json", metavar="OUT", help="write everything here")
@@ -660,7 +677,8 @@ def main(argv: list[str] | None = None) -> None:
             data_dir = quick_data(config, data_dir, work)
         result: dict = dict(benchmark="lm_race", config=str(args.config.relative_to(ROOT) if args.config.is_relative_to(ROOT)
                                                                  else args.config), quick=args.quick, data_dir=str(data_dir))
-        result["seqlab"] = ours = seqlab_system(args, data_dir, work, ["train.epochs=1"] if args.quick else [])
+        quick = ["train.epochs=1"] if args.quick else []
+        result["seqlab"] = ours = seqlab_system(args.config, args.seqlab_run, "seqlab-lm", data_dir, work, quick)
         print(f"seqlab: valid ppl {ours['valid']['perplexity']:.2f}, test ppl {ours['test']['perplexity']:.2f}, "
               f"{ours['train_s']:.1f} s training", file=sys.stderr, flush=True)
 
@@ -680,6 +698,14 @@ def main(argv: list[str] | None = None) -> None:
         from seqlab import precision
 
         result["precision_auto"] = precision.resolve(lm.config.train.precision)
+        if "transformer" in args.systems:
+            result["transformer"] = tr = seqlab_system(args.transformer_config.resolve(), args.transformer_run,
+                                                       "seqlab-transformer-lm", data_dir, work, quick)
+            tr["params"] = num_parameters(load(tr["run_dir"]).model)
+            if load(tr["run_dir"]).stream(splits["test"]).tolist() != streams["test"].tolist():
+                raise SystemExit(f"{args.transformer_config}: its tokens differ from {args.config}'s")
+            print(f"seqlab Transformer: valid ppl {tr['valid']['perplexity']:.2f}, test ppl {tr['test']['perplexity']:.2f}, "
+                  f"{tr['train_s']:.1f} s training", file=sys.stderr, flush=True)
 
         if "kenlm" in args.systems:
             result["kenlm"] = kn = kenlm_system(args, lm.tokenizer, {n: splits[n] for n in names}, work)
