@@ -365,7 +365,8 @@ def seqlab_system(config: Path, run: Path | None, name: str, data_dir: Path, wor
     samples = out.strip("\n").split("\n")
     if len(samples) != len(STARTS):
         raise SystemExit(f"seqlab generate gave {len(samples)} lines for {len(STARTS)} starts")
-    return dict(run_dir=str(run_dir), command=command, wall_s=wall, train_s=sum(r["train_seconds"] for r in log),
+    return dict(config=str(config), run_dir=str(run_dir), command=command, wall_s=wall,
+                train_s=sum(r["train_seconds"] for r in log),
                 epochs=[dict(epoch=r["epoch"], train_s=r["train_seconds"], tokens_per_s=r["train_tokens_per_s"],
                              train_loss=r["train_loss"], valid_ppl=r["valid"]["perplexity"]) for r in log],
                 best_epoch=log[-1].get("best_epoch"), valid=scores["valid"], test=scores["test"],
@@ -510,7 +511,7 @@ def tables(result: dict, command: str, machine_line: str) -> str:
     tr = result.get("transformer")
     if tr:
         lines.append(
-            f"| seqlab causal Transformer LM (`{Path(tr['command'][2]).name if tr['command'] else 'given run'}`, "
+            f"| seqlab causal Transformer LM (`{Path(tr['config']).name}`, "
             f"{result['precision_auto']}) | {tr['params']:,} | {len(tr['epochs'])} | {tr['train_s']:.1f} | {_f(tr['wall_s'])} "
             f"| {tr['train_s'] / len(tr['epochs']):.1f} | {statistics.fmean(e['tokens_per_s'] for e in tr['epochs']):,.0f} "
             f"| {tr['valid']['perplexity']:.2f} | **{tr['test']['perplexity']:.2f}** |")
