@@ -102,6 +102,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import report
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "configs" / "lm" / "multi30k_en.yaml"
@@ -320,12 +321,7 @@ WORKERS = {"book": book_worker, "peaks": peaks_worker, "throughput": throughput_
 
 
 def run_worker(kind: str, spec: dict, work: Path) -> dict:
-    spec_path = work / f"spec-{kind}-{time.monotonic_ns()}.json"
-    spec_path.write_text(json.dumps(spec), encoding="utf-8")
-    result = work / (spec_path.stem + "-result.json")
-    subprocess.run([sys.executable, str(Path(__file__).resolve()), "--worker", kind, str(spec_path), str(result)],
-                   check=True, cwd=ROOT)
-    return json.loads(result.read_text(encoding="utf-8"))
+    return report.run_worker(__file__, kind, spec, work)
 
 
 # --- the systems --------------------------------------------------------------------------------------------

@@ -1,15 +1,31 @@
-"""What every benchmark script does with its tables: print them, and append them to a markdown file on request."""
+"""What every benchmark script does with its tables (print them, append them to a markdown file on request) and
+with its timed runs (each in a process of its own, so that its time and peak memory are its own)."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import platform
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import torch
 
 from seqlab import precision
 from seqlab.precision import cpu_flags
+
+
+def run_worker(script: str | Path, kind: str, spec: dict, work: Path) -> dict:
+    """Run ``script --worker KIND SPEC RESULT`` in a fresh interpreter: ``spec`` goes in as a JSON file, the
+    worker's result comes back from one."""
+    spec_path = work / f"spec-{kind}-{time.monotonic_ns()}.json"
+    spec_path.write_text(json.dumps(spec), encoding="utf-8")
+    result = work / (spec_path.stem + "-result.json")
+    subprocess.run([sys.executable, str(Path(script).resolve()), "--worker", kind, str(spec_path), str(result)],
+                   check=True, cwd=Path(__file__).resolve().parents[1])
+    return json.loads(result.read_text(encoding="utf-8"))
 
 
 def add_record_option(parser: argparse.ArgumentParser) -> None:

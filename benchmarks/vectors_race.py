@@ -69,6 +69,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import report
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
@@ -158,12 +159,7 @@ WORKERS = {"seqlab": seqlab_worker, "book": book_worker}
 
 
 def run_worker(kind: str, spec: dict, work: Path) -> dict:
-    spec_path = work / f"spec-{time.monotonic_ns()}.json"
-    spec_path.write_text(json.dumps(spec), encoding="utf-8")
-    result = work / (spec_path.stem + "-result.json")
-    subprocess.run([sys.executable, str(Path(__file__).resolve()), "--worker", kind, str(spec_path), str(result)],
-                   check=True, cwd=ROOT)
-    return json.loads(result.read_text(encoding="utf-8"))
+    return report.run_worker(__file__, kind, spec, work)
 
 
 # --- the systems --------------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,7 @@ from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 from torch import nn
 
-from seqlab.config import Config, VectorsConfig, dump_config, load_config
+from seqlab.config import Config, ConfigError, VectorsConfig, changed_keys, dump_config, load_config
 from seqlab.files import atomic_write
 from seqlab.tokenizer import Tokenizer
 
@@ -78,6 +79,21 @@ class RunDir:
     def is_vectors(self) -> bool:
         """A word-vector run (its vocabulary is written as soon as it is counted)."""
         return (self.path / VOCABULARY).exists()
+
+    def check_start(self, config: Config | VectorsConfig, resume: bool, fixed: Sequence[str]) -> None:
+        """Before training starts: refuse to overwrite a run; on resume, refuse a config whose ``fixed``
+        sections differ from the saved one (they decide the data or the model)."""
+        if not resume:
+            if self.has_run():
+                raise ConfigError(f"{self.path} already holds a run: pass --resume to continue it, or choose another --out")
+            return
+        if not self.has_checkpoint():
+            raise ConfigError(f"{self.path}: nothing to resume (no {CHECKPOINT})")
+        saved = self.vectors_config() if isinstance(config, VectorsConfig) else self.config()
+        changed = changed_keys(saved, config, fixed)
+        if changed:
+            raise ConfigError(f"cannot resume {self.path} with a different {', '.join(changed)} "
+                              f"(only what is outside {', '.join(fixed)} may change)")
 
     # --- config and tokenizers ------------------------------------------------------
 

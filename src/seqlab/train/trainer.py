@@ -19,8 +19,8 @@ import torch
 from tqdm import tqdm
 
 from seqlab import precision
-from seqlab.config import Config, ConfigError, changed_keys
-from seqlab.rundir import CHECKPOINT, RunDir
+from seqlab.config import Config
+from seqlab.rundir import RunDir
 from seqlab.train.family import Family, build_family
 from seqlab.train.optimizer import build_optimizer, optimizer_step
 from seqlab.train.schedule import build_schedule, reduce_on_plateau
@@ -154,22 +154,10 @@ def start_run(config: Config, run: RunDir, resume: bool) -> str:
     """Before anything is built: the precision (a bad SEQLAB_PRECISION stops before the run directory exists),
     the run directory's state, threads and the seed. Returns the precision training runs in."""
     resolved = precision.resolve(config.train.precision)
-    _check_run_dir(run, config, resume)
+    run.check_start(config, resume, RESUMABLE_SECTIONS)
+    if resume:
+        run.save_config(config)  # train/eval may have changed
     if config.train.threads:
         torch.set_num_threads(config.train.threads)
     torch.manual_seed(config.seed)
     return resolved
-
-
-def _check_run_dir(run: RunDir, config: Config, resume: bool) -> None:
-    """Refuse to overwrite a run; on resume, refuse a config that would change the data or the model."""
-    if not resume:
-        if run.has_run():
-            raise ConfigError(f"{run.path} already holds a run: pass --resume to continue it, or choose another --out")
-        return
-    if not run.has_checkpoint():
-        raise ConfigError(f"{run.path}: nothing to resume (no {CHECKPOINT})")
-    changed = changed_keys(run.config(), config, RESUMABLE_SECTIONS)
-    if changed:
-        raise ConfigError(f"cannot resume {run.path} with a different {', '.join(changed)} (only train/eval may change)")
-    run.save_config(config)

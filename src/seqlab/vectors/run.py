@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from seqlab.config import ConfigError, VectorsConfig, VectorsTrainConfig, changed_keys
+from seqlab.config import ConfigError, VectorsConfig, VectorsTrainConfig
 from seqlab.data import read_sentences, resolve_data_dir
 from seqlab.rundir import RunDir
 from seqlab.tokenizer import split_words
@@ -42,7 +42,7 @@ def read_words(config: VectorsConfig, data_dir: str | Path | None = None) -> lis
 def train_vectors(config: VectorsConfig, run_dir: str | Path, data_dir: str | Path | None = None,
                   resume: bool = False, progress: bool | None = None) -> WordVectors:
     run = RunDir(run_dir)
-    _check_run_dir(run, config, resume)
+    run.check_start(config, resume, ("data", "words", "train"))  # every section decides the vectors
     started = time.perf_counter()
     text = read_words(config, data_dir)
     vocabulary = Vocabulary.build(text, config.train.min_count)
@@ -62,18 +62,6 @@ def train_vectors(config: VectorsConfig, run_dir: str | Path, data_dir: str | Pa
     run.save_vectors(vectors, {"method": cfg.method, "dim": cfg.dim, "vocab_size": len(vocabulary.words),
                                "corpus_words": corpus_words, "seconds": round(seconds, 3)})
     return WordVectors.load(run.path)
-
-
-def _check_run_dir(run: RunDir, config: VectorsConfig, resume: bool) -> None:
-    if not resume:
-        if run.has_run():
-            raise ConfigError(f"{run.path} already holds a run: pass --resume to continue it, or choose another --out")
-        return
-    if not run.has_checkpoint():
-        raise ConfigError(f"{run.path}: nothing to resume (no word2vec epoch has finished)")
-    changed = changed_keys(run.vectors_config(), config, ("data", "words", "train"))
-    if changed:
-        raise ConfigError(f"cannot resume {run.path} with a different {', '.join(changed)}")
 
 
 def _count_vectors(ids: list[np.ndarray], vocab_size: int, cfg: VectorsTrainConfig) -> np.ndarray:
