@@ -294,7 +294,7 @@ def throughput_worker(spec: dict) -> dict:
     model = RNNLM.from_config(config.model, tokenizer.vocab_size)
     family = StreamLM(config, LanguageModel(model, tokenizer, config), np.load(spec["train_stream"]), [])
     batches = len(family.inputs)
-    optimizer = build_optimizer(model, config.train.optimizer)
+    optimizer = build_optimizer(model, config.train)
     scheduler = build_schedule(optimizer, config, config.train.epochs * batches)
     model.train()
 

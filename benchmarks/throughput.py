@@ -26,7 +26,7 @@ from torch.optim.lr_scheduler import LambdaLR
 from report import add_record_option, emit, machine
 
 from seqlab import precision
-from seqlab.config import Config, load_config
+from seqlab.config import Config, TrainConfig, load_config
 from seqlab.data import load_splits, resolve_data_dir
 from seqlab.data.batching import Batch, collate, length_batches, source_ids
 from seqlab.model import build_model, num_parameters
@@ -76,7 +76,7 @@ def make_batches(cfg: Config, steps: int) -> tuple[list[Batch], int, int]:
 
 def training_step(model: torch.nn.Module, bf16: bool = False) -> Callable[[Batch], None]:
     """One training step as the trainer takes it: forward, masked loss, backward, clipping, fused Adam."""
-    optimizer = build_optimizer(model)
+    optimizer = build_optimizer(model, TrainConfig())
     scheduler = LambdaLR(optimizer, lambda step: 1e-4)
 
     def step(batch: Batch) -> None:

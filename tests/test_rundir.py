@@ -6,7 +6,7 @@ import pytest
 import torch
 from safetensors.torch import save as save_safetensors
 
-from seqlab.config import TokenizerConfig, TransformerConfig
+from seqlab.config import TokenizerConfig, TrainConfig, TransformerConfig
 from seqlab.model import build_model
 from seqlab.rundir import LOG, MODEL, RunDir
 from seqlab.tokenizer import Tokenizer
@@ -72,7 +72,7 @@ def test_a_damaged_log_line_is_named(tmp_path):
 def test_training_state_round_trip(tmp_path):
     torch.manual_seed(0)
     model = build_model(CFG, 11, 13)
-    optimizer = build_optimizer(model)
+    optimizer = build_optimizer(model, TrainConfig())
     scheduler = transformer_schedule(optimizer, 16, 10, 1.0)
     for _ in range(3):
         model(torch.randint(1, 11, (2, 5)), torch.randint(1, 13, (2, 4))).sum().backward()
@@ -84,7 +84,7 @@ def test_training_state_round_trip(tmp_path):
 
     torch.manual_seed(123)
     model2 = build_model(CFG, 11, 13)
-    optimizer2 = build_optimizer(model2)
+    optimizer2 = build_optimizer(model2, TrainConfig())
     scheduler2 = transformer_schedule(optimizer2, 16, 10, 1.0)
     state, carried = RunDir(tmp_path).load_checkpoint(model2, optimizer2, scheduler2)
     assert carried == {}
@@ -106,5 +106,5 @@ def test_missing_files_are_explained(tmp_path):
         run.log()
     with pytest.raises(FileNotFoundError, match="nothing to resume"):
         model = build_model(CFG, 11, 13)
-        optimizer = build_optimizer(model)
+        optimizer = build_optimizer(model, TrainConfig())
         run.load_checkpoint(model, optimizer, transformer_schedule(optimizer, 16, 10, 1.0))

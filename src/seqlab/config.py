@@ -176,6 +176,11 @@ class TransformerConfig(_Strict):
         return self
 
 
+Initialisation = Annotated[Literal["torch", "book"], Field(
+    description="PyTorch's default initialisation, or the book's (model/init.py): weights randn/√fan_in, embeddings "
+                "randn/100, biases 0")]
+
+
 class RNNConfig(_Strict):
     """An RNN encoder-decoder (seed 002 ch. 7–8). Defaults are the book's addition model (wordvec 16, hidden 128)."""
 
@@ -190,12 +195,19 @@ class RNNConfig(_Strict):
     reverse: bool = Field(False, description="the Reverse trick: read each source backwards")
     peeky: bool = Field(False, description="the encoder's final h feeds every decoder step and the output layer")
     attention: Literal["none", "dot", "general", "concat", "bahdanau"] = "none"
+    init: Initialisation = "torch"
+    head: Literal["luong", "book"] = Field(
+        "luong", description="Luong attention's output layer: softmax(W_y tanh(W_c [a; s])) (luong) or the book's "
+                             "Affine(2H, V) over [a; s] (book, seed 002 §8.1)")
 
     @model_validator(mode="after")
     def _dot_sizes(self) -> RNNConfig:
         if self.attention == "dot" and self.bidirectional:
             raise ValueError("model.attention 'dot' needs equal encoder and decoder sizes; "
                              "with a bidirectional encoder use 'general' or 'concat'")
+        if self.head == "book" and self.attention not in ("dot", "general", "concat"):
+            raise ValueError("model.head 'book' is the output layer of Luong attention (dot, general, concat); "
+                             f"model.attention is {self.attention!r}")
         return self
 
 
@@ -210,6 +222,7 @@ class LMConfig(_Strict):
     dropout: float = Field(0.5, ge=0, lt=1, description="before, between and after the RNN layers, never along time")
     variational: bool = Field(False, description="one dropout mask per sequence, the same at every time step")
     tie_weights: bool = Field(True, description="the output layer's weight is the embedding matrix")
+    init: Initialisation = "torch"
 
     @model_validator(mode="after")
     def _tied_sizes(self) -> LMConfig:
@@ -265,7 +278,16 @@ class TrainConfig(_Strict):
     )
     plateau_factor: float = Field(4.0, gt=1, description="schedule plateau: what the rate is divided by")
     optimizer: Literal["adam", "sgd"] = Field(
-        "adam", description="Adam (β 0.9/0.98, ε 1e-9), or plain SGD (the book's LMs: lr 20, clip_norm 0.25)")
+        "adam", description="Adam (train.adam_betas, train.adam_eps), or plain SGD (the book's LMs: lr 20, clip_norm 0.25)")
+    adam_betas: tuple[float, float] = Field(
+        (0.9, 0.98), description="Adam's β1, β2: the Transformer paper's; the book's are 0.9, 0.999")
+    adam_eps: float = Field(1e-9, ge=0, description="Adam's ε: the Transformer paper's 1e-9; PyTorch's and the book's ~1e-8")
+    engine: Literal["torch", "numpy"] = Field(
+        "torch", description="what takes the training steps: PyTorch, or the book's NumPy framework (seqlab.scratch; "
+                             "RNN language models and the book's one-layer LSTM seq2seq models)")
+    loss_average: Literal["tokens", "all"] = Field(
+        "tokens", description="a batch's loss: the mean over its target tokens, or over all its positions, padding "
+                              "included (seed 000's masked mean, S93; the book's fixed-length answers)")
     warmup: int = Field(4000, gt=0, description="warm-up steps of the seed's schedule")
     lr_scale: float = Field(1.0, gt=0, description="factor on d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)")
     lr: float = Field(1e-3, gt=0, description="the (first) learning rate of the constant and cosine schedules")
@@ -281,6 +303,12 @@ class TrainConfig(_Strict):
     threads: int | None = Field(None, gt=0, description="torch threads; default: all cores")
     streams: int = Field(20, gt=0, description="language models: rows reading the token stream in parallel")
     time_size: int = Field(35, gt=0, description="language models: time steps per update (truncated BPTT)")
+
+    @model_validator(mode="after")
+    def _betas(self) -> TrainConfig:
+        if not all(0 <= b < 1 for b in self.adam_betas):
+            raise ValueError(f"train.adam_betas must lie in [0, 1), got {list(self.adam_betas)}")
+        return self
 
 
 class VectorsTrainConfig(_Strict):
@@ -344,6 +372,26 @@ class Config(_Strict):
     @property
     def is_language_model(self) -> bool:
         return isinstance(self.model, LMConfig | TransformerLMConfig)
+
+    @model_validator(mode="after")
+    def _engine(self) -> Config:
+        """train.engine numpy trains what seqlab.scratch has a twin of (train/numpy_engine.py)."""
+        if self.train.engine == "torch":
+            return self
+        model = self.model
+        needs = ["model.type lm or rnn"] if not isinstance(model, LMConfig | RNNConfig) else []
+        if isinstance(model, RNNConfig):
+            needs += [why for bad, why in [
+                (model.cell != "lstm", "model.cell lstm"), (model.num_layers != 1, "model.num_layers 1"),
+                (model.dropout > 0, "model.dropout 0"), (model.bidirectional, "no model.bidirectional"),
+                (model.skip, "no model.skip"), (model.attention not in ("none", "dot"), "model.attention none or dot"),
+                (model.attention == "dot" and model.head != "book", "model.head book with attention"),
+            ] if bad]
+        if self.train.label_smoothing > 0:
+            needs.append("train.label_smoothing 0")
+        if needs:
+            raise ValueError(f"train.engine numpy needs {', '.join(needs)}")
+        return self
 
     @model_validator(mode="after")
     def _fits(self) -> Config:

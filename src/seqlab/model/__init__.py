@@ -9,6 +9,7 @@ from __future__ import annotations
 from torch import nn
 
 from seqlab.config import LMConfig, ModelConfig, TransformerConfig, TransformerLMConfig
+from seqlab.model.init import book_init
 from seqlab.model.lm import RNNLM
 from seqlab.model.rnn import RNNSeq2seq
 from seqlab.model.transformer import Transformer
@@ -29,14 +30,20 @@ def build_model(cfg: ModelConfig, src_vocab: int, trg_vocab: int) -> Seq2seq:
     if isinstance(cfg, LMConfig | TransformerLMConfig):
         raise ValueError(f"model.type {cfg.type} is a language model, not a seq2seq model: "
                          "use seqlab generate or seqlab score")
-    return RNNSeq2seq(cfg, src_vocab, trg_vocab)
+    model = RNNSeq2seq(cfg, src_vocab, trg_vocab)
+    if cfg.init == "book":
+        book_init(model)
+    return model
 
 
 def build_lm(cfg: LMConfig | TransformerLMConfig, vocab: int) -> RNNLM | TransformerLM:
     """The language model of ``cfg``: the RNN LM (``lm``) or the causal Transformer (``transformer_lm``)."""
     if isinstance(cfg, TransformerLMConfig):
         return TransformerLM(cfg, vocab)
-    return RNNLM.from_config(cfg, vocab)
+    model = RNNLM.from_config(cfg, vocab)
+    if cfg.init == "book":
+        book_init(model)
+    return model
 
 
 __all__ = ["RNNLM", "RNNSeq2seq", "Seq2seq", "Transformer", "TransformerLM", "build_lm", "build_model", "num_parameters"]

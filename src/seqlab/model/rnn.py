@@ -24,7 +24,8 @@ same steps in a loop). Variants:
   of every step and to the input of the output layer;
 * **Luong** attention ``dot`` / ``general`` / ``concat`` (000, 003): after the RNN
   step, the context a_t of the state s_t feeds the output layer as
-  tanh(W_c [a_t; s_t]);
+  tanh(W_c [a_t; s_t]), or, with ``head: book``, [a_t; s_t] itself (the book's
+  Affine(2H, V), 002 §8.1);
 * **Bahdanau** attention (000): the context of the previous state s_{t-1},
   additive score, is concatenated to the input word's embedding.
 """
@@ -131,6 +132,7 @@ class RNNDecoder(nn.Module):
         dropout: float = 0.0,
         peeky: bool = False,
         attention: str = "none",
+        head: str = "luong",
     ) -> None:
         super().__init__()
         if attention not in ATTENTIONS:
@@ -148,8 +150,10 @@ class RNNDecoder(nn.Module):
             score = "concat" if attention == "bahdanau" else attention
             self.attention = RNNAttention(score, hidden_size, encoder_size)
         luong = attention in ("dot", "general", "concat")
-        self.combine = nn.Linear(encoder_size + hidden_size, hidden_size) if luong else None  # W_c
-        self.output = nn.Linear(hidden_size + (encoder_size if peeky else 0), vocab_size)
+        self.combine = nn.Linear(encoder_size + hidden_size, hidden_size) if luong and head == "luong" else None  # W_c
+        self.book_head = luong and head == "book"  # the output layer reads [a_t; s_t] itself
+        output_input = hidden_size + encoder_size * (int(peeky) + int(self.book_head))
+        self.output = nn.Linear(output_input, vocab_size)
         self.dropout = Dropout(dropout)
 
     def init_state(self, encoder_final: torch.Tensor) -> State:
@@ -187,9 +191,11 @@ class RNNDecoder(nn.Module):
             x = torch.cat([context, x], dim=-1)
         s, new_state = self.rnn(x, state if self.cell == "lstm" else state[0])  # s: (batch, steps, hidden), s_t
         new_state = new_state if isinstance(new_state, tuple) else (new_state,)
-        if self.combine is not None and self.attention is not None:  # Luong: query s_t, then tanh(W_c [a_t; s_t])
+        if self.attention_kind != "bahdanau" and self.attention is not None:  # Luong: the query is s_t
             context, weights = self.attention(s, memory, src_pad)
-            s = torch.tanh(self.combine(torch.cat([context, s], dim=-1)))
+            s = torch.cat([context, s], dim=-1)  # [a_t; s_t]: the book's head reads it as it is
+            if self.combine is not None:
+                s = torch.tanh(self.combine(s))  # tanh(W_c [a_t; s_t])
         if self.peeky:
             s = torch.cat([peek, s], dim=-1)
         return self.output(self.dropout(s)), new_state, weights
@@ -223,7 +229,7 @@ class RNNSeq2seq(nn.Module):
         self.encoder = RNNEncoder(src_vocab, cfg.embedding_size, cfg.hidden_size, cfg.cell, cfg.num_layers,
                                   cfg.dropout, cfg.bidirectional, cfg.skip)
         self.decoder = RNNDecoder(trg_vocab, cfg.embedding_size, cfg.hidden_size, self.encoder.output_size,
-                                  cfg.cell, cfg.num_layers, cfg.dropout, cfg.peeky, cfg.attention)
+                                  cfg.cell, cfg.num_layers, cfg.dropout, cfg.peeky, cfg.attention, cfg.head)
 
     def encode(self, src: torch.Tensor) -> tuple[tuple[torch.Tensor, torch.Tensor], torch.Tensor]:
         """src (batch, src_len) -> (all encoder states, the top layer's final h) and the padding mask (batch, src_len).

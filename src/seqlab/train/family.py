@@ -15,7 +15,7 @@ from torch import nn
 
 from seqlab.config import Config, LMConfig, TransformerLMConfig
 from seqlab.data import load_sentence_splits, load_splits, resolve_data_dir
-from seqlab.data.batching import collate, length_batches, random_batches
+from seqlab.data.batching import Batch, collate, length_batches, random_batches
 from seqlab.data.stream import tbptt_batches
 from seqlab.evaluate import EncodedSplit, evaluate
 from seqlab.language_model import LanguageModel
@@ -89,11 +89,16 @@ class Seq2seq:
             return random_batches(len(src), cfg.batch_sentences, seed)
         return length_batches([len(s) for s in src], [len(t) for t in trg], cfg.batch_tokens, seed)
 
+    def batch(self, indices: np.ndarray) -> Batch:
+        """The padded batch of these training pairs."""
+        return collate([self.train_set.src[i] for i in indices], [self.train_set.trg[i] for i in indices])
+
     def loss(self, indices: np.ndarray) -> tuple[torch.Tensor, int]:
-        batch = collate([self.train_set.src[i] for i in indices], [self.train_set.trg[i] for i in indices])
+        batch = self.batch(indices)
         with self.translator.autocast():
             logits = self.model(batch.src, batch.trg_in)  # (batch, trg_len, vocab)
-        return token_nll_sum(logits, batch.trg_out, self.config.train.label_smoothing), batch.num_target_tokens
+        count = batch.trg_out.numel() if self.config.train.loss_average == "all" else batch.num_target_tokens
+        return token_nll_sum(logits, batch.trg_out, self.config.train.label_smoothing), count
 
     def validate(self) -> dict[str, Any]:
         return evaluate(self.translator, self.valid_set, self.config.train.batch_tokens, self.config.eval.valid_limit)
@@ -144,11 +149,15 @@ class StreamLM:
     def batches(self, epoch: int) -> list[np.ndarray]:
         return [np.array([k]) for k in range(len(self.inputs))]  # in stream order: each row continues the last
 
-    def loss(self, indices: np.ndarray) -> tuple[torch.Tensor, int]:
+    def batch(self, indices: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, bool]:
+        """Inputs and targets (B, T) of batch ``indices[0]``, and whether it starts the stream (an epoch)."""
         k = int(indices[0])
-        if k == 0:
+        return torch.from_numpy(self.inputs[k]), torch.from_numpy(self.targets[k]), k == 0
+
+    def loss(self, indices: np.ndarray) -> tuple[torch.Tensor, int]:
+        x, t, fresh = self.batch(indices)
+        if fresh:
             self.state = None  # a new epoch reads the stream from the start
-        x, t = torch.from_numpy(self.inputs[k]), torch.from_numpy(self.targets[k])  # (B, T)
         with self.lm.autocast():
             logits, state = self.model(x, self.state)  # (B, T, V)
         self.state = self.model.detach(state)

@@ -1,9 +1,9 @@
 """The optimizer (Adam, or SGD for the book's language models) and one optimisation step: what every model
 family and the throughput benchmark share.
 
-Adam with the Transformer paper's β₂ = 0.98 and ε = 1e-9 (seed 000's ``Adam(learning_rate, beta_1=0.9,
-beta_2=0.98, epsilon=1e-9)``), built with ``lr=1.0`` so that the schedule's factor is the learning
-rate (``schedule.build_schedule``).
+Adam by default with the Transformer paper's β₂ = 0.98 and ε = 1e-9 (seed 000's ``Adam(learning_rate,
+beta_1=0.9, beta_2=0.98, epsilon=1e-9)``; ``train.adam_betas`` / ``train.adam_eps`` give the book's), built
+with ``lr=1.0`` so that the schedule's factor is the learning rate (``schedule.build_schedule``).
 """
 
 from __future__ import annotations
@@ -11,13 +11,15 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from seqlab.config import TrainConfig
 
-def build_optimizer(model: nn.Module, kind: str = "adam") -> torch.optim.Optimizer:
+
+def build_optimizer(model: nn.Module, train: TrainConfig) -> torch.optim.Optimizer:
     """``train.optimizer``: Adam, or plain SGD (the book's language models), built with ``lr=1.0``."""
-    if kind == "sgd":
+    if train.optimizer == "sgd":
         return torch.optim.SGD(model.parameters(), lr=1.0)
     # fused: one kernel for all parameters (about 6× faster than the per-parameter loop on CPU)
-    return torch.optim.Adam(model.parameters(), lr=1.0, betas=(0.9, 0.98), eps=1e-9, fused=True)
+    return torch.optim.Adam(model.parameters(), lr=1.0, betas=train.adam_betas, eps=train.adam_eps, fused=True)
 
 
 def optimizer_step(

@@ -1,7 +1,8 @@
 """The training loop: batches of a model family, Adam with its schedule, validation, the best model, checkpoints.
 
 ``Trainer(config, run_dir).fit()`` prepares the run directory (``rundir.RunDir``), builds the family that
-trains ``config.model`` (``family.build_family``: data, tokenizers, model) and trains it. ``resume=True``
+trains ``config.model`` (``family.build_family``: data, tokenizers, model) and trains it, with PyTorch or, for
+``train.engine: numpy``, with the book's NumPy framework (``numpy_engine.NumpyEngine``). ``resume=True``
 continues a killed run exactly where its last checkpoint left it: same weights, Adam moments, schedule,
 RNG, epoch, position inside the epoch and counters.
 """
@@ -22,6 +23,8 @@ from seqlab import precision
 from seqlab.config import Config
 from seqlab.rundir import RunDir
 from seqlab.train.family import Family, build_family
+from seqlab.train.numpy_engine import PREFIX as ENGINE_PREFIX
+from seqlab.train.numpy_engine import NumpyEngine
 from seqlab.train.optimizer import build_optimizer, optimizer_step
 from seqlab.train.schedule import build_schedule, reduce_on_plateau
 
@@ -59,13 +62,16 @@ class Trainer:
         self.progress = progress
         resolved = start_run(config, self.run, resume)
         self.family: Family = build_family(config, self.run, data_dir, resume)
-        self.optimizer = build_optimizer(self.model, config.train.optimizer)
+        self.optimizer = build_optimizer(self.model, config.train)
         self.position = Position()
         self.scheduler = build_schedule(self.optimizer, config, config.train.epochs * len(self.family.batches(1)))
+        self.engine = NumpyEngine(config, self.family) if config.train.engine == "numpy" else None
         if resume:
             state, carried = self.run.load_checkpoint(self.model, self.optimizer, self.scheduler)
             self.position = Position(**state)
-            self.family.restore(carried)
+            self.family.restore({k: v for k, v in carried.items() if not k.startswith(ENGINE_PREFIX)})
+            if self.engine is not None:
+                self.engine.restore(carried)
             self.run.truncate_log(self.position.step)
             log.info("resuming at epoch %d, batch %d, step %d", self.position.epoch, self.position.batch, self.position.step)
         else:
@@ -78,6 +84,11 @@ class Trainer:
 
     def train_step(self, indices: np.ndarray) -> tuple[float, int]:
         """One batch: its loss, backward, clipping, Adam and schedule steps. Returns the summed loss and tokens."""
+        if self.engine is not None:  # the NumPy engine steps at the schedule's rate
+            loss, count = self.engine.step(indices, float(self.scheduler.get_last_lr()[0]))
+            self.optimizer.step()  # no gradients, so no change: it keeps the scheduler's bookkeeping in order
+            self.scheduler.step()
+            return loss, count
         loss_sum, tokens = self.family.loss(indices)
         optimizer_step(self.model, self.optimizer, self.scheduler, loss_sum / tokens, self.config.train.clip_norm)
         return float(loss_sum.detach()), tokens
@@ -118,6 +129,8 @@ class Trainer:
     def end_epoch(self) -> None:
         """Validate, log, keep the best model, checkpoint; then move the position to the next epoch."""
         pos, cfg = self.position, self.config.train
+        if self.engine is not None:
+            self.engine.sync()  # the PyTorch twin validates and is saved
         valid = self.family.validate()
         record = {
             "epoch": pos.epoch,
@@ -147,7 +160,11 @@ class Trainer:
         self.save_checkpoint()
 
     def save_checkpoint(self) -> None:
-        self.run.save_checkpoint(self.model, self.optimizer, self.scheduler, asdict(self.position), self.family.carried())
+        carried = self.family.carried()
+        if self.engine is not None:
+            self.engine.sync()
+            carried.update(self.engine.carried())
+        self.run.save_checkpoint(self.model, self.optimizer, self.scheduler, asdict(self.position), carried)
 
 
 def start_run(config: Config, run: RunDir, resume: bool) -> str:

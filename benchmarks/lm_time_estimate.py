@@ -1,0 +1,97 @@
+"""How long a language-model config takes to train on this machine, measured without its data (issue 18:
+``configs/lm/ptb.yaml``'s time on 2 cores before anyone fetches PTB).
+
+    python benchmarks/lm_time_estimate.py configs/lm/ptb.yaml --vocab 10005 --train-tokens 929589
+
+The config's model is built for ``--vocab`` ids and trained, exactly as the trainer steps (carried and
+detached state, the summed loss over the batch's tokens, backward, clipping, the optimizer, the schedule),
+on ``--steps`` batches of ``train.streams`` × ``train.time_size`` random ids after ``--warmup`` untimed ones,
+in each precision this CPU runs natively (fp32, and bf16 where ``seqlab.precision`` finds native bf16). The
+time of an epoch is ``--train-tokens`` (PTB: 887,521 words + 42,068 line ends) over the tokens/s measured;
+the run's is that times ``train.epochs``. Not counted: validation after each epoch (PTB's valid stream is
+7.6 % of train, read forward only, so about 2.5 % more) and start-up. Random ids do not change the cost of
+an LSTM step. Each precision runs in a process of its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import report
+
+
+def worker(spec: dict) -> dict:
+    import numpy as np
+    import torch
+
+    from seqlab import precision
+    from seqlab.config import load_config
+    from seqlab.loss import token_nll_sum
+    from seqlab.model import build_lm
+    from seqlab.train.optimizer import build_optimizer, optimizer_step
+    from seqlab.train.schedule import build_schedule
+
+    config = load_config(spec["config"], [f"train.precision={spec['precision']}"])
+    torch.manual_seed(config.seed)
+    model = build_lm(config.model, spec["vocab"])
+    optimizer = build_optimizer(model, config.train)
+    scheduler = build_schedule(optimizer, config, 10_000)
+    rows, steps = config.train.streams, config.train.time_size
+    shape = (spec["warmup"] + spec["steps"], rows, steps + 1)
+    ids = torch.from_numpy(np.random.default_rng(0).integers(0, spec["vocab"], shape))
+    model.train()
+    state = None
+    started = 0.0
+    for k, batch in enumerate(ids):
+        if k == spec["warmup"]:
+            started = time.perf_counter()
+        with precision.autocast(config.train.precision):
+            logits, state = model(batch[:, :-1], state)
+        state = model.detach(state)
+        loss = token_nll_sum(logits, batch[:, 1:])
+        optimizer_step(model, optimizer, scheduler, loss / batch[:, 1:].numel(), config.train.clip_norm)
+    seconds = time.perf_counter() - started
+    tokens = spec["steps"] * rows * steps
+    return dict(precision=precision.resolve(config.train.precision), tokens_per_s=tokens / seconds,
+                step_s=seconds / spec["steps"], epochs=config.train.epochs,
+                parameters=sum(p.numel() for p in model.parameters()))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("config")
+    parser.add_argument("--vocab", type=int, required=True)
+    parser.add_argument("--train-tokens", type=int, required=True, help="tokens of one epoch's train stream")
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=3)
+    report.add_record_option(parser)
+    args = parser.parse_args()
+    from seqlab import precision
+
+    precisions = ["fp32"] + (["bf16"] if precision.native_bf16() else [])
+    work = Path(tempfile.mkdtemp(prefix="lm-estimate-"))
+    lines = [f"### Training time of `{args.config}` on this machine (`benchmarks/lm_time_estimate.py`)", "",
+             f"{report.machine()}. Command: `python benchmarks/lm_time_estimate.py {' '.join(sys.argv[1:])}`", "",
+             "| precision | parameters | s / step | tokens/s | s / epoch | epochs | hours in all |",
+             "|---|---|---|---|---|---|---|"]
+    for name in precisions:
+        spec = dict(config=str(Path(args.config).resolve()), vocab=args.vocab, precision=name, steps=args.steps,
+                    warmup=args.warmup)
+        r = report.run_worker(__file__, "estimate", spec, work)
+        epoch = args.train_tokens / r["tokens_per_s"]
+        lines.append(f"| {r['precision']} | {r['parameters']:,} | {r['step_s']:.3f} | {r['tokens_per_s']:,.0f} "
+                     f"| {epoch:,.0f} | {r['epochs']} | {epoch * r['epochs'] / 3600:.1f} |")
+    report.emit("\n".join(lines) + "\n", args.record)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 5 and sys.argv[1] == "--worker":
+        spec = json.loads(Path(sys.argv[3]).read_text(encoding="utf-8"))
+        Path(sys.argv[4]).write_text(json.dumps({"estimate": worker}[sys.argv[2]](spec)), encoding="utf-8")
+    else:
+        main()
