@@ -67,7 +67,9 @@ class Adam:
             self.m = [np.zeros_like(p) for p in params]
             self.v = [np.zeros_like(p) for p in params]
         self.iter += 1
-        lr_t = self.lr * np.sqrt(1 - self.beta2 ** self.iter) / (1 - self.beta1 ** self.iter)
+        # a Python float, so that float32 parameters are updated in float32 (a NumPy float64 scalar would
+        # promote the whole update to float64)
+        lr_t = float(self.lr * np.sqrt(1 - self.beta2 ** self.iter) / (1 - self.beta1 ** self.iter))
         for p, g, m, v in zip(params, grads, self.m, self.v):
             m += (1 - self.beta1) * (g - m)
             v += (1 - self.beta2) * (g * g - v)

@@ -5,8 +5,11 @@ The run is the same as a PyTorch run of the config: the same data, batches, toke
 same first weights (the scratch model is built from the PyTorch model's, gates reordered), validation by
 the PyTorch twin after its weights are copied back, the same ``log.jsonl``, ``model.safetensors`` and
 checkpoints, so ``seqlab eval``, ``translate``, ``serve`` and ``plot curves`` read a NumPy run as any other.
-What differs: the steps run in float32 NumPy (never bf16), the optimizer is the book's (``optimizers.Adam``,
-whose ε enters as the book writes it, or SGD), and dropout draws its masks from NumPy's generator.
+What differs: the steps run in float32 NumPy (never bf16) and dropout draws its masks from NumPy's generator.
+The optimizer is the book's (``optimizers.Adam`` or SGD); the book adds Adam's ε to √v where PyTorch adds it to
+the bias-corrected √v̂, so the engine gives the book's Adam ε √(1 − β2^t) at step t, which takes PyTorch's
+steps for the config's ``train.adam_eps`` (with ε → 0 the two engines agree to float32 rounding for the first
+few dozen steps, after which training's chaos amplifies the rounding).
 
 Models: the RNN language model (``lm``: any cell, layers, dropout, tying) and the book's RNN seq2seq
 (``rnn`` with one LSTM layer, no dropout, plain / Peeky / dot attention with ``head: book``, Reverse).
@@ -15,6 +18,7 @@ Models: the RNN language model (``lm``: any cell, layers, dropout, tying) and th
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import torch
@@ -130,6 +134,8 @@ class NumpyEngine:
         if self.config.train.clip_norm:
             clip_grads(grads, self.config.train.clip_norm)
         self.optimizer.lr = lr
+        if isinstance(self.optimizer, Adam):  # PyTorch's ε, in the book's form: ε √(1 − β2^t) (optimizers.Adam)
+            self.optimizer.eps = self.config.train.adam_eps * math.sqrt(1 - self.optimizer.beta2 ** (self.optimizer.iter + 1))
         self.optimizer.update(params, grads)
         return mean * count * scale, count  # the summed loss: mean × real tokens
 
