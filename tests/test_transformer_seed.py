@@ -118,3 +118,38 @@ def test_label_smoothing_matches_definition():
     logp = torch.log_softmax(logits[0, :2], -1)
     expected = ((1 - eps) * -logp[torch.arange(2), targets[0, :2]] - eps * logp.mean(-1)).mean()
     assert _mean_loss(logits, targets, eps) == pytest.approx(float(expected), rel=1e-5)
+
+
+def test_seed_001_masks_keep_where_seqlabs_hide():
+    """S81: seed 001 builds masks True = keep (``(tokens != 0)`` and ``tril``) and fills where ``mask == 0``;
+    seqlab's are True = hide (seed 000's convention). They are each other's negation, and both hide the same
+    positions."""
+    tokens = torch.tensor([[1, 2, 0, 4, 5]])
+    pad_keep = (tokens != 0).unsqueeze(1).unsqueeze(2)  # (1, 1, 1, 5)
+    sub_keep = torch.tril(torch.ones((5, 5))).bool()  # (5, 5)
+    assert pad_keep.shape == (1, 1, 1, 5) and (pad_keep & sub_keep).shape == (1, 1, 5, 5)
+    assert torch.equal(pad_keep, ~padding_mask(tokens))
+    assert torch.equal(pad_keep & sub_keep, ~look_ahead_mask(tokens))
+
+
+def test_attention_weight_dropout_of_seed_001():
+    """S76: ``matmul(dropout(attn_weights), v)``; the weights returned are those before dropout, and in
+    evaluation (no dropout) the result is the plain attention's."""
+    from seqlab.model.attention import MultiHeadAttention
+
+    torch.manual_seed(0)
+    q, k, v = torch.randn(2, 3, 4, 8), torch.randn(2, 3, 6, 8), torch.randn(2, 3, 6, 8)
+    plain_out, plain_w = scaled_dot_product_attention(q, k, v)
+    out, w = scaled_dot_product_attention(q, k, v, dropout=0.5)
+    assert torch.equal(w, plain_w) and torch.allclose(w.sum(-1), torch.ones(2, 3, 4))
+    assert not torch.allclose(out, plain_out)
+    layer = MultiHeadAttention(16, 2, dropout=0.5)
+    x = torch.randn(2, 5, 16)
+    layer.eval()
+    assert torch.equal(layer(x, x, x)[0], layer(x, x, x)[0])  # deterministic in evaluation
+    layer.fused = False
+    eval_out = layer(x, x, x)[0]
+    layer.train()
+    assert not torch.allclose(layer(x, x, x)[0], eval_out)  # dropped in training, reference path
+    layer.fused = True
+    assert not torch.allclose(layer(x, x, x)[0], eval_out)  # and in PyTorch's fused kernel

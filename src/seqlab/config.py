@@ -165,6 +165,9 @@ class TransformerConfig(_Strict):
     num_heads: int = Field(8, gt=0)
     d_ff: int = Field(2048, gt=0)
     dropout: float = Field(0.1, ge=0, lt=1)
+    attention_dropout: float = Field(
+        0.0, ge=0, lt=1, description="dropout on the attention weights before they weigh V (seed 001, S76); 0 as "
+                                     "seed 000 and the paper")
     norm: Literal["post", "pre"] = "post"
     tie_output: bool = Field(False, description="share the target embedding with the output projection")
     max_length: int = Field(512, gt=0, description="length of the positional-encoding table")
@@ -241,6 +244,9 @@ class TransformerLMConfig(_Strict):
     num_heads: int = Field(4, gt=0)
     d_ff: int = Field(1024, gt=0)
     dropout: float = Field(0.1, ge=0, lt=1)
+    attention_dropout: float = Field(
+        0.0, ge=0, lt=1, description="dropout on the attention weights before they weigh V (seed 001, S76); 0 as "
+                                     "seed 000 and the paper")
     norm: Literal["post", "pre"] = "pre"
     tie_weights: bool = Field(True, description="the output layer's weight is the embedding matrix")
     max_length: int = Field(512, gt=0, description="positions of the positional-encoding table: the longest context")

@@ -24,17 +24,18 @@ MASK_VALUE = -1e9  # seed 000: ``logits += mask * -1e9``
 
 
 def scaled_dot_product_attention(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None, dropout: float = 0.0
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The reference path. q (..., q_len, d_k), k (..., k_len, d_k), v (..., k_len, d_v); mask True = hide.
+    ``dropout``: dropout on the weights before they weigh V (seed 001's ``matmul(dropout(attn_weights), v)``, S76).
 
-    Returns the output (..., q_len, d_v) and the weights (..., q_len, k_len).
+    Returns the output (..., q_len, d_v) and the weights (..., q_len, k_len), before dropout, as seed 001 does.
     """
     logits = q @ k.transpose(-2, -1) / math.sqrt(k.size(-1))  # (..., q_len, k_len)
     if mask is not None:
         logits = logits + mask.to(logits.dtype) * MASK_VALUE
     weights = torch.softmax(logits, dim=-1)
-    return weights @ v, weights
+    return (F.dropout(weights, dropout) if dropout else weights) @ v, weights
 
 
 class MultiHeadAttention(nn.Module):
@@ -46,11 +47,13 @@ class MultiHeadAttention(nn.Module):
 
     fused: bool = True
 
-    def __init__(self, d_model: int, num_heads: int) -> None:
+    def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0) -> None:
+        """``dropout``: on the attention weights, in training only (``model.attention_dropout``)."""
         super().__init__()
         if d_model % num_heads:
             raise ValueError(f"d_model ({d_model}) must be divisible by num_heads ({num_heads})")
         self.num_heads = num_heads
+        self.dropout = dropout
         self.depth = d_model // num_heads  # d_k = d_v
         self.w_q = nn.Linear(d_model, d_model)
         self.w_k = nn.Linear(d_model, d_model)
@@ -80,11 +83,12 @@ class MultiHeadAttention(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """query (batch, q_len, d_model) against projected K, V (batch, heads, k_len, depth)."""
         q = self.split_heads(self.w_q(query))
+        p = self.dropout if self.training else 0.0
         if need_weights or not self.fused or q.dtype != torch.float32 or q.size(2) == 1:
-            out, weights = scaled_dot_product_attention(q, k, v, mask)
+            out, weights = scaled_dot_product_attention(q, k, v, mask, p)
         else:
             keep = None if mask is None else ~mask  # SDPA's boolean masks mark the positions that take part
-            out, weights = F.scaled_dot_product_attention(q, k, v, attn_mask=keep), None
+            out, weights = F.scaled_dot_product_attention(q, k, v, attn_mask=keep, dropout_p=p), None
         return self.w_o(self.merge_heads(out)), weights
 
     def forward(

@@ -68,7 +68,7 @@ class EncoderLayer(nn.Module):
     def __init__(self, cfg: TransformerConfig) -> None:
         super().__init__()
         pre = cfg.norm == "pre"
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.num_heads)
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.num_heads, cfg.attention_dropout)
         self.ffn = PositionwiseFeedForward(cfg.d_model, cfg.d_ff)
         self.attn_block = Residual(cfg.d_model, cfg.dropout, pre)
         self.ffn_block = Residual(cfg.d_model, cfg.dropout, pre)
@@ -89,8 +89,8 @@ class DecoderLayer(nn.Module):
         """``cross=False``: no encoder-decoder attention, the block of a decoder-only (causal) language model."""
         super().__init__()
         pre = cfg.norm == "pre"
-        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.num_heads)
-        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.num_heads) if cross else None
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.num_heads, cfg.attention_dropout)
+        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.num_heads, cfg.attention_dropout) if cross else None
         self.ffn = PositionwiseFeedForward(cfg.d_model, cfg.d_ff)
         self.self_block = Residual(cfg.d_model, cfg.dropout, pre)
         self.cross_block = Residual(cfg.d_model, cfg.dropout, pre) if cross else None

@@ -25,7 +25,8 @@ class TransformerLM(nn.Module):
     def __init__(self, cfg: TransformerLMConfig, vocab_size: int) -> None:
         super().__init__()
         blocks = TransformerConfig(d_model=cfg.d_model, num_layers=cfg.num_layers, num_heads=cfg.num_heads,
-                                   d_ff=cfg.d_ff, dropout=cfg.dropout, norm=cfg.norm, max_length=cfg.max_length)
+                                   d_ff=cfg.d_ff, dropout=cfg.dropout, norm=cfg.norm, max_length=cfg.max_length,
+                                   attention_dropout=cfg.attention_dropout)
         self.max_length = cfg.max_length
         self.embed = Embedder(vocab_size, blocks)
         self.layers = nn.ModuleList(DecoderLayer(blocks, cross=False) for _ in range(cfg.num_layers))
