@@ -98,6 +98,8 @@ def test_the_numpy_engine_refuses_what_it_has_no_twin_of():
         seq2seq_config("numpy", {"num_layers": 2, "dropout": 0.1})
     with pytest.raises(ConfigError, match="train.engine numpy needs model.head book with attention"):
         seq2seq_config("numpy", {"attention": "dot"})
+    with pytest.raises(ConfigError, match="train.engine numpy needs no model.peeky with attention"):
+        seq2seq_config("numpy", {"attention": "dot", "head": "book", "peeky": True})
     with pytest.raises(ConfigError, match="model.head 'book' is the output layer of Luong attention"):
         seq2seq_config("torch", {"head": "book"})
     raw = json.loads(json.dumps(seq2seq_config("torch", {}).model_dump(mode="json")))

@@ -392,6 +392,7 @@ class Config(_Strict):
                 (model.dropout > 0, "model.dropout 0"), (model.bidirectional, "no model.bidirectional"),
                 (model.skip, "no model.skip"), (model.attention not in ("none", "dot"), "model.attention none or dot"),
                 (model.attention == "dot" and model.head != "book", "model.head book with attention"),
+                (model.attention == "dot" and model.peeky, "no model.peeky with attention"),
             ] if bad]
         if self.train.label_smoothing > 0:
             needs.append("train.label_smoothing 0")
