@@ -11,7 +11,7 @@ from seqlab.rundir import RunDir
 from seqlab.train.trainer import Trainer
 
 
-def lm_config(tmp_path, engine, **train):
+def lm_config(tmp_path, engine, dropout=0.0, **train):
     numbers = "one two three four five six seven eight nine ten".split()
     rng = np.random.default_rng(0)
     lines = [" ".join(numbers[s : s + int(rng.integers(3, 7))]) for s in rng.integers(0, 5, size=300)]
@@ -21,7 +21,7 @@ def lm_config(tmp_path, engine, **train):
         "seed": 3,
         "data": {name: {"format": "lines", "path": str(tmp_path / f"{name}.txt")} for name in ("train", "valid", "test")},
         "tokens": {"source": {"level": "word", "vocab_size": 50}},
-        "model": {"type": "lm", "embedding_size": 16, "hidden_size": 16, "num_layers": 2, "dropout": 0.0},
+        "model": {"type": "lm", "embedding_size": 16, "hidden_size": 16, "num_layers": 2, "dropout": dropout},
         "train": {"epochs": 2, "streams": 4, "time_size": 8, "schedule": "cosine", "lr": 0.01, "precision": "fp32",
                   "adam_eps": 1e-8, "engine": engine} | train,
     })
@@ -83,7 +83,7 @@ def test_loss_average_all_scales_the_seq2seq_loss_by_the_share_of_real_tokens(tm
 def test_a_killed_numpy_run_resumes_exactly(tmp_path, killed_at, kind):
     def config():
         if kind == "lm":
-            return lm_config(tmp_path, "numpy", save_every=5, **{"epochs": 2})
+            return lm_config(tmp_path, "numpy", dropout=0.3, save_every=5, epochs=2)  # the dropout masks resume too
         return seq2seq_config("numpy", {"attention": "dot", "head": "book"}, save_every=5)
 
     Trainer(config(), tmp_path / "straight", progress=False).fit()

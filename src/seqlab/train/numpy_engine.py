@@ -165,7 +165,8 @@ class NumpyEngine:
         save_to_torch(self.scratch, self.family.model)
 
     def carried(self) -> dict[str, torch.Tensor]:
-        """The optimizer's state and the LM's carried hidden state, for the checkpoint."""
+        """For the checkpoint: Adam's moments and step, the LM's carried hidden state, and the dropout generator's
+        state (its JSON as bytes)."""
         tensors: dict[str, torch.Tensor] = {}
         if isinstance(self.optimizer, Adam) and self.optimizer.m is not None and self.optimizer.v is not None:
             tensors["adam_iter"] = torch.tensor(self.optimizer.iter)
