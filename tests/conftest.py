@@ -12,6 +12,22 @@ from seqlab import precision as _precision
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
+def counting_corpus(directory: Path, train: int, valid: int, test: int) -> dict[str, dict[str, str]]:
+    """Counting sentences ("one two three ...", 3 to 6 words from a random start), where each word predicts the
+    next, so a small language model learns them to a perplexity near 1: written as train / valid / test
+    ``lines`` files in ``directory``; returns the config's ``data`` section."""
+    import numpy as np
+
+    numbers = "one two three four five six seven eight nine ten".split()
+    rng = np.random.default_rng(0)
+    lines = [" ".join(numbers[s : s + int(rng.integers(3, 7))]) for s in rng.integers(0, 5, size=train + valid + test)]
+    data = {}
+    for name, part in [("train", lines[:train]), ("valid", lines[train:train + valid]), ("test", lines[train + valid:])]:
+        (directory / f"{name}.txt").write_text("\n".join(part) + "\n", encoding="utf-8")
+        data[name] = {"format": "lines", "path": str(directory / f"{name}.txt")}
+    return data
+
+
 def pytest_report_header() -> str:
     """What the CPU offers and what ``auto`` resolves to, at the top of every test run."""
     return _precision.describe()

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from conftest import counting_corpus
 
 from seqlab.config import ConfigError
 from seqlab.data.stream import tbptt_batches
@@ -124,14 +125,9 @@ def _lm_config(tmp_path, **train):
     learns it to a perplexity near 1."""
     from seqlab.config import parse_config
 
-    numbers = "one two three four five six seven eight nine ten".split()
-    rng = np.random.default_rng(0)
-    lines = [" ".join(numbers[s : s + int(rng.integers(3, 7))]) for s in rng.integers(0, 5, size=400)]
-    for name, part in [("train", lines[:300]), ("valid", lines[300:350]), ("test", lines[350:])]:
-        (tmp_path / f"{name}.txt").write_text("\n".join(part) + "\n", encoding="utf-8")
     return parse_config({
         "seed": 3,
-        "data": {name: {"format": "lines", "path": str(tmp_path / f"{name}.txt")} for name in ("train", "valid", "test")},
+        "data": counting_corpus(tmp_path, 300, 50, 50),
         "tokens": {"source": {"level": "word", "vocab_size": 50}},
         "model": {"type": "lm", "embedding_size": 16, "hidden_size": 16, "num_layers": 2, "dropout": 0.1},
         "train": {"epochs": 4, "streams": 4, "time_size": 8, "schedule": "constant", "lr": 0.01,
@@ -343,6 +339,7 @@ def test_a_transformer_lm_trains_generates_and_resumes_through_the_same_commands
     with killed_at(10):
         Trainer(config, tmp_path / "killed", progress=False).fit()
     Trainer(config, tmp_path / "killed", resume=True, progress=False).fit()
-    assert [r["train_loss"] for r in RunDir(tmp_path / "killed").log()] == [r["train_loss"] for r in RunDir(tmp_path / "run").log()]
+    resumed, straight = RunDir(tmp_path / "killed").log(), RunDir(tmp_path / "run").log()
+    assert [r["train_loss"] for r in resumed] == [r["train_loss"] for r in straight]
     with pytest.raises(ConfigError, match=r"model.max_length \(8\) must cover train.time_size \+ 1 \(9\)"):
         parse_config(raw | {"model": raw["model"] | {"max_length": 8}})

@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 import pytest
+from conftest import counting_corpus
 
 from seqlab.config import ConfigError, parse_config
 from seqlab.rundir import RunDir
@@ -12,14 +13,9 @@ from seqlab.train.trainer import Trainer
 
 
 def lm_config(tmp_path, engine, dropout=0.0, **train):
-    numbers = "one two three four five six seven eight nine ten".split()
-    rng = np.random.default_rng(0)
-    lines = [" ".join(numbers[s : s + int(rng.integers(3, 7))]) for s in rng.integers(0, 5, size=300)]
-    for name, part in [("train", lines[:240]), ("valid", lines[240:270]), ("test", lines[270:])]:
-        (tmp_path / f"{name}.txt").write_text("\n".join(part) + "\n", encoding="utf-8")
     return parse_config({
         "seed": 3,
-        "data": {name: {"format": "lines", "path": str(tmp_path / f"{name}.txt")} for name in ("train", "valid", "test")},
+        "data": counting_corpus(tmp_path, 240, 30, 30),
         "tokens": {"source": {"level": "word", "vocab_size": 50}},
         "model": {"type": "lm", "embedding_size": 16, "hidden_size": 16, "num_layers": 2, "dropout": dropout},
         "train": {"epochs": 2, "streams": 4, "time_size": 8, "schedule": "cosine", "lr": 0.01, "precision": "fp32",

@@ -16,14 +16,14 @@ from seqlab.scratch.optimizers import Optimizer, clip_grads, shared_params
 Log = Callable[[str], None]
 
 
-def train_step(model: Model, optimizer: Optimizer, loss: float, max_grad: float | None) -> float:
-    """After ``model.forward``: backward, shared weights' gradients summed, clipping (S41), the update."""
-    model.backward()
+def train_step(model: Model, optimizer: Optimizer, max_grad: float | None, dout: float = 1.0) -> None:
+    """After ``model.forward``: backward from ``dout`` (the loss's gradient w.r.t. the model's mean loss), shared
+    weights' gradients summed, clipping (S41), the update."""
+    model.backward(dout)
     params, grads = shared_params(model.params, model.grads)
-    if max_grad is not None:
+    if max_grad:
         clip_grads(grads, max_grad)
     optimizer.update(params, grads)
-    return loss
 
 
 class Trainer:
@@ -45,7 +45,8 @@ class Trainer:
             order = self.rng.permutation(len(x))
             for it in range(iters):
                 rows = order[it * batch_size:(it + 1) * batch_size]
-                total += train_step(self.model, self.optimizer, self.model.forward(x[rows], t[rows]), max_grad)
+                total += self.model.forward(x[rows], t[rows])
+                train_step(self.model, self.optimizer, max_grad)
                 count += 1
                 if eval_interval and (epoch * iters + it + 1) % eval_interval == 0:
                     self.loss_list.append(total / count)
@@ -71,7 +72,8 @@ class RnnlmTrainer:
         for epoch in range(max_epoch):
             self.model.reset_state()
             for it, (x, t) in enumerate(zip(inputs, targets)):
-                total += train_step(self.model, self.optimizer, self.model.forward(x, t), max_grad)
+                total += self.model.forward(x, t)
+                train_step(self.model, self.optimizer, max_grad)
                 count += 1
                 if eval_interval and (epoch * len(inputs) + it + 1) % eval_interval == 0:
                     ppl = float(np.exp(total / count))

@@ -97,8 +97,12 @@ class Seq2seq:
         batch = self.batch(indices)
         with self.translator.autocast():
             logits = self.model(batch.src, batch.trg_in)  # (batch, trg_len, vocab)
-        count = batch.trg_out.numel() if self.config.train.loss_average == "all" else batch.num_target_tokens
-        return token_nll_sum(logits, batch.trg_out, self.config.train.label_smoothing), count
+        return token_nll_sum(logits, batch.trg_out, self.config.train.label_smoothing), self.count(batch)
+
+    def count(self, batch: Batch) -> int:
+        """What a batch's summed loss is divided by: its target tokens, or with ``train.loss_average: all``
+        all its target positions, padding included (S93)."""
+        return batch.trg_out.numel() if self.config.train.loss_average == "all" else batch.num_target_tokens
 
     def validate(self) -> dict[str, Any]:
         return evaluate(self.translator, self.valid_set, self.config.train.batch_tokens, self.config.eval.valid_limit)

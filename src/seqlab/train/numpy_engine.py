@@ -28,9 +28,10 @@ from seqlab.config import Config, LMConfig, RNNConfig
 from seqlab.model.lm import RNNLM as TorchRNNLM
 from seqlab.model.rnn import RNNSeq2seq, mirror_positions
 from seqlab.scratch.models import RNNLM, AttentionSeq2seq, PeekySeq2seq, Seq2seq
-from seqlab.scratch.optimizers import SGD, Adam, clip_grads, shared_params
+from seqlab.scratch.optimizers import SGD, Adam
 from seqlab.scratch.recurrent import Recurrent
 from seqlab.scratch.time_layers import TimeRecurrent
+from seqlab.scratch.trainer import train_step
 from seqlab.specials import PAD
 from seqlab.train.family import Family, StreamLM
 from seqlab.train.family import Seq2seq as PairFamily
@@ -129,14 +130,10 @@ class NumpyEngine:
         update. Returns the summed loss and the count it is averaged over, as ``Family.loss`` does."""
         self.scratch.train()
         mean, count, scale = self._loss(indices)
-        self.scratch.backward(scale)
-        params, grads = shared_params(self.scratch.params, self.scratch.grads)
-        if self.config.train.clip_norm:
-            clip_grads(grads, self.config.train.clip_norm)
         self.optimizer.lr = lr
         if isinstance(self.optimizer, Adam):  # PyTorch's ε, in the book's form: ε √(1 − β2^t) (optimizers.Adam)
             self.optimizer.eps = self.config.train.adam_eps * math.sqrt(1 - self.optimizer.beta2 ** (self.optimizer.iter + 1))
-        self.optimizer.update(params, grads)
+        train_step(self.scratch, self.optimizer, self.config.train.clip_norm, scale)
         return mean * count * scale, count  # the summed loss: mean × real tokens
 
     def _loss(self, indices: np.ndarray) -> tuple[float, int, float]:
@@ -156,10 +153,8 @@ class NumpyEngine:
         targets[targets == PAD] = -1  # ignored: no loss, no gradient
         lengths = (src != PAD).sum(dim=1).numpy()
         mean = self.scratch.loss(src.numpy(), batch.trg_in.numpy(), targets, lengths)
-        tokens = batch.num_target_tokens
-        if self.config.train.loss_average == "all":
-            return mean, batch.trg_out.numel(), tokens / batch.trg_out.numel()
-        return mean, tokens, 1.0
+        count = self.family.count(batch)
+        return mean, count, batch.num_target_tokens / count
 
     def sync(self) -> None:
         save_to_torch(self.scratch, self.family.model)

@@ -85,7 +85,7 @@ class Trainer:
     def train_step(self, indices: np.ndarray) -> tuple[float, int]:
         """One batch: its loss, backward, clipping, Adam and schedule steps. Returns the summed loss and tokens."""
         if self.engine is not None:  # the NumPy engine steps at the schedule's rate
-            loss, count = self.engine.step(indices, float(self.scheduler.get_last_lr()[0]))
+            loss, count = self.engine.step(indices, float(self.optimizer.param_groups[0]["lr"]))  # the rate torch would take
             self.optimizer.step()  # no gradients, so no change: it keeps the scheduler's bookkeeping in order
             self.scheduler.step()
             return loss, count
