@@ -24,7 +24,11 @@ evaluation are timed separately with ``time.perf_counter``. The book's own
 progress prints (loss every 20 iterations, the first 10 test sentences) are
 kept unless ``--quiet``. The model is not saved and nothing is plotted; the
 book's modules are imported unchanged (only ``sys.path`` is set), and no seed
-is set beyond the one ``load_data`` sets, so runs match the book's scripts.
+is set beyond the one ``load_data`` sets, so runs match the book's scripts: the
+model's initial weights are drawn right after ``load_data``'s shuffle from numpy's
+global generator (seed 1984), so every run of a script starts from the same
+weights. ``--seed N`` reseeds that generator after ``load_data`` (before the model
+is built), to see the book's code from other starting weights.
 
 Output: one line per epoch (epoch, train s, eval s, test accuracy %), the
 cumulative training seconds at the first epoch reaching >= 99 % and >= 99.9 %
@@ -119,6 +123,8 @@ def main(argv=None):
                     'baseline|reverse|peeky|attention (default: first of these)')
     ap.add_argument('--epochs', type=int, help="default: the book's max_epoch")
     ap.add_argument('--json', metavar='OUT', help='write the JSON record here')
+    ap.add_argument('--seed', type=int, help="reseed numpy's global generator "
+                    "before the model is built (default: the book's scripts' state)")
     ap.add_argument('--quiet', action='store_true',
                     help="hide the book's own progress prints")
     args = ap.parse_args(argv)
@@ -138,6 +144,8 @@ def main(argv=None):
     char_to_id, id_to_char = sequence.get_vocab()
     if is_reverse:
         x_train, x_test = x_train[:, ::-1], x_test[:, ::-1]
+    if args.seed is not None:
+        numpy.random.seed(args.seed)
     model = models[variant](len(char_to_id), cfg['wordvec'], cfg['hidden'])
     optimizer = Adam()
     trainer = Trainer(model, optimizer)
@@ -145,9 +153,9 @@ def main(argv=None):
     book_out = io.StringIO() if args.quiet else sys.stdout
     load_start = os.getloadavg()  # other CPU users skew BLAS-threaded timings
     print('book %s task=%s variant=%s train=%d test=%d vocab=%d epochs=%d '
-          'loadavg=%.2f' % (cfg['script'], args.task, variant, len(x_train),
-                            len(x_test), len(char_to_id), epochs, load_start[0]),
-          flush=True)
+          'seed=%s loadavg=%.2f' % (cfg['script'], args.task, variant, len(x_train),
+                                    len(x_test), len(char_to_id), epochs, args.seed,
+                                    load_start[0]), flush=True)
     rows, train_cum = [], 0.0
     for epoch in range(1, epochs + 1):
         with contextlib.redirect_stdout(book_out):
@@ -183,7 +191,7 @@ def main(argv=None):
         record = dict(
             benchmark='book_numpy', book_script=cfg['script'],
             book_repo=os.path.abspath(args.book_repo),
-            task=args.task, variant=variant, epochs=epochs,
+            task=args.task, variant=variant, epochs=epochs, seed=args.seed,
             hyperparams=dict(wordvec_size=cfg['wordvec'], hidden_size=cfg['hidden'],
                              batch_size=cfg['batch'], max_grad=cfg['max_grad'],
                              optimizer='Adam(lr=0.001)', reversed_input=is_reverse),

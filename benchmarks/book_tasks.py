@@ -16,7 +16,9 @@ machine:
 
     python benchmarks/book_tasks.py --task addition --data-dir ../shared/data --book-repo /tmp/dlfs2
 
-Prints markdown tables (summary, then accuracy per epoch); ``--record
+``--seeds 1 2 3`` trains seqlab once per seed, and runs the book's code once per seed (``book_numpy.py --seed``:
+the book's scripts draw their first weights from the state ``load_data`` leaves, the same in every run; a seed
+gives them other ones). Prints markdown tables (summary, then accuracy per epoch); ``--record
 docs/results.md`` appends them there.
 """
 
@@ -63,11 +65,12 @@ def run_seqlab(task: str, variant: str, data_dir: str, overrides: list[str]) -> 
             "train_s_to_best": sum(e["train_seconds"] for e in epochs[:best])}
 
 
-def run_book(task: str, variant: str, book_repo: str, epochs: int | None) -> dict:
+def run_book(task: str, variant: str, book_repo: str, epochs: int | None, seed: int | None) -> dict:
     out = Path(tempfile.mkdtemp(prefix="book-")) / "book.json"
     command = [sys.executable, str(ROOT / "benchmarks" / "book_numpy.py"), "--book-repo", book_repo, "--task", task,
                "--variant", variant, "--json", str(out), "--quiet"]
-    subprocess.run(command + (["--epochs", str(epochs)] if epochs else []), check=True)
+    command += (["--epochs", str(epochs)] if epochs else []) + ([] if seed is None else ["--seed", str(seed)])
+    subprocess.run(command, check=True)
     return json.loads(out.read_text())
 
 
@@ -80,25 +83,41 @@ def summary(task: str, results: dict[str, tuple[dict, dict | None]]) -> list[str
         "",
         ("| variant | seqlab test exact match (best valid epoch) | on test sources unseen in training (pairs) "
          "| seqlab training s (to the best epoch) | seqlab `train` wall s | book test acc, last / best epoch "
-         "| book training s (to its first epoch ≥ 99.9 %) | training time book / seqlab |"),
+         "| book training s (to its first epoch ≥ 99.9 %) | time to ≥ 99.9 %: seqlab (valid), book (test), book / seqlab |"),
         "|---|---|---|---|---|---|---|---|",
     ]
-    for variant, (ours, book) in results.items():
+    for name, (ours, book) in results.items():
         test = ours["test"]
-        row = (f"| {variant} | **{test['exact_match']:.2f} %** ({ours['best_epoch']}) | {test['exact_match_unseen']:.2f} % "
+        row = (f"| {name} | **{test['exact_match']:.2f} %** ({ours['best_epoch']}) | {test['exact_match_unseen']:.2f} % "
                f"({test['unseen_sentences']:,}) | {ours['train_s']:.1f} ({ours['train_s_to_best']:.1f}) "
                f"| {ours['wall_s']:.1f} |")
+        ours_reached = seconds_to(ours["epochs"], 99.9)
         if book:
             accs = [r["acc"] * 100 for r in book["rows"]]
             best = max(range(len(accs)), key=accs.__getitem__)
             reached = book["reach"]["99.9"]["train_s_cum"]
+            ratio = f"**{reached / ours_reached:.2f}×**" if reached and ours_reached else "—"
             row += (f" {accs[-1]:.2f} % / {accs[best]:.2f} % ({best + 1}) | {book['total_train_s']:.1f} "
                     f"({'not reached' if reached is None else f'{reached:.1f}'}) "
-                    f"| **{book['total_train_s'] / ours['train_s']:.2f}×** |")
+                    f"| {_seconds(ours_reached)}, {_seconds(reached)}, {ratio} |")
         else:
-            row += " — | — | — |"
+            row += f" — | — | {_seconds(ours_reached)}, —, — |"
         lines.append(row)
     return lines
+
+
+def seconds_to(epochs: list[dict], target: float) -> float | None:
+    """Training seconds up to the first epoch whose valid exact match is at least ``target`` %, None if none is."""
+    total = 0.0
+    for epoch in epochs:
+        total += epoch["train_seconds"]
+        if epoch["valid"]["exact_match"] >= target:
+            return total
+    return None
+
+
+def _seconds(value: float | None) -> str:
+    return "not reached" if value is None else f"{value:.1f} s"
 
 
 def curves(results: dict[str, tuple[dict, dict | None]]) -> list[str]:
@@ -106,11 +125,11 @@ def curves(results: dict[str, tuple[dict, dict | None]]) -> list[str]:
     lines = ["", "Accuracy per epoch: seqlab on the 500 valid pairs, the book on the 5,000 test pairs.", "",
              "| epoch | " + " | ".join(str(e) for e in range(1, epochs + 1)) + " |",
              "|---|" + "---|" * epochs]
-    for variant, (ours, book) in results.items():
-        lines.append(f"| seqlab {variant} | " + " | ".join(f"{e['valid']['exact_match']:.1f}" for e in ours["epochs"])
+    for name, (ours, book) in results.items():
+        lines.append(f"| seqlab {name} | " + " | ".join(f"{e['valid']['exact_match']:.1f}" for e in ours["epochs"])
                      + " |")
         if book:
-            lines.append(f"| book {variant} | " + " | ".join(f"{r['acc'] * 100:.1f}" for r in book["rows"]) + " |")
+            lines.append(f"| book {name} | " + " | ".join(f"{r['acc'] * 100:.1f}" for r in book["rows"]) + " |")
     return lines
 
 
@@ -128,6 +147,7 @@ def main() -> None:
     parser.add_argument("--set", dest="overrides", action="append", default=[], help="seqlab config override")
     parser.add_argument("--book-repo", help="a checkout of oreilly-japan/deep-learning-from-scratch-2")
     parser.add_argument("--book-epochs", type=int, help="default: the book's")
+    parser.add_argument("--seeds", type=int, nargs="+", help="train seqlab, and run the book's code, once per seed")
     add_record_option(parser)
     parser.add_argument("--json", help="also write every number here")
     args = parser.parse_args()
@@ -139,12 +159,14 @@ def main() -> None:
     data_dir = str(Path(args.data_dir).resolve())
     results = {}
     for variant in variants:
-        ours = run_seqlab(args.task, variant, data_dir, args.overrides)
-        book = (run_book(args.task, variant, args.book_repo, args.book_epochs)
-                if args.book_repo and variant in BOOK_VARIANTS else None)
-        results[variant] = (ours, book)
-        print(f"{variant}: seqlab test {ours['test']['exact_match']:.2f} %, {ours['train_s']:.1f} s training",
-              flush=True)
+        for seed in args.seeds or [None]:
+            name = variant if seed is None else f"{variant} (seed {seed})"
+            ours = run_seqlab(args.task, variant, data_dir, args.overrides + ([] if seed is None else [f"seed={seed}"]))
+            book = (run_book(args.task, variant, args.book_repo, args.book_epochs, seed)
+                    if args.book_repo and variant in BOOK_VARIANTS else None)
+            results[name] = (ours, book)
+            print(f"{name}: seqlab test {ours['test']['exact_match']:.2f} %, {ours['train_s']:.1f} s training",
+                  flush=True)
     text = "\n".join(summary(args.task, results) + curves(results)) + "\n"
     emit(text, args.record)
     if args.json:

@@ -85,6 +85,47 @@ def korean_chatbot(tmp_path_factory) -> Path:
     return run
 
 
+
+CLASS_TOPICS = {"0": ["밥", "날씨", "주말", "운동", "커피"], "1": ["이별", "헤어짐", "눈물"], "2": ["사랑", "설렘", "고백"]}
+
+
+@pytest.fixture(scope="session")
+def tiny_classifier(tmp_path_factory) -> Path:
+    """The run directory of a tiny encoder classifier (2 layers, 2 heads, word tokens, pooling cls) of ChatbotData's
+    shape: a question whose topic word (CLASS_TOPICS) decides its label "0", "1" or "2", among filler words; a few
+    seconds of training, shared by the serve tests (tests/test_classifier.py trains its own)."""
+    import csv
+
+    import numpy as np
+
+    from seqlab.config import parse_config
+    from seqlab.train.trainer import Trainer
+
+    tmp = tmp_path_factory.mktemp("tiny-classifier")
+    rng = np.random.default_rng(0)
+    for name, n in [("train", 400), ("valid", 60)]:
+        with (tmp / f"{name}.csv").open("w", encoding="utf-8", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(["Q", "A", "label"])
+            for _ in range(n):
+                label = str(rng.integers(0, 3))
+                words = [str(rng.choice(["오늘", "정말", "너무", "요즘"])), str(rng.choice(CLASS_TOPICS[label]))]
+                rng.shuffle(words)  # the topic word first or second
+                writer.writerow([" ".join([*words, str(rng.choice(["생각나", "좋다", "힘들어", "어때?"]))]), "-", label])
+    corpus = {"format": "csv", "source_column": "Q", "target_column": "label"}
+    config = parse_config({
+        "data": {"train": corpus | {"path": str(tmp / "train.csv")}, "valid": corpus | {"path": str(tmp / "valid.csv")},
+                 "max_source_length": 16},
+        "tokens": {"source": {"level": "word"}},
+        "model": {"type": "encoder", "d_model": 32, "num_layers": 2, "num_heads": 2, "d_ff": 64, "dropout": 0.0,
+                  "max_length": 16, "pooling": "cls"},
+        "train": {"epochs": 3, "batch_sentences": 16, "schedule": "constant", "lr": 3e-3, "precision": "fp32"},
+    })
+    run = tmp / "run"
+    best = Trainer(config, run, progress=False).fit()
+    assert best["valid"]["macro_f1"] == 100.0
+    return run
+
 @pytest.fixture
 def killed_at(monkeypatch: pytest.MonkeyPatch) -> Callable[[int], contextlib.AbstractContextManager[None]]:
     """``with killed_at(n): Trainer(...).fit()``: the training is killed (KeyboardInterrupt) at its n-th step,

@@ -18,8 +18,11 @@ READS_TEST = {
     "joeynmt_decode.py": "JoeyNMT decoding the test sources for peer_decoding.py",
     "lm_race.py": "scores each language model once on test after training; seqlab's best epoch and BetterRnnlm's "
                   "rate are chosen on valid",
+    "classify_race.py": "scores the TF-IDF model select_tfidf.py chose and each seqlab run (best epoch on valid) "
+                        "on test once",
+    "pretrain_race.py": "scores each fine-tuned and scratch classifier (best epoch on valid) on test once",
 }
-SELECTS = {"select_config.py", "select_decoding.py", "select_joeynmt.py", "chatbot_variants.py"}
+SELECTS = {"select_config.py", "select_decoding.py", "select_joeynmt.py", "chatbot_variants.py", "select_tfidf.py"}
 
 
 def _names_the_test_split(path: Path) -> bool:

@@ -139,6 +139,18 @@ def test_curves_figure_overlays_runs():
     assert json.dumps([t.get_text() for t in exact.get_legend().get_texts()]) == '["baseline", "peeky"]'
 
 
+@pytest.mark.parametrize("valid, titles, first", [
+    ({"accuracy": 80.0, "macro_f1": 75.0}, ["valid accuracy (%)", "valid macro-F1 (%)"], 80.0),  # a classifier
+    ({"perplexity": 40.0, "mlm_accuracy": 30.0}, ["valid masked tokens right (%)"], 30.0),  # BERT's pretraining
+    ({"perplexity": 120.0, "tokens": 1000}, ["valid perplexity"], 120.0),  # a language model
+])
+def test_curves_show_the_scores_a_kind_of_run_has(valid, titles, first):
+    records = [{"epoch": e, "train_loss": 3.0 / e, "valid": {"loss": 3.5 / e, **valid}} for e in (1, 2)]
+    figure = plots.curves_figure({"run": records})
+    assert [ax.get_title() for ax in figure.axes] == ["loss", *titles]
+    assert list(figure.axes[1].lines[0].get_ydata()) == [first, first]
+
+
 @pytest.fixture(scope="module")
 def korean_rnn(tmp_path_factory):
     """A tiny GRU encoder-decoder with Luong attention on the same pairs (a few seconds of training)."""

@@ -258,13 +258,105 @@ class TransformerLMConfig(_Strict):
         return self
 
 
+# The seed's BERT shapes (S96): BASE 12 layers, 12 heads (110 M parameters); LARGE 24 layers, 16 heads (340 M).
+BERT_PRESETS: dict[str, dict[str, int]] = {
+    "bert_base": {"d_model": 768, "num_layers": 12, "num_heads": 12, "d_ff": 3072},
+    "bert_large": {"d_model": 1024, "num_layers": 24, "num_heads": 16, "d_ff": 4096},
+}
+# What BERT's encoder is besides its size (S100): learned positions over 512, two segments, GELU, post-LN,
+# dropout 0.1 on embeddings, sublayers and attention weights.
+BERT_EMBEDDING = {"positions": "learned", "segments": 2, "activation": "gelu", "norm": "post", "max_length": 512,
+                  "dropout": 0.1, "attention_dropout": 0.1}
+
+
+class EncoderShape(_Strict):
+    """The Transformer encoder stack of the encoder-only models (``encoder``, ``bert``): its size, its embeddings
+    (the seed's √d_model-scaled tokens + sinusoidal PE, or BERT's learned positions and segments with a
+    LayerNorm) and its FFN's activation. ``preset`` takes BERT's shape; keys given beside it win."""
+
+    preset: Literal["bert_base", "bert_large"] | None = Field(
+        None, description="BERT-base (12 layers, 12 heads, 768) or BERT-large (24, 16, 1024), with BERT's "
+                          "embeddings, GELU and post-LN (S96, S100)")
+    d_model: int = Field(256, gt=0)
+    num_layers: int = Field(4, gt=0)
+    num_heads: int = Field(4, gt=0)
+    d_ff: int = Field(1024, gt=0)
+    dropout: float = Field(0.1, ge=0, lt=1)
+    attention_dropout: float = Field(
+        0.0, ge=0, lt=1, description="dropout on the attention weights before they weigh V (seed 001, S76)")
+    norm: Literal["post", "pre"] = "pre"
+    max_length: int = Field(512, gt=0, description="positions: the length of the positional table")
+    positions: Literal["sinusoidal", "learned"] = Field(
+        "sinusoidal", description="the seed's fixed PE added to √d_model-scaled tokens, or BERT's learned "
+                                  "position (and segment) embeddings summed and layer-normalised")
+    segments: int = Field(0, ge=0, description="learned segment embeddings (BERT's sentence A / B: 2); 0: none")
+    activation: Literal["relu", "gelu"] = Field("relu", description="the FFN's: the seed's ReLU or BERT's GELU")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _preset(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("preset") in BERT_PRESETS:
+            return BERT_EMBEDDING | BERT_PRESETS[data["preset"]] | data
+        return data
+
+    @model_validator(mode="after")
+    def _shape(self) -> EncoderShape:
+        if self.d_model % self.num_heads:
+            raise ValueError(f"model.d_model ({self.d_model}) must be divisible by model.num_heads ({self.num_heads})")
+        if self.segments and self.positions != "learned":
+            raise ValueError("model.segments are BERT's learned embeddings: they need model.positions learned")
+        return self
+
+
+class EncoderConfig(EncoderShape):
+    """The Transformer's encoder alone, pooled into one vector, then one Linear to the classes: seed 001's text
+    classification (S106), BERT's fine-tuning (S96; model/classifier.py). Reads pairs whose target is a label."""
+
+    type: Literal["encoder"] = "encoder"
+    pooling: Literal["cls", "mean"] = Field(
+        "mean", description="the sentence's vector: the encoder's output at a <sos> put before every input (BERT's "
+                            "[CLS]), or the mean over the input's tokens")
+    init_from: str | None = Field(
+        None, description="a `seqlab pretrain` run directory: start from its encoder and its tokenizer (the shape "
+                          "keys must be the same)")
+
+
+class BertConfig(EncoderShape):
+    """BERT's pretraining (seed 002 §10.1, S96–S100; model/bert.py): the encoder under a masked-language-model
+    head, and optionally next-sentence prediction. Trained by ``seqlab pretrain``; a classifier starts from it
+    with ``model.init_from``. Defaults: a small encoder with BERT's embeddings, GELU and post-LN."""
+
+    type: Literal["bert"] = "bert"
+    norm: Literal["post", "pre"] = "post"
+    positions: Literal["sinusoidal", "learned"] = "learned"
+    segments: int = Field(2, ge=0)
+    activation: Literal["relu", "gelu"] = "gelu"
+    attention_dropout: float = Field(0.1, ge=0, lt=1)
+    mask_probability: float = Field(0.15, gt=0, lt=1, description="the share of tokens to predict (BERT's 15 %)")
+    mask_split: tuple[float, float, float] = Field(
+        (0.8, 0.1, 0.1), description="of the tokens to predict, the shares replaced by <mask>, by a random token "
+                                     "and left unchanged (BERT's 80 / 10 / 10)")
+    next_sentence: bool = Field(
+        False, description="also next-sentence prediction: pairs (A, B) of a pair corpus, B replaced by a random "
+                           "B half of the time, read from <sos> (BERT's NSP)")
+
+    @model_validator(mode="after")
+    def _split(self) -> BertConfig:
+        if abs(sum(self.mask_split) - 1) > 1e-6 or min(self.mask_split) < 0:
+            raise ValueError(f"model.mask_split must be three shares summing to 1, got {list(self.mask_split)}")
+        if self.next_sentence and self.segments < 2:
+            raise ValueError("model.next_sentence reads sentence pairs: it needs model.segments 2")
+        return self
+
+
 def _model_type(value: Any) -> str:
     return value.get("type", "transformer") if isinstance(value, dict) else getattr(value, "type", "transformer")
 
 
 ModelConfig = Annotated[
     Annotated[TransformerConfig, Tag("transformer")] | Annotated[RNNConfig, Tag("rnn")] | Annotated[LMConfig, Tag("lm")]
-    | Annotated[TransformerLMConfig, Tag("transformer_lm")],
+    | Annotated[TransformerLMConfig, Tag("transformer_lm")] | Annotated[EncoderConfig, Tag("encoder")]
+    | Annotated[BertConfig, Tag("bert")],
     Discriminator(_model_type),
 ]
 
@@ -302,8 +394,9 @@ class TrainConfig(_Strict):
     precision: Literal["auto", "bf16", "fp32"] = Field(
         "auto", description="auto/bf16: bf16 autocast (fp32 master weights) where the CPU has native bf16, else fp32"
     )
-    best_metric: Literal["exact_match", "bleu", "loss"] | None = Field(
-        None, description="valid score that picks the best model; default: bleu, loss for language models")
+    best_metric: Literal["exact_match", "bleu", "loss", "accuracy", "macro_f1"] | None = Field(
+        None, description="valid score that picks the best model; default: bleu, loss for language models, "
+                          "macro_f1 for classifiers")
     early_stopping: int = Field(0, ge=0, description="stop after this many epochs without a better valid score; 0 = off")
     save_every: int = Field(0, ge=0, description="also checkpoint every N steps inside an epoch; 0 = epoch ends only")
     threads: int | None = Field(None, gt=0, description="torch threads; default: all cores")
@@ -372,12 +465,26 @@ class Config(_Strict):
 
     @property
     def best_metric(self) -> str:
-        """The valid score that picks the best model: ``train.best_metric``, else BLEU (loss for a language model)."""
-        return self.train.best_metric or ("loss" if self.is_language_model else "bleu")
+        """The valid score that picks the best model: ``train.best_metric``, else BLEU (loss for a language model,
+        macro-F1 for a classifier)."""
+        if self.train.best_metric:
+            return self.train.best_metric
+        if self.is_language_model or self.is_masked_lm:
+            return "loss"
+        return "macro_f1" if self.is_classifier else "bleu"
 
     @property
     def is_language_model(self) -> bool:
         return isinstance(self.model, LMConfig | TransformerLMConfig)
+
+    @property
+    def is_masked_lm(self) -> bool:
+        """BERT's pretraining (``seqlab pretrain``)."""
+        return isinstance(self.model, BertConfig)
+
+    @property
+    def is_classifier(self) -> bool:
+        return isinstance(self.model, EncoderConfig)
 
     @model_validator(mode="after")
     def _engine(self) -> Config:
@@ -405,16 +512,29 @@ class Config(_Strict):
         if isinstance(self.model, TransformerLMConfig) and self.train.time_size + 1 > self.model.max_length:
             raise ValueError(f"model.max_length ({self.model.max_length}) must cover train.time_size + 1 "
                              f"({self.train.time_size + 1})")
-        if self.is_language_model:
+        if self.is_language_model or self.is_masked_lm:
             if self.train.best_metric not in (None, "loss"):
                 raise ValueError(f"train.best_metric: a language model is picked by its valid loss, "
                                  f"not {self.train.best_metric}")
             if self.train.schedule == "transformer":
                 raise ValueError("language models use train.schedule: constant, cosine or plateau")
+        if self.is_language_model:
             return self
         lines = [name for name in ("corpus", "train", "valid", "test") if isinstance(getattr(self.data, name), LinesCorpus)]
-        if lines:
-            raise ValueError(f"data.{lines[0]}: a lines corpus holds sentences, not pairs; only model.type lm reads it")
+        if lines and not (isinstance(self.model, BertConfig) and not self.model.next_sentence):
+            raise ValueError(f"data.{lines[0]}: a lines corpus holds sentences, not pairs; only language models "
+                             "(model.type lm, transformer_lm, bert without next_sentence) read it")
+        scores = ("accuracy", "macro_f1", "loss") if self.is_classifier else ("exact_match", "bleu", "loss")
+        if self.train.best_metric not in (None, *scores):
+            raise ValueError(f"train.best_metric: model.type {self.model.type} is picked by {', '.join(scores)}, "
+                             f"not {self.train.best_metric}")
+        if isinstance(self.model, EncoderShape):
+            if self.train.schedule == "transformer":
+                raise ValueError("encoder-only models use train.schedule: constant or cosine")
+            if self.data.max_source_length > self.model.max_length:
+                raise ValueError(f"model.max_length ({self.model.max_length}) must cover data.max_source_length "
+                                 f"({self.data.max_source_length})")
+            return self
         if isinstance(self.model, TransformerConfig):
             longest = max(self.data.max_source_length, self.eval.max_output_length + 1)
             if longest > self.model.max_length:
@@ -450,7 +570,8 @@ def apply_override(raw: dict[str, Any], assignment: str) -> None:
 def _all_keys() -> set[str]:
     models: list[type[BaseModel]] = [
         TaskCorpus, BookCorpus, TsvCorpus, AlignedCorpus, CsvCorpus, LinesCorpus, SplitConfig, DataConfig,
-        TokenizerConfig, TokensConfig, TransformerConfig, RNNConfig, LMConfig, TransformerLMConfig, TrainConfig,
+        TokenizerConfig, TokensConfig, TransformerConfig, RNNConfig, LMConfig, TransformerLMConfig, EncoderConfig,
+        BertConfig, TrainConfig,
         EvalConfig, Config,
         VectorsTrainConfig, WordsConfig, VectorsDataConfig, VectorsConfig]
     return {name for m in models for name in m.model_fields}

@@ -1,18 +1,21 @@
-"""Scores of a model on a split: teacher-forced loss and perplexity, then decoded outputs (greedy unless
-asked otherwise) scored by exact match and BLEU against the references."""
+"""Scores of a model on a split. A seq2seq model: teacher-forced loss and perplexity, then decoded outputs
+(greedy unless asked otherwise) scored by exact match and BLEU against the references. A classifier: loss,
+accuracy, precision, recall, F1 and the confusion matrix of its most probable labels."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
+from seqlab.classifier import Classifier
 from seqlab.data import Pair
 from seqlab.data.batching import collate, length_batches
 from seqlab.decoding import DecodeOptions
 from seqlab.loss import token_nll_sum
-from seqlab.metrics import corpus_bleu, exact_match
+from seqlab.metrics import classification_scores, corpus_bleu, exact_match
 from seqlab.translator import Translator
 
 
@@ -93,3 +96,28 @@ def evaluate(
         metrics["exact_match_unseen"] = exact_match([hypotheses[i] for i in unseen], [references[i] for i in unseen])
         metrics["unseen_sentences"] = len(unseen)
     return metrics
+
+
+@dataclass
+class LabelledSplit:
+    """A classification split: texts, their encoded inputs and their class indices, encoded once."""
+
+    texts: list[str]
+    src: list[list[int]]
+    labels: np.ndarray  # (inputs,) class indices
+
+    @classmethod
+    def build(cls, classifier: Classifier, pairs: list[Pair], name: str) -> LabelledSplit:
+        texts = [text for text, _ in pairs]
+        return cls(texts, classifier.encode(texts, name),
+                   np.asarray(classifier.label_ids([label for _, label in pairs], f"the {name} split"), dtype=np.int64))
+
+
+def evaluate_classifier(classifier: Classifier, split: LabelledSplit) -> dict:
+    """{'loss' (mean cross-entropy, nats), 'accuracy', 'macro_f1', ... (``metrics.classification_scores``),
+    'sentences'}."""
+    probabilities = classifier.probabilities_ids(split.src)  # (inputs, classes)
+    picked = probabilities[np.arange(len(split.labels)), split.labels]
+    loss = float(-np.log(np.maximum(picked, 1e-12)).mean()) if len(picked) else 0.0
+    scores = classification_scores(split.labels.tolist(), probabilities.argmax(1).tolist(), classifier.labels)
+    return {"loss": loss, **scores, "sentences": len(split.labels)}

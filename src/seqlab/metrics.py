@@ -1,9 +1,12 @@
-"""Scores of decoded text against references: exact match and corpus BLEU (sacrebleu)."""
+"""Scores: of decoded text against references, exact match and corpus BLEU (sacrebleu); of class predictions,
+accuracy, precision, recall, F1 and the confusion matrix (seed 002 §10.2)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
+import numpy as np
 from sacrebleu.metrics import BLEU
 
 
@@ -27,3 +30,60 @@ def bleu_signature(lowercase: bool = False) -> str:
     bleu = BLEU(lowercase=lowercase)
     bleu.corpus_score(["-"], [["-"]])  # the signature names the reference count, known after scoring
     return str(bleu.get_signature())
+
+
+# --- classification (seed 002 §10.2, S101) ---------------------------------------------------------------
+
+
+def confusion_matrix(true: Sequence[int], predicted: Sequence[int], num_classes: int) -> np.ndarray:
+    """(classes, classes) counts: row = the true class, column = the predicted one. For two classes with 1 as
+    the positive one, ``[[TN, FP], [FN, TP]]``."""
+    if len(true) != len(predicted):
+        raise ValueError(f"{len(predicted)} predictions for {len(true)} true labels")
+    matrix = np.zeros((num_classes, num_classes), dtype=np.int64)
+    np.add.at(matrix, (np.asarray(true, dtype=np.int64), np.asarray(predicted, dtype=np.int64)), 1)
+    return matrix
+
+
+def _ratio(numerator: np.ndarray | int, denominator: np.ndarray | int) -> np.ndarray:
+    """numerator / denominator, 0 where the denominator is 0 (a class never predicted has precision 0)."""
+    num, den = np.asarray(numerator, dtype=np.float64), np.asarray(denominator, dtype=np.float64)
+    return np.divide(num, den, out=np.zeros_like(num), where=den > 0)
+
+
+def f1(precision: np.ndarray, recall: np.ndarray) -> np.ndarray:
+    """The harmonic mean 2PR / (P + R): unlike the arithmetic mean it stays low when either is low
+    (P 0.9, R 0.1: mean 0.5, F1 0.18)."""
+    return _ratio(2 * precision * recall, precision + recall)
+
+
+def classification_scores(true: Sequence[int], predicted: Sequence[int], labels: Sequence[str]) -> dict[str, Any]:
+    """Accuracy, precision, recall and F1 of class predictions, all in percent (as exact match and BLEU).
+
+    Per class c, from the confusion matrix: TP = predicted c and truly c, FP = predicted c but not, FN = truly c
+    but not predicted; precision = TP / (TP + FP), recall = TP / (TP + FN), F1 = 2PR / (P + R); accuracy =
+    correct / all (for two classes (TP + TN) / (TP + FP + TN + FN)). Macro: the mean over classes of each score
+    (every class counts the same); micro: the scores of the summed TP, FP, FN (for one label per input, micro
+    precision = recall = F1 = accuracy). Keys: accuracy, macro_precision, macro_recall, macro_f1,
+    micro_precision, micro_recall, micro_f1, per_class {label: precision, recall, f1, support}, labels and
+    confusion (rows true, columns predicted)."""
+    matrix = confusion_matrix(true, predicted, len(labels))
+    tp = np.diag(matrix)
+    predicted_as, truly = matrix.sum(0), matrix.sum(1)  # TP + FP, TP + FN per class
+    precision, recall = _ratio(tp, predicted_as), _ratio(tp, truly)
+    scores = f1(precision, recall)
+    micro_p, micro_r = _ratio(tp.sum(), predicted_as.sum()), _ratio(tp.sum(), truly.sum())
+    return {
+        "accuracy": 100 * float(_ratio(tp.sum(), matrix.sum())),
+        "macro_precision": 100 * float(precision.mean()),
+        "macro_recall": 100 * float(recall.mean()),
+        "macro_f1": 100 * float(scores.mean()),
+        "micro_precision": 100 * float(micro_p),
+        "micro_recall": 100 * float(micro_r),
+        "micro_f1": 100 * float(f1(micro_p, micro_r)),
+        "per_class": {label: {"precision": 100 * float(p), "recall": 100 * float(r), "f1": 100 * float(f),
+                              "support": int(n)}
+                      for label, p, r, f, n in zip(labels, precision, recall, scores, truly)},
+        "labels": list(labels),
+        "confusion": matrix.tolist(),
+    }

@@ -198,20 +198,28 @@ def gradnorm_figure(steps: int = 20, seed: int = 3) -> Figure:
 # --- training curves -----------------------------------------------------------------------------------
 
 
+# The valid scores a run's log may hold, and their titles; runs of one kind share theirs.
+SCORES = {"exact_match": "valid exact match (%)", "bleu": "valid BLEU", "accuracy": "valid accuracy (%)",
+          "macro_f1": "valid macro-F1 (%)", "mlm_accuracy": "valid masked tokens right (%)"}
+
+
 def curves_figure(runs: Mapping[str, Sequence[Mapping]]) -> Figure:
-    """Loss (train solid, valid dashed), valid exact match and valid BLEU per epoch, one line per run;
-    ``runs`` maps a label to the run's ``log.jsonl`` records."""
+    """Loss (train solid, valid dashed), then each valid score the runs share per epoch (a translator's exact
+    match and BLEU, a classifier's accuracy and macro-F1, BERT's masked tokens right; a language model's
+    perplexity), one line per run; ``runs`` maps a label to the run's ``log.jsonl`` records."""
     font = text_font()
-    figure = Figure(figsize=(13, 4), layout="constrained")
-    loss_ax, exact_ax, bleu_ax = figure.subplots(1, 3)
+    scores = [key for key in SCORES if all(key in records[0]["valid"] for records in runs.values())] or ["perplexity"]
+    figure = Figure(figsize=(4.3 * (1 + len(scores)), 4), layout="constrained")
+    loss_ax, *score_axes = figure.subplots(1, 1 + len(scores))
     for label, records in runs.items():
         epochs = [r["epoch"] for r in records]
         line, = loss_ax.plot(epochs, [r["train_loss"] for r in records], label=f"{label} train")
         loss_ax.plot(epochs, [r["valid"]["loss"] for r in records], "--", color=line.get_color(),
                      label=f"{label} valid")
-        exact_ax.plot(epochs, [r["valid"]["exact_match"] for r in records], marker=".", label=label)  # in %
-        bleu_ax.plot(epochs, [r["valid"]["bleu"] for r in records], marker=".", label=label)
-    for ax, title in ((loss_ax, "loss"), (exact_ax, "valid exact match (%)"), (bleu_ax, "valid BLEU")):
+        for ax, key in zip(score_axes, scores):
+            ax.plot(epochs, [r["valid"][key] for r in records], marker=".", label=label)
+    titles = ["loss", *(SCORES.get(key, "valid perplexity") for key in scores)]
+    for ax, title in zip([loss_ax, *score_axes], titles):
         ax.set_xlabel("epoch", fontproperties=font)
         ax.set_title(title, fontproperties=font)
         ax.grid(alpha=0.3)

@@ -7,6 +7,8 @@
       model.safetensors        the best weights so far; what they are (epoch, step, valid metrics) in its header
       checkpoint.safetensors   the latest training state: weights, Adam moments, RNG, position
       log.jsonl                one JSON object per epoch
+      labels.json              a classifier's classes, in the order of its outputs (its source tokenizer is
+                               saved twice, as a language model's is)
 
 A word-vector run (``seqlab vectors train``) keeps its configuration and log the same way, and instead of
 tokenizers and a model:
@@ -54,6 +56,7 @@ LEGACY_MODEL_INFO = "model.json"  # where runs before 2026-11-23 kept the model'
 INFO_KEY = "seqlab.info"  # the model's description in the header of model.safetensors
 VOCABULARY = "vocabulary.json"
 VECTORS = "vectors.safetensors"
+LABELS = "labels.json"
 
 
 class RunDir:
@@ -124,6 +127,22 @@ class RunDir:
         source, target = (Tokenizer.from_json((self.path / name).read_text(encoding="utf-8"))
                           for name in (SOURCE_TOKENIZER, TARGET_TOKENIZER))
         return source, target
+
+    def save_labels(self, labels: Sequence[str]) -> None:
+        atomic_write(self.path / LABELS, json.dumps(list(labels), ensure_ascii=False) + "\n")
+
+    def labels(self) -> list[str]:
+        """A classifier's classes, in the order of its outputs."""
+        path = self.path / LABELS
+        try:
+            labels = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise FileNotFoundError(f"{path}: missing (a classifier's run directory holds its labels)") from None
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: not valid JSON ({exc})") from None
+        if not isinstance(labels, list) or not all(isinstance(label, str) for label in labels):
+            raise ValueError(f"{path}: expected a list of label strings")
+        return labels
 
     # --- the model ------------------------------------------------------------------
 

@@ -106,7 +106,7 @@ from tokenizers import Tokenizer as _HFTokenizer
 
 from seqlab.config import TokenizerConfig, TokensConfig
 from seqlab.morphemes import MARK, mark_boundaries
-from seqlab.specials import SPECIALS, UNK
+from seqlab.specials import MASK, MASK_TOKEN, SPECIALS, UNK
 
 __all__ = ["Tokenizer", "learn_tokenizers", "normalize"]
 
@@ -146,9 +146,8 @@ def split_words(texts: Sequence[str], lowercase: bool = False, morphemes: bool =
     return [[piece.removeprefix(_SPACE) for piece, _ in pre.pre_tokenize_str(text) if piece != _SPACE] for text in batch]
 
 
-def _pipeline(cfg: TokenizerConfig) -> tuple[_HFTokenizer, trainers.Trainer]:
+def _pipeline(cfg: TokenizerConfig, specials: list[str]) -> tuple[_HFTokenizer, trainers.Trainer]:
     """An untrained ``tokenizers`` pipeline for ``cfg.level`` and the trainer that fills it."""
-    specials = list(SPECIALS)
     unk = SPECIALS[UNK]
     trainer: trainers.Trainer
     if cfg.level in ("char", "word"):
@@ -160,13 +159,13 @@ def _pipeline(cfg: TokenizerConfig) -> tuple[_HFTokenizer, trainers.Trainer]:
         tok = _HFTokenizer(models.BPE(unk_token=unk))
         trainer = trainers.BpeTrainer(
             vocab_size=cfg.vocab_size, min_frequency=cfg.min_frequency, special_tokens=specials,
-            limit_alphabet=cfg.vocab_size - len(SPECIALS), show_progress=False)
+            limit_alphabet=cfg.vocab_size - len(specials), show_progress=False)
     elif cfg.level == "wordpiece":
         tok = _HFTokenizer(models.WordPiece(
             unk_token=unk, continuing_subword_prefix="", max_input_chars_per_word=_MAX_WORD_CHARS))
         trainer = trainers.WordPieceTrainer(
             vocab_size=cfg.vocab_size, min_frequency=cfg.min_frequency, special_tokens=specials,
-            limit_alphabet=cfg.vocab_size - len(SPECIALS), continuing_subword_prefix="",
+            limit_alphabet=cfg.vocab_size - len(specials), continuing_subword_prefix="",
             show_progress=False)
     else:  # pragma: no cover - TokenizerConfig.level is a Literal
         raise ValueError(f"unknown tokenizer level {cfg.level!r}")
@@ -178,21 +177,21 @@ def _pipeline(cfg: TokenizerConfig) -> tuple[_HFTokenizer, trainers.Trainer]:
     return tok, trainer
 
 
-def _char_encoder(vocab: dict[str, int]) -> _HFTokenizer:
+def _char_encoder(vocab: dict[str, int], specials: list[str]) -> _HFTokenizer:
     """Characters -> ids: a merge-less BPE over the whole text splits it into code points."""
     tok = _HFTokenizer(models.BPE(vocab=vocab, merges=[], unk_token=SPECIALS[UNK]))
-    tok.add_special_tokens(list(SPECIALS))  # already ids 0..3 in vocab: marks them special
+    tok.add_special_tokens(specials)  # already the first ids in vocab: marks them special
     tok.decoder = decoders.Fuse()
     return tok
 
 
-def _ensure_word_space(tok: _HFTokenizer, vocab_size: int) -> None:
+def _ensure_word_space(tok: _HFTokenizer, vocab_size: int, specials: list[str]) -> None:
     """Put the lone ``"▁"`` into a word-level vocabulary (replacing the rarest word if full)."""
     vocab = tok.get_vocab(with_added_tokens=False)
     if _SPACE in vocab:
         return
     by_id = sorted(vocab, key=vocab.__getitem__)  # WordLevelTrainer numbers words by falling frequency
-    if len(by_id) >= vocab_size and len(by_id) > len(SPECIALS):
+    if len(by_id) >= vocab_size and len(by_id) > len(specials):
         by_id.pop()
     by_id.append(_SPACE)
     tok.model = models.WordLevel(vocab={w: i for i, w in enumerate(by_id)}, unk_token=SPECIALS[UNK])
@@ -202,6 +201,8 @@ def _check(tok: _HFTokenizer) -> None:
     for i, s in enumerate(SPECIALS):
         if tok.token_to_id(s) != i:
             raise ValueError(f"tokenizer vocabulary has {s!r} at id {tok.token_to_id(s)}, expected {i}")
+    if tok.token_to_id(MASK_TOKEN) not in (None, MASK):
+        raise ValueError(f"tokenizer vocabulary has {MASK_TOKEN!r} at id {tok.token_to_id(MASK_TOKEN)}, expected {MASK}")
     n = tok.get_vocab_size(with_added_tokens=True)
     if sorted(tok.get_vocab(with_added_tokens=True).values()) != list(range(n)):
         raise ValueError("tokenizer ids are not contiguous 0..vocab_size-1")
@@ -245,14 +246,16 @@ class Tokenizer:
     # --- building -------------------------------------------------------------
 
     @classmethod
-    def train(cls, texts: Iterable[str], cfg: TokenizerConfig) -> Tokenizer:
-        """Learn a vocabulary of at most ``cfg.vocab_size`` ids (specials included) from ``texts``.
+    def train(cls, texts: Iterable[str], cfg: TokenizerConfig, mask: bool = False) -> Tokenizer:
+        """Learn a vocabulary of at most ``cfg.vocab_size`` ids (specials included) from ``texts``; with ``mask``,
+        a masked language model's, ``<mask>`` at id 4.
 
         ``min_frequency``: for ``char``/``word``, symbols seen fewer times are left out
         (they become ``<unk>``); for ``bpe``/``wordpiece``, a pair must be seen that often
         to be merged. Deterministic: the same texts and config give the same vocabulary.
         """
-        tok, trainer = _pipeline(cfg)
+        specials = [*SPECIALS, MASK_TOKEN] if mask else list(SPECIALS)
+        tok, trainer = _pipeline(cfg, specials)
         batch = []
         for text in texts:
             if not isinstance(text, str):
@@ -262,9 +265,9 @@ class Tokenizer:
             raise ValueError("cannot train a tokenizer on no text")
         tok.train_from_iterator(_prepare(batch, cfg), trainer)
         if cfg.level == "char":
-            tok = _char_encoder(tok.get_vocab(with_added_tokens=False))
+            tok = _char_encoder(tok.get_vocab(with_added_tokens=False), specials)
         elif cfg.level == "word":
-            _ensure_word_space(tok, cfg.vocab_size)
+            _ensure_word_space(tok, cfg.vocab_size, specials)
         return cls(tok, cfg)
 
     # --- text <-> ids ---------------------------------------------------------
@@ -328,6 +331,16 @@ class Tokenizer:
     def vocab_size(self) -> int:
         """Number of ids, specials included; ids are ``0 .. vocab_size - 1``."""
         return self._size
+
+    @property
+    def has_mask(self) -> bool:
+        """A masked language model's vocabulary: ``<mask>`` at id 4 (``Tokenizer.train(..., mask=True)``)."""
+        return self._tok.token_to_id(MASK_TOKEN) == MASK
+
+    @property
+    def first_ordinary_id(self) -> int:
+        """The lowest id that is not a special token."""
+        return MASK + 1 if self.has_mask else len(SPECIALS)
 
     @property
     def config(self) -> TokenizerConfig:

@@ -8,8 +8,7 @@ the same input always gives the same output.
 from __future__ import annotations
 
 import contextlib
-import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,13 +17,11 @@ import torch
 
 from seqlab import precision
 from seqlab.config import Config
-from seqlab.data.batching import pad, source_ids
+from seqlab.data.batching import chunks, pad, source_ids, truncate
 from seqlab.decoding import DecodeOptions, Hypothesis, search
 from seqlab.model import Seq2seq, build_model
 from seqlab.rundir import RunDir
 from seqlab.tokenizer import Tokenizer
-
-log = logging.getLogger("seqlab")
 
 
 class Translator:
@@ -45,11 +42,11 @@ class Translator:
         if isinstance(texts, str):
             raise TypeError("translate() takes a list of strings, not one string")
         limit = self.config.data.max_source_length - 1  # room for <eos>
-        return [source_ids(ids) for ids in _truncate(self.source.encode(texts), limit, f"{what} sources")]
+        return [source_ids(ids) for ids in truncate(self.source.encode(texts), limit, f"{what} sources")]
 
     def encode_targets(self, texts: Sequence[str], what: str = "input") -> list[list[int]]:
         """Token ids, cut to ``data.max_target_length - 1`` (room for <sos>/<eos>)."""
-        return _truncate(self.target.encode(texts), self.config.data.max_target_length - 1, f"{what} targets")
+        return truncate(self.target.encode(texts), self.config.data.max_target_length - 1, f"{what} targets")
 
     def normalize_target(self, text: str) -> str:
         """A reference as the model can produce it (Unicode NFC, lower-cased if so configured)."""
@@ -88,7 +85,7 @@ class Translator:
         was_training = self.model.training
         self.model.eval()
         try:
-            for chunk in _chunks(order, self.config.eval.batch_size):
+            for chunk in chunks(order, self.config.eval.batch_size):
                 with self.autocast():
                     decoded = search(self.model, pad([src[i] for i in chunk]), options,
                                      self.config.eval.max_output_length, need_weights)
@@ -127,15 +124,3 @@ def load(run_dir: str | Path, int8: bool = False) -> Translator:
     run.load_model(model)
     model = precision.quantize_int8(model.eval()) if int8 else model.eval()
     return Translator(model, source, target, config, int8)
-
-
-def _truncate(seqs: list[list[int]], limit: int, what: str) -> list[list[int]]:
-    cut = sum(len(s) > limit for s in seqs)
-    if cut:
-        log.warning("%d of %d %s are longer than %d tokens and were truncated", cut, len(seqs), what, limit)
-    return [s[:limit] for s in seqs]
-
-
-def _chunks(items: list[int], size: int) -> Iterator[list[int]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]

@@ -1,8 +1,9 @@
 """The ``seqlab`` command, one module per command group:
 
-* ``train.py``: ``seqlab train``, ``seqlab eval`` (make a run, score it on a split);
+* ``train.py``: ``seqlab train``, ``seqlab pretrain``, ``seqlab eval`` (make a run, score it on a split);
 * ``use.py``: ``seqlab translate``, ``seqlab chat``, ``seqlab serve`` (use a trained run);
 * ``lm.py``: ``seqlab generate``, ``seqlab score`` (use a language model);
+* ``classify.py``: ``seqlab classify``, ``seqlab fill-mask`` (use a classifier, a pretrained BERT);
 * ``vectors.py``: ``seqlab vectors train | similar | analogy | eval | export`` (word vectors);
 * ``data.py``: ``seqlab data fetch``;  ``plot.py``: ``seqlab plot attention | pe | lr | curves | vectors``;
 * ``common.py``: option types, the decoding options (declared once), errors and logging.
@@ -14,17 +15,20 @@ from __future__ import annotations
 
 import typer
 
-from seqlab.cli import data, lm, plot, train, use, vectors
+from seqlab.cli import classify, data, lm, plot, train, use, vectors
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="Sequence models on the CPU: word vectors, language models, seq2seq.")
+                  help="Sequence models on the CPU: word vectors, language models, seq2seq, classifiers.")
 app.command()(train.train)
+app.command()(train.pretrain)
 app.command("eval")(train.evaluate_run)
 app.command()(use.translate)
 app.command()(use.chat)
 app.command()(use.serve)
 app.command()(lm.generate)
 app.command()(lm.score)
+app.command()(classify.classify)
+app.command("fill-mask")(classify.fill_mask)
 app.add_typer(vectors.app, name="vectors")
 app.add_typer(data.app, name="data")
 app.add_typer(plot.app, name="plot")

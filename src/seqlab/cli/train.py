@@ -1,4 +1,4 @@
-"""``seqlab train`` and ``seqlab eval``: make a run directory, score a run on a split."""
+"""``seqlab train``, ``seqlab pretrain`` and ``seqlab eval``: make a run directory, score a run on a split."""
 
 from __future__ import annotations
 
@@ -15,14 +15,27 @@ if TYPE_CHECKING:
     from seqlab.decoding import DecodeOptions
 
 
-def train(
-    config: Annotated[Path, typer.Argument(help="YAML config, e.g. configs/date.yaml.")],
-    overrides: Annotated[list[str] | None, typer.Option("--set", help="Override a config key: --set train.epochs=3.")] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Run directory (default: runs/<config name>).")] = None,
-    resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --out from its last checkpoint.")] = False,
-    data_dir: DataDir = None,
-) -> None:
+ConfigArg = Annotated[Path, typer.Argument(help="YAML config, e.g. configs/date.yaml.")]
+Overrides = Annotated[list[str] | None, typer.Option("--set", help="Override a config key: --set train.epochs=3.")]
+Out = Annotated[Path | None, typer.Option("--out", help="Run directory (default: runs/<config name>).")]
+Resume = Annotated[bool, typer.Option("--resume", help="Continue the run in --out from its last checkpoint.")]
+
+
+def train(config: ConfigArg, overrides: Overrides = None, out: Out = None, resume: Resume = False,
+          data_dir: DataDir = None) -> None:
     """Train a model from a YAML config; the run directory is enough to translate and to resume."""
+    _fit(config, overrides, out, resume, data_dir, pretraining=False)
+
+
+def pretrain(config: ConfigArg, overrides: Overrides = None, out: Out = None, resume: Resume = False,
+             data_dir: DataDir = None) -> None:
+    """Pretrain BERT (model.type bert): masked tokens, and next sentences with model.next_sentence. A classifier
+    starts from the run with model.init_from; seqlab fill-mask shows what it learnt."""
+    _fit(config, overrides, out, resume, data_dir, pretraining=True)
+
+
+def _fit(config: Path, overrides: list[str] | None, out: Path | None, resume: bool, data_dir: Path | None,
+         pretraining: bool) -> None:
     from seqlab.data import DataError
     from seqlab.train.trainer import Trainer
 
@@ -30,12 +43,22 @@ def train(
     run_dir = out or Path("runs") / config.stem
     try:
         cfg = load_config(config, overrides or [])
+        if cfg.is_masked_lm != pretraining:
+            raise ConfigError(f"{config}: model.type bert is trained by seqlab pretrain" if cfg.is_masked_lm else
+                              f"{config}: seqlab pretrain trains model.type bert, not {cfg.model.type}")
         best = Trainer(cfg, run_dir, data_dir, resume=resume).fit()
     except (ConfigError, DataError, FileNotFoundError) as exc:
         fail(exc)
     valid = best["valid"]
-    scores = f"valid exact match {valid['exact_match']:.2f}%, BLEU {valid['bleu']:.2f}, " if "bleu" in valid else "valid "
-    typer.echo(f"best epoch {best['epoch']}: {scores}ppl {valid['perplexity']:.3f} — saved in {run_dir}", err=True)
+    if "macro_f1" in valid:
+        scores = f"valid accuracy {valid['accuracy']:.2f}%, macro-F1 {valid['macro_f1']:.2f}%"
+    elif "bleu" in valid:
+        scores = f"valid exact match {valid['exact_match']:.2f}%, BLEU {valid['bleu']:.2f}, ppl {valid['perplexity']:.3f}"
+    elif "mlm_accuracy" in valid:
+        scores = f"valid masked ppl {valid['perplexity']:.3f}, masked tokens right {valid['mlm_accuracy']:.2f}%"
+    else:
+        scores = f"valid ppl {valid['perplexity']:.3f}"
+    typer.echo(f"best epoch {best['epoch']}: {scores} — saved in {run_dir}", err=True)
 
 
 @with_decoding("beam", "length_penalty", "normalize", "sample", "temperature", "top_k", "top_p", "seed", "max_length")
@@ -49,7 +72,9 @@ def evaluate_run(
 ) -> None:
     """Loss, perplexity, exact match and BLEU (sacreBLEU, cased and lower-cased, with signatures) on a split; exact
     match also over the sentences whose source is not a training source. A language model: loss and perplexity
-    over the split's whole token stream."""
+    over the split's whole token stream. A classifier: loss, accuracy, macro and micro precision, recall and F1,
+    per class, and the confusion matrix (rows true, columns predicted). A pretrained BERT: the masked tokens'
+    loss, perplexity and accuracy (masks from a fixed seed), and next-sentence accuracy."""
     from seqlab.data import DataError, load_splits, resolve_data_dir
     from seqlab.evaluate import EncodedSplit, evaluate
     from seqlab.metrics import bleu_signature
@@ -58,8 +83,15 @@ def evaluate_run(
 
     setup_logging()
     try:
-        if RunDir(run_dir).config().is_language_model:
+        config = RunDir(run_dir).config()
+        if config.is_language_model:
             _print_metrics(_evaluate_lm(run_dir, split, data_dir), as_json)
+            return
+        if config.is_classifier:
+            _print_metrics(_evaluate_classifier(run_dir, split, data_dir), as_json)
+            return
+        if config.is_masked_lm:
+            _print_metrics(_evaluate_masked_lm(run_dir, split, data_dir), as_json)
             return
         translator = load(run_dir, int8)
         splits = load_splits(translator.config.data, resolve_data_dir(data_dir))
@@ -87,10 +119,46 @@ def _evaluate_lm(run_dir: Path, split: str, data_dir: Path | None) -> dict[str, 
     return lm.perplexity(sentences)
 
 
+def _evaluate_classifier(run_dir: Path, split: str, data_dir: Path | None) -> dict[str, Any]:
+    from seqlab.classifier import load
+    from seqlab.data import load_splits, resolve_data_dir
+    from seqlab.evaluate import LabelledSplit, evaluate_classifier
+
+    classifier = load(run_dir)
+    pairs = load_splits(classifier.config.data, resolve_data_dir(data_dir)).get(split)
+    if not pairs:
+        raise ValueError(f"the run's data has no {split!r} split (splits: train, valid, test)")
+    return evaluate_classifier(classifier, LabelledSplit.build(classifier, pairs, split))
+
+
+def _evaluate_masked_lm(run_dir: Path, split: str, data_dir: Path | None) -> dict[str, Any]:
+    import numpy as np
+
+    from seqlab.data import load_sentence_splits, load_splits, resolve_data_dir
+    from seqlab.masked_lm import load
+
+    mlm = load(run_dir)
+    read = load_splits if mlm.bert.next_sentence else load_sentence_splits
+    texts = read(mlm.config.data, resolve_data_dir(data_dir)).get(split)
+    if not texts:
+        raise ValueError(f"the run's data has no {split!r} split (splits: train, valid, test)")
+    return mlm.scores(mlm.examples(texts, np.random.default_rng(0)))
+
+
 def _print_metrics(metrics: dict[str, Any], as_json: bool) -> None:
     if as_json:
-        typer.echo(json.dumps(metrics))
-    else:
-        width = max(map(len, metrics))
-        for key, value in metrics.items():
+        typer.echo(json.dumps(metrics, ensure_ascii=False))
+        return
+    width = max(map(len, metrics))
+    for key, value in metrics.items():
+        if key == "per_class":
+            for label, scores in value.items():
+                typer.echo(f"{'class ' + label:{width}s} " + ", ".join(
+                    f"{name} {score:.2f}" if isinstance(score, float) else f"{name} {score}"
+                    for name, score in scores.items()))
+        elif key == "confusion":
+            typer.echo(f"{key:{width}s} rows true, columns predicted ({', '.join(metrics['labels'])})")
+            for label, row in zip(metrics["labels"], value):
+                typer.echo(f"{label:>{width}s} " + " ".join(f"{n:6d}" for n in row))
+        elif key != "labels":
             typer.echo(f"{key:{width}s} {value:.4f}" if isinstance(value, float) else f"{key:{width}s} {value}")

@@ -17,13 +17,16 @@ exactly the batches an uninterrupted one would.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+import logging
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from seqlab.specials import EOS, PAD, SOS
+
+log = logging.getLogger("seqlab")
 
 
 @dataclass
@@ -46,6 +49,20 @@ def pad(seqs: Sequence[Sequence[int]]) -> torch.Tensor:
     real = np.arange(out.shape[1]) < lengths[:, None]  # (batch, max_len), True before the padding
     out[real] = np.fromiter(itertools.chain.from_iterable(seqs), dtype=np.int64, count=int(lengths.sum()))
     return torch.from_numpy(out)
+
+
+def truncate(seqs: list[list[int]], limit: int, what: str) -> list[list[int]]:
+    """Every id list cut to ``limit``; a warning says how many of ``what`` were cut."""
+    cut = sum(len(s) > limit for s in seqs)
+    if cut:
+        log.warning("%d of %d %s are longer than %d tokens and were truncated", cut, len(seqs), what, limit)
+    return [s[:limit] for s in seqs]
+
+
+def chunks(items: list[int], size: int) -> Iterator[list[int]]:
+    """``items`` in consecutive runs of ``size`` (the last one shorter)."""
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
 
 
 def source_ids(tokens: Sequence[int]) -> list[int]:

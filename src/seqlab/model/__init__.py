@@ -1,14 +1,16 @@
 """Models. ``build_model`` turns a model config and vocabulary sizes into a module.
 
-Every model has the same interface: ``model(src, trg_in)`` -> logits (batch, trg_len, vocab),
+Every seq2seq model has the same interface: ``model(src, trg_in)`` -> logits (batch, trg_len, vocab),
 ``encode(src)`` -> (memory, src_mask) and ``decode(trg, memory, src_mask)`` -> (logits, weights).
+A classifier (``build_classifier``) maps ``model(src)`` -> logits (batch, classes).
 """
 
 from __future__ import annotations
 
 from torch import nn
 
-from seqlab.config import LMConfig, ModelConfig, TransformerConfig, TransformerLMConfig
+from seqlab.config import BertConfig, EncoderConfig, LMConfig, ModelConfig, TransformerConfig, TransformerLMConfig
+from seqlab.model.classifier import EncoderClassifier
 from seqlab.model.init import book_init
 from seqlab.model.lm import RNNLM
 from seqlab.model.rnn import RNNSeq2seq
@@ -30,10 +32,19 @@ def build_model(cfg: ModelConfig, src_vocab: int, trg_vocab: int) -> Seq2seq:
     if isinstance(cfg, LMConfig | TransformerLMConfig):
         raise ValueError(f"model.type {cfg.type} is a language model, not a seq2seq model: "
                          "use seqlab generate or seqlab score")
+    if isinstance(cfg, EncoderConfig):
+        raise ValueError("model.type encoder is a classifier, not a seq2seq model: use seqlab classify")
+    if isinstance(cfg, BertConfig):
+        raise ValueError("model.type bert is a pretrained BERT, not a seq2seq model: use seqlab fill-mask")
     model = RNNSeq2seq(cfg, src_vocab, trg_vocab)
     if cfg.init == "book":
         book_init(model)
     return model
+
+
+def build_classifier(cfg: EncoderConfig, vocab: int, num_classes: int) -> EncoderClassifier:
+    """The encoder-only classifier of ``cfg`` (seed 001, S106)."""
+    return EncoderClassifier(cfg, vocab, num_classes)
 
 
 def build_lm(cfg: LMConfig | TransformerLMConfig, vocab: int) -> RNNLM | TransformerLM:
@@ -46,4 +57,5 @@ def build_lm(cfg: LMConfig | TransformerLMConfig, vocab: int) -> RNNLM | Transfo
     return model
 
 
-__all__ = ["RNNLM", "RNNSeq2seq", "Seq2seq", "Transformer", "TransformerLM", "build_lm", "build_model", "num_parameters"]
+__all__ = ["EncoderClassifier", "RNNLM", "RNNSeq2seq", "Seq2seq", "Transformer", "TransformerLM", "build_classifier",
+           "build_lm", "build_model", "num_parameters"]

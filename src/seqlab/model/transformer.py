@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from typing import cast
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
-from seqlab.config import TransformerConfig
+from seqlab.config import EncoderShape, TransformerConfig
 from seqlab.model.attention import MultiHeadAttention
 from seqlab.model.dropout import Dropout
 from seqlab.model.masks import look_ahead_mask, padding_mask
@@ -35,16 +36,26 @@ LAYER_NORM_EPS = 1e-6  # Keras LayerNormalization(epsilon=1e-6) in seed 000
 KV = tuple[torch.Tensor, torch.Tensor]  # keys and values split into heads, each (batch, heads, length, depth)
 
 
-class PositionwiseFeedForward(nn.Module):
-    """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2, the same at every position."""
+def init_linear_layers(model: nn.Module) -> None:
+    """Every Linear of ``model``: Glorot-uniform weights (Keras's default, the seeds' Dense), zero biases."""
+    for module in model.modules():
+        if isinstance(module, nn.Linear):
+            nn.init.xavier_uniform_(module.weight)
+            nn.init.zeros_(module.bias)
 
-    def __init__(self, d_model: int, d_ff: int) -> None:
+
+class PositionwiseFeedForward(nn.Module):
+    """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2, the same at every position; BERT's uses GELU(x) = x Φ(x)
+    (S100: gelu(0) = 0, gelu(1) ≈ 0.8413) in place of max(0, x)."""
+
+    def __init__(self, d_model: int, d_ff: int, activation: str = "relu") -> None:
         super().__init__()
         self.w_1 = nn.Linear(d_model, d_ff)
         self.w_2 = nn.Linear(d_ff, d_model)
+        self.activation = F.gelu if activation == "gelu" else torch.relu
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.w_2(torch.relu(self.w_1(x)))
+        return self.w_2(self.activation(self.w_1(x)))
 
 
 class Residual(nn.Module):
@@ -65,17 +76,28 @@ class Residual(nn.Module):
 class EncoderLayer(nn.Module):
     """Self-attention (padding mask) then FFN, each inside Add & Norm."""
 
-    def __init__(self, cfg: TransformerConfig) -> None:
+    def __init__(self, cfg: TransformerConfig | EncoderShape) -> None:
         super().__init__()
         pre = cfg.norm == "pre"
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.num_heads, cfg.attention_dropout)
-        self.ffn = PositionwiseFeedForward(cfg.d_model, cfg.d_ff)
+        self.ffn = PositionwiseFeedForward(cfg.d_model, cfg.d_ff,
+                                           cfg.activation if isinstance(cfg, EncoderShape) else "relu")
         self.attn_block = Residual(cfg.d_model, cfg.dropout, pre)
         self.ffn_block = Residual(cfg.d_model, cfg.dropout, pre)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:  # x: (batch, src_len, d_model)
-        x = self.attn_block(x, lambda h: self.self_attn(h, h, h, mask)[0])
-        return self.ffn_block(x, self.ffn)
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor, need_weights: bool = False  # x: (batch, src_len, d_model)
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Returns x and, if asked, the self-attention weights (batch, heads, src_len, src_len)."""
+        weights = None
+
+        def self_attention(h: torch.Tensor) -> torch.Tensor:
+            nonlocal weights
+            out, weights = self.self_attn(h, h, h, mask, need_weights)
+            return out
+
+        x = self.attn_block(x, self_attention)
+        return self.ffn_block(x, self.ffn), weights
 
 
 class DecoderLayer(nn.Module):
@@ -135,7 +157,7 @@ class DecoderLayer(nn.Module):
 class Embedder(nn.Module):
     """Token embedding × √d_model + positional encoding, then dropout (seed 000 ``encoder``/``decoder``)."""
 
-    def __init__(self, vocab_size: int, cfg: TransformerConfig) -> None:
+    def __init__(self, vocab_size: int, cfg: TransformerConfig | EncoderShape) -> None:
         super().__init__()
         self.scale = math.sqrt(cfg.d_model)
         self.embedding = nn.Embedding(vocab_size, cfg.d_model, padding_idx=PAD)
@@ -149,18 +171,58 @@ class Embedder(nn.Module):
         return self.dropout(self.positions(self.embedding(ids) * self.scale, offset))
 
 
-class Encoder(nn.Module):
-    def __init__(self, vocab_size: int, cfg: TransformerConfig) -> None:
+class LearnedEmbedder(nn.Module):
+    """BERT's input (seed 002 §10.1): token + learned position (+ segment) embeddings, summed, then LayerNorm and
+    dropout; all three tables start at N(0, 0.02²), BERT's initialiser."""
+
+    def __init__(self, vocab_size: int, cfg: EncoderShape) -> None:
         super().__init__()
-        self.embed = Embedder(vocab_size, cfg)
+        self.embedding = nn.Embedding(vocab_size, cfg.d_model, padding_idx=PAD)
+        self.positions = nn.Embedding(cfg.max_length, cfg.d_model)
+        self.segments = nn.Embedding(cfg.segments, cfg.d_model) if cfg.segments else None
+        for table in (self.embedding, self.positions, self.segments):
+            if table is not None:
+                nn.init.normal_(table.weight, std=0.02)
+        with torch.no_grad():
+            self.embedding.weight[PAD].zero_()
+        self.norm = nn.LayerNorm(cfg.d_model, eps=LAYER_NORM_EPS)
+        self.dropout = Dropout(cfg.dropout)
+
+    def forward(self, ids: torch.Tensor, segments: torch.Tensor | None = None) -> torch.Tensor:
+        """ids (batch, len) and their segment ids (0 for sentence A, 1 for B; all A when None) -> (batch, len, d)."""
+        if ids.size(1) > self.positions.num_embeddings:
+            raise ValueError(f"sequence of {ids.size(1)} positions exceeds model.max_length "
+                             f"({self.positions.num_embeddings})")
+        x = self.embedding(ids) + self.positions.weight[: ids.size(1)]
+        if self.segments is not None:
+            x = x + (self.segments.weight[0] if segments is None else self.segments(segments))
+        return self.dropout(self.norm(x))
+
+
+class Encoder(nn.Module):
+    def __init__(self, vocab_size: int, cfg: TransformerConfig | EncoderShape) -> None:
+        super().__init__()
+        self.embed: Embedder | LearnedEmbedder
+        if isinstance(cfg, EncoderShape) and cfg.positions == "learned":
+            self.embed = LearnedEmbedder(vocab_size, cfg)
+        else:
+            self.embed = Embedder(vocab_size, cfg)
         self.layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.num_layers))
         self.final_norm = nn.LayerNorm(cfg.d_model, eps=LAYER_NORM_EPS) if cfg.norm == "pre" else nn.Identity()
 
-    def forward(self, src: torch.Tensor, src_mask: torch.Tensor) -> torch.Tensor:
-        x = self.embed(src)  # (batch, src_len, d_model)
+    def forward(
+        self, src: torch.Tensor, src_mask: torch.Tensor, need_weights: bool = False,
+        segments: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """src (batch, src_len), with BERT's embeddings also its segment ids -> (batch, src_len, d_model) and, if
+        asked, every layer's self-attention weights, each (batch, heads, src_len, src_len)."""
+        x = self.embed(src, segments) if isinstance(self.embed, LearnedEmbedder) else self.embed(src)  # (batch, len, d)
+        weights = []
         for layer in self.layers:
-            x = layer(x, src_mask)
-        return self.final_norm(x)
+            x, w = layer(x, src_mask, need_weights)
+            if w is not None:
+                weights.append(w)
+        return self.final_norm(x), weights
 
 
 class Decoder(nn.Module):
@@ -208,20 +270,14 @@ class Transformer(nn.Module):
         self.encoder = Encoder(src_vocab, cfg)
         self.decoder = Decoder(trg_vocab, cfg)
         self.generator = nn.Linear(cfg.d_model, trg_vocab)
-        self._init_linear_layers()
+        init_linear_layers(self)
         if cfg.tie_output:
             self.generator.weight = self.decoder.embed.embedding.weight
-
-    def _init_linear_layers(self) -> None:
-        for module in self.modules():
-            if isinstance(module, nn.Linear):
-                nn.init.xavier_uniform_(module.weight)
-                nn.init.zeros_(module.bias)
 
     def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """src (batch, src_len) -> memory (batch, src_len, d_model) and its padding mask (batch, 1, 1, src_len)."""
         src_mask = padding_mask(src)
-        return self.encoder(src, src_mask), src_mask
+        return self.encoder(src, src_mask)[0], src_mask
 
     def decode(
         self, trg: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor, need_weights: bool = False

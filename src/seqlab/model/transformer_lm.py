@@ -17,7 +17,7 @@ from torch import nn
 
 from seqlab.config import TransformerConfig, TransformerLMConfig
 from seqlab.model.masks import look_ahead_mask
-from seqlab.model.transformer import KV, LAYER_NORM_EPS, DecoderLayer, Embedder
+from seqlab.model.transformer import KV, LAYER_NORM_EPS, DecoderLayer, Embedder, init_linear_layers
 from seqlab.specials import PAD
 
 
@@ -32,10 +32,7 @@ class TransformerLM(nn.Module):
         self.layers = nn.ModuleList(DecoderLayer(blocks, cross=False) for _ in range(cfg.num_layers))
         self.final_norm = nn.LayerNorm(cfg.d_model, eps=LAYER_NORM_EPS) if cfg.norm == "pre" else nn.Identity()
         self.output = nn.Linear(cfg.d_model, vocab_size)
-        for module in self.modules():
-            if isinstance(module, nn.Linear):
-                nn.init.xavier_uniform_(module.weight)
-                nn.init.zeros_(module.bias)
+        init_linear_layers(self)
         if cfg.tie_weights:
             self.output.weight = self.embed.embedding.weight
 

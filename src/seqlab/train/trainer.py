@@ -137,7 +137,7 @@ class Trainer:
             "step": pos.step,
             "train_loss": pos.loss_sum / max(pos.tokens, 1),
             "train_seconds": pos.seconds,
-            "train_tokens_per_s": pos.tokens / max(pos.seconds, 1e-9),
+            f"train_{self.family.unit}_per_s": pos.tokens / max(pos.seconds, 1e-9),
             "lr": self.scheduler.get_last_lr()[0],
             "valid": valid,
         }
@@ -153,8 +153,8 @@ class Trainer:
                          reduce_on_plateau(self.scheduler, cfg.plateau_factor))
         record["best_epoch"] = pos.best_epoch
         self.run.append_log(record)
-        log.info("epoch %d: train loss %.4f, %.1f s, %s target tok/s | %s%s", pos.epoch, record["train_loss"],
-                 pos.seconds, f"{record['train_tokens_per_s']:,.0f}", self.family.summary(valid),
+        log.info("epoch %d: train loss %.4f, %.1f s, %s %s/s | %s%s", pos.epoch, record["train_loss"], pos.seconds,
+                 f"{pos.tokens / max(pos.seconds, 1e-9):,.0f}", self.family.unit, self.family.summary(valid),
                  " (best)" if pos.best_epoch == pos.epoch else "")
         pos.epoch, pos.batch, pos.loss_sum, pos.tokens, pos.seconds = pos.epoch + 1, 0, 0.0, 0, 0.0
         self.save_checkpoint()

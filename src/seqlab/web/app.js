@@ -4,8 +4,10 @@
 // a word's nearest neighbours (POST /api/similar) and analogies (POST /api/analogy), each a table of
 // words and cosines with a bar. A language model: the text box is a start, POST /api/generate continues
 // it, and each continuation's tokens are shaded by their probability given everything before them
-// (the number under each token, and on hover). Everything comes from this app; nothing is fetched from
-// elsewhere.
+// (the number under each token, and on hover). A classifier: what is typed is classified as it is typed
+// (POST /api/classify): its label, every class's probability as a bar, and its tokens shaded by the
+// attention of the pooled position (the sentence vector), for a chosen layer and head or the heads' mean.
+// Everything comes from this app; nothing is fetched from elsewhere.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -16,7 +18,7 @@ let chosen = 0;        // which of them the heatmap shows
 async function loadInfo() {
   info = await (await fetch("/api/info")).json();
   document.body.dataset.kind = info.kind;
-  if (info.kind === "vectors") showVectors(); else if (info.kind === "lm") showLM(); else showModel();
+  ({ vectors: showVectors, lm: showLM, classify: showClassifier }[info.kind] || showModel)();
   document.body.dataset.ready = "true";
 }
 
@@ -187,17 +189,22 @@ function drawScores(table, rows, caption) {
     const rank = Object.assign(document.createElement("td"), { className: "rank", textContent: String(i + 1) });
     const word = Object.assign(document.createElement("td"), { className: "word", textContent: row.word, title: "its neighbours" });
     word.addEventListener("click", () => { $("word").value = row.word; $("similar").requestSubmit(); });
-    const cosine = Object.assign(document.createElement("td"), { className: "cosine" });
+    const cosine = barCell("cosine", row.cosine, row.cosine.toFixed(3));
     cosine.dataset.cosine = row.cosine;
-    const bar = Object.assign(document.createElement("span"), { className: row.cosine < 0 ? "bar negative" : "bar" });
-    bar.style.width = `${Math.min(1, Math.abs(row.cosine)) * 100}%`;
-    const value = Object.assign(document.createElement("span"), { className: "value", textContent: row.cosine.toFixed(3) });
-    const track = Object.assign(document.createElement("span"), { className: "track" });
-    track.append(bar);
-    cosine.append(value, track);
     tr.append(rank, word, cosine);
     return tr;
   }));
+}
+
+// A cell with a number and a bar as long as |value| (at most 1); a negative value's bar in another colour
+function barCell(className, value, text) {
+  const cell = Object.assign(document.createElement("td"), { className });
+  const bar = Object.assign(document.createElement("span"), { className: value < 0 ? "bar negative" : "bar" });
+  bar.style.width = `${Math.min(1, Math.abs(value)) * 100}%`;
+  const track = Object.assign(document.createElement("span"), { className: "track" });
+  track.append(bar);
+  cell.append(Object.assign(document.createElement("span"), { className: "value", textContent: text }), track);
+  return cell;
 }
 
 $("similar").addEventListener("submit", similar);
@@ -265,20 +272,27 @@ function drawContinuations(start, outputs) {
   }));
 }
 
-// One token: its text ("▁" starts a word; a space shows as "␣"), shaded by its probability, the number under it
+// One token, shaded by its probability, the number under it
 function tokenChip({ token, probability }) {
+  const chip = chipOf(token, probability, probability);
+  chip.dataset.probability = probability;
+  chip.title = `P(${chip.firstChild.textContent} | before) = ${probability < 0.001 ? probability.toExponential(2) : probability.toFixed(4)}`;
+  return chip;
+}
+
+// A token's chip: its text ("▁" starts a word; a space shows as "␣"; <sos> and <eos> small and grey), `value`
+// under it, shaded by `shade` (0 to 1)
+function chipOf(token, value, shade) {
   const chip = Object.assign(document.createElement("span"), { className: "token" });
   let text = token;
-  if (token === "<eos>") chip.classList.add("eos");
+  if (token === "<eos>" || token === "<sos>") chip.classList.add("eos");
   else if (token === " " || token === "▁") text = "␣";
   else if (token.startsWith("▁")) { text = token.slice(1); chip.classList.add("word-start"); }
   chip.append(
     Object.assign(document.createElement("span"), { className: "piece", textContent: text }),
-    Object.assign(document.createElement("small"), { className: "p", textContent: probability < 0.005 ? "<.01" : probability.toFixed(2) }),
+    Object.assign(document.createElement("small"), { className: "p", textContent: value < 0.005 ? "<.01" : value.toFixed(2) }),
   );
-  chip.dataset.probability = probability;
-  chip.title = `P(${text} | before) = ${probability < 0.001 ? probability.toExponential(2) : probability.toFixed(4)}`;
-  chip.style.background = tint(probability);
+  chip.style.background = tint(shade);
   return chip;
 }
 
@@ -287,9 +301,92 @@ function tint(probability) {
   return `rgba(47, 91, 211, ${(0.06 + 0.6 * probability).toFixed(3)})`;
 }
 
+// --- a classifier -----------------------------------------------------------------------------------
+
+let classified = null;  // the last answer's output: {input, label, probabilities, tokens, attention}
+let asked = 0;          // the number of the latest request: an older answer that comes late is dropped
+let typing = 0;         // the timer that classifies once typing pauses
+
+function showClassifier() {
+  const model = info.model;
+  const f1 = info.metrics && info.metrics.valid && info.metrics.valid.macro_f1;
+  $("model").textContent = `${info.run} — Transformer encoder, ${model.num_layers} × ${model.d_model}, pooling ${model.pooling}, `
+    + `${info.labels.length} classes` + (f1 === undefined ? "" : `, valid macro-F1 ${f1.toFixed(1)}`);
+  for (const id of ["transcript", "options", "inspect"]) $(id).hidden = true;
+  $("classify").hidden = false;
+  $("pooling").textContent = model.pooling === "cls" ? "cls: the <sos> position" : "mean: the mean over the positions";
+  $("text").placeholder = "Type a sentence; it is classified as you type";
+  $("text").maxLength = info.limits.max_input_chars;
+  $("send").textContent = "Classify";
+  fillSelect($("pool-layer"), info.attention.layers, info.attention.layers - 1);
+  $("pool-head").replaceChildren(new Option("mean of the heads", "mean"),
+    ...Array.from({ length: info.attention.heads }, (_, i) => new Option(String(i))));
+  $("text").focus();
+}
+
+async function classify(event) {
+  if (event) event.preventDefault();
+  clearTimeout(typing);
+  const text = $("text").value.trim();
+  const mine = ++asked;
+  $("error").textContent = "";
+  if (!text) { drawClassification(null); return; }
+  try {
+    const body = await postJSON("/api/classify", { inputs: [text], attention: true });
+    if (mine === asked) drawClassification(body.outputs[0]);
+  } catch (error) {
+    if (mine !== asked) return;
+    drawClassification(null);
+    $("error").textContent = String(error.message || error);
+  }
+}
+
+// The label, then every class with its probability as a bar, most probable first
+function drawClassification(output) {
+  classified = output;
+  $("label").textContent = output ? output.label : "";
+  const rows = output ? Object.entries(output.probabilities).sort((a, b) => b[1] - a[1]) : [];
+  $("probabilities").tBodies[0].replaceChildren(...rows.map(([label, p]) => {
+    const tr = document.createElement("tr");
+    const name = Object.assign(document.createElement("td"), { className: "label", textContent: label });
+    const probability = barCell("probability", p, p.toFixed(3));
+    probability.dataset.probability = p;
+    tr.className = label === output.label ? "chosen" : "";
+    tr.append(name, probability);
+    return tr;
+  }));
+  drawPooled();
+}
+
+// The tokens, each shaded by the pooled position's attention to it (the darkest: the most attended)
+function drawPooled() {
+  const box = $("pooled");
+  if (!classified || !classified.attention) { box.replaceChildren(); return; }
+  const layer = Number($("pool-layer").value), head = $("pool-head").value;
+  const heads = classified.attention[layer];  // (heads, tokens)
+  const weights = head === "mean"
+    ? heads[0].map((_, j) => heads.reduce((sum, row) => sum + row[j], 0) / heads.length)
+    : heads[Number(head)];
+  const most = Math.max(...weights);
+  box.dataset.layer = layer;
+  box.dataset.head = head;
+  box.replaceChildren(...classified.tokens.map((token, j) => {
+    const chip = chipOf(token, weights[j], weights[j] / most);
+    chip.dataset.weight = weights[j];
+    chip.title = `${token}: attention ${weights[j].toFixed(4)} (layer ${layer}, ${head === "mean" ? "mean of the heads" : `head ${head}`})`;
+    return chip;
+  }));
+}
+
+$("text").addEventListener("input", () => {
+  if (info && info.kind === "classify") { clearTimeout(typing); typing = setTimeout(classify, 250); }
+});
+$("pool-layer").addEventListener("change", drawPooled);
+$("pool-head").addEventListener("change", drawPooled);
+
 // --- start ------------------------------------------------------------------------------------------
 
-$("ask").addEventListener("submit", (event) => (info && info.kind === "lm" ? generate : ask)(event));
+$("ask").addEventListener("submit", (event) => ((info && { lm: generate, classify }[info.kind]) || ask)(event));
 $("text").addEventListener("keydown", (e) => {
   if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); $("ask").requestSubmit(); }
 });

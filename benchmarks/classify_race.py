@@ -1,0 +1,125 @@
+"""Text classification on ChatbotData's labels: seqlab's encoder against scikit-learn's TF-IDF + logistic regression.
+
+    python benchmarks/classify_race.py --data-dir ../shared/data [--features F --C C] [--seeds 1 2 3] \
+        [--json FILE] [--record docs/results.md]
+
+One command, one machine, one split, one scoring:
+
+* **Data.** ``configs/chatbot_ko_labels.yaml`` (``--config``): ChatbotData's questions (column Q) and their labels
+  (0 everyday, 1 break-up, 2 love), split by the config (``data.split``, a seeded shuffle; valid 1,000, test
+  1,000). Both systems get exactly these (text, label) pairs, read by ``seqlab.data.load_splits``.
+* **scikit-learn**: TF-IDF + logistic regression with the features and C chosen on valid by
+  ``benchmarks/select_tfidf.py`` (``--features``, ``--C``; the defaults are its last choice), fitted on train.
+  Timed: its fit (vectoriser + regression).
+* **seqlab**: ``seqlab train CONFIG --set seed=N`` for each of ``--seeds``, as a user runs it (the config was
+  chosen on valid: ``benchmarks/searches/chatbot-labels.yaml``), the best epoch by valid macro-F1, then
+  ``seqlab eval RUN --split test --json``. Timed: the training seconds in the run's log (validation excluded).
+  Throughput: texts per second from the log, and tokens per second (the encoder's inputs: ``<sos>``, the
+  text's tokens, ``<eos>``).
+* **Scores**: accuracy and macro-F1 (``seqlab.metrics.classification_scores``, equal to scikit-learn's, tested
+  in tests/test_classifier.py) of both systems on the same test pairs, each scored once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from report import add_record_option, emit, machine
+from select_tfidf import FEATURES, labelled, tfidf_model
+
+from seqlab.classifier import class_labels
+from seqlab.classifier import load as load_classifier
+from seqlab.config import load_config
+from seqlab.data import load_splits
+from seqlab.metrics import classification_scores
+from seqlab.rundir import RunDir
+
+ROOT = Path(__file__).resolve().parents[1]
+CHOSEN_FEATURES, CHOSEN_C = "char 1-4 + word 1-2", 10.0  # benchmarks/select_tfidf.py's choice on valid
+
+
+def sklearn_run(splits: dict, labels: list[str], features: str, c: float) -> dict:
+    """The chosen TF-IDF + logistic regression fitted on train, scored on valid and on test."""
+    (train_x, train_y), (valid_x, valid_y), (test_x, test_y) = (labelled(splits[name], labels)
+                                                                 for name in ("train", "valid", "test"))
+    start = time.perf_counter()
+    model = tfidf_model(features, c).fit(train_x, train_y)
+    fit_s = time.perf_counter() - start
+    return {"features": features, "C": c, "fit_s": fit_s,
+            "valid": classification_scores(valid_y, model.predict(valid_x).tolist(), labels),
+            "test": classification_scores(test_y, model.predict(test_x).tolist(), labels)}
+
+
+def seqlab_run(config: Path, seed: int, data_dir: str, work: Path) -> dict:
+    """``seqlab train`` and ``seqlab eval --split test`` of one seed, as a user runs them."""
+    run_dir = work / f"seed{seed}"
+    env = os.environ | {"SEQLAB_DATA": data_dir}
+    subprocess.run(["seqlab", "train", str(config), "--out", str(run_dir), "--set", f"seed={seed}"], check=True, env=env)
+    test = json.loads(subprocess.run(["seqlab", "eval", str(run_dir), "--split", "test", "--json"], check=True,
+                                     env=env, capture_output=True, text=True).stdout)
+    run = RunDir(run_dir)
+    log = run.log()
+    train_s = sum(e["train_seconds"] for e in log)
+    texts = sum(e["train_texts_per_s"] * e["train_seconds"] for e in log)
+    classifier = load_classifier(run_dir)
+    splits = load_splits(classifier.config.data, Path(data_dir))
+    tokens_per_text = float(np.mean([len(ids) for ids in classifier.encode([t for t, _ in splits["train"]])]))
+    return {"seed": seed, "run_dir": str(run_dir), "train_s": train_s, "best_epoch": run.model_info()["epoch"],
+            "epochs": len(log), "valid": run.model_info()["valid"], "test": test, "texts_per_s": texts / train_s,
+            "tokens_per_s": texts / train_s * tokens_per_text}
+
+
+def table(config: Path, sk: dict, ours: list[dict], command: str) -> str:
+    lines = [
+        "#### Text classification on ChatbotData's labels: seqlab's encoder vs TF-IDF + logistic regression",
+        "", f"{time.strftime('%Y-%m-%d')}, {machine()}. Command: `{command}`", "",
+        "| system | chosen on valid | valid macro-F1 | **test macro-F1** | test accuracy | training s | "
+        "texts/s (tokens/s) |",
+        "|---|---|---|---|---|---|---|",
+        (f"| scikit-learn TF-IDF + LR | {sk['features']}, C {sk['C']} | {sk['valid']['macro_f1']:.2f} | "
+         f"**{sk['test']['macro_f1']:.2f}** | {sk['test']['accuracy']:.2f} | {sk['fit_s']:.1f} | — |"),
+    ]
+    for run in ours:
+        lines.append(f"| seqlab `{config.relative_to(ROOT)}`, seed {run['seed']} | epoch {run['best_epoch']} of "
+                     f"{run['epochs']} | {run['valid']['macro_f1']:.2f} | **{run['test']['macro_f1']:.2f}** | "
+                     f"{run['test']['accuracy']:.2f} | {run['train_s']:.1f} | {run['texts_per_s']:,.0f} "
+                     f"({run['tokens_per_s']:,.0f}) |")
+    scores = [run["test"]["macro_f1"] for run in ours]
+    lines += ["", f"seqlab over {len(ours)} seeds: test macro-F1 mean {np.mean(scores):.2f}, worst {min(scores):.2f}, "
+                  f"against scikit-learn's {sk['test']['macro_f1']:.2f}."]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", required=True, help="holds chatbot_ko/ChatbotData.csv")
+    parser.add_argument("--config", type=Path, default=ROOT / "configs" / "chatbot_ko_labels.yaml")
+    parser.add_argument("--features", choices=sorted(FEATURES), default=CHOSEN_FEATURES)
+    parser.add_argument("--C", type=float, default=CHOSEN_C)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--json", help="also write every number here")
+    add_record_option(parser)
+    args = parser.parse_args()
+
+    data_dir = str(Path(args.data_dir).resolve())
+    config = args.config.resolve()
+    splits = load_splits(load_config(config).data, Path(data_dir))
+    labels = class_labels([label for _, label in splits["train"]])
+    sk = sklearn_run(splits, labels, args.features, args.C)
+    work = Path(tempfile.mkdtemp(prefix="classify-race-"))
+    ours = [seqlab_run(config, seed, data_dir, work) for seed in args.seeds]
+    emit(table(config, sk, ours, "python benchmarks/classify_race.py " + " ".join(sys.argv[1:])) + "\n", args.record)
+    if args.json:
+        Path(args.json).write_text(json.dumps({"sklearn": sk, "seqlab": ours}, indent=1), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,115 @@
+"""Does pretraining pay? BERT pretrained on ChatbotData, then fine-tuned on its labels, against the same encoder
+trained on the labels from scratch for as long as pretraining and fine-tuning together.
+
+    python benchmarks/pretrain_race.py --data-dir ../shared/data [--seeds 1 2 3] [--json FILE] [--record FILE]
+
+For each seed, one after the other on one machine, as a user runs the commands:
+
+1. ``seqlab pretrain configs/chatbot_ko_bert.yaml --set seed=N``: masked-LM pretraining on the questions and
+   answers of the classifier's training split (its valid and test questions are not read);
+2. ``seqlab train configs/chatbot_ko_labels_bert.yaml --set seed=N --set model.init_from=PRETRAINED``: fine-tuning;
+3. ``seqlab train configs/chatbot_ko_labels_bert.yaml --set seed=N --set model.init_from=null --set
+   train.epochs=E``: the same encoder from scratch, E epochs so that its training time is the pretraining's and
+   the fine-tuning's together (E = the fine-tuning's epochs × (pretraining s + fine-tuning s) / fine-tuning s,
+   rounded; both classifiers cost the same per epoch), its best epoch picked on valid as always.
+
+Both classifiers are scored once on the test split (``seqlab eval --split test --json``): macro-F1 and accuracy.
+Training seconds are the runs' logged ones (validation excluded). A few ``seqlab fill-mask`` examples of the
+first pretrained model close the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+from report import add_record_option, emit, machine
+
+from seqlab.rundir import RunDir
+
+ROOT = Path(__file__).resolve().parents[1]
+PRETRAIN = ROOT / "configs" / "chatbot_ko_bert.yaml"
+CLASSIFY = ROOT / "configs" / "chatbot_ko_labels_bert.yaml"
+FILL = ["오늘 [MASK] 너무 좋다", "[MASK] 싶어", "헤어진 지 [MASK] 됐어", "좋아하는 사람 [MASK] 생겼어", "[MASK] 먹을까?"]
+
+
+def seqlab(command: list[str], data_dir: str) -> str:
+    return subprocess.run(["seqlab", *command], check=True, env=os.environ | {"SEQLAB_DATA": data_dir},
+                          capture_output=command[0] in ("eval", "fill-mask"), text=True).stdout
+
+
+def summary(run_dir: Path, data_dir: str) -> dict:
+    run = RunDir(run_dir)
+    log = run.log()
+    out = {"run_dir": str(run_dir), "train_s": sum(e["train_seconds"] for e in log), "epochs": len(log),
+           "best_epoch": run.model_info()["epoch"], "valid": run.model_info()["valid"]}
+    if run.config().is_classifier:
+        out["test"] = json.loads(seqlab(["eval", str(run_dir), "--split", "test", "--json"], data_dir))
+    return out
+
+
+def race(seed: int, data_dir: str, work: Path) -> dict:
+    pre_dir, fine_dir, scratch_dir = work / f"pretrain-{seed}", work / f"fine-{seed}", work / f"scratch-{seed}"
+    seqlab(["pretrain", str(PRETRAIN), "--out", str(pre_dir), "--set", f"seed={seed}"], data_dir)
+    pre = summary(pre_dir, data_dir)
+    seqlab(["train", str(CLASSIFY), "--out", str(fine_dir), "--set", f"seed={seed}",
+            "--set", f"model.init_from={pre_dir}"], data_dir)
+    fine = summary(fine_dir, data_dir)
+    epochs = max(fine["epochs"], round(fine["epochs"] * (pre["train_s"] + fine["train_s"]) / fine["train_s"]))
+    seqlab(["train", str(CLASSIFY), "--out", str(scratch_dir), "--set", f"seed={seed}",
+            "--set", "model.init_from=null", "--set", f"train.epochs={epochs}"], data_dir)
+    return {"seed": seed, "pretrain": pre, "fine": fine, "scratch": summary(scratch_dir, data_dir)}
+
+
+def table(results: list[dict], fill: str, command: str) -> str:
+    lines = [
+        "#### Pretraining pays? BERT on ChatbotData, fine-tuned on its labels, against the same encoder from scratch",
+        "", f"{time.strftime('%Y-%m-%d')}, {machine()}. Command: `{command}`", "",
+        "| seed | pretraining s (epochs; valid masked ppl, tokens right) | fine-tuning s (best epoch) | "
+        "**fine-tuned test macro-F1** (accuracy) | scratch s (epochs, best) | **scratch test macro-F1** (accuracy) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        pre, fine, scratch = r["pretrain"], r["fine"], r["scratch"]
+        lines.append(
+            f"| {r['seed']} | {pre['train_s']:.0f} ({pre['epochs']}; {pre['valid']['perplexity']:.1f}, "
+            f"{pre['valid']['mlm_accuracy']:.1f} %) | {fine['train_s']:.0f} ({fine['best_epoch']}) | "
+            f"**{fine['test']['macro_f1']:.2f}** ({fine['test']['accuracy']:.2f}) | {scratch['train_s']:.0f} "
+            f"({scratch['epochs']}, {scratch['best_epoch']}) | **{scratch['test']['macro_f1']:.2f}** "
+            f"({scratch['test']['accuracy']:.2f}) |")
+    fine = [r["fine"]["test"]["macro_f1"] for r in results]
+    scratch = [r["scratch"]["test"]["macro_f1"] for r in results]
+    lines += ["", f"Mean test macro-F1 over {len(results)} seeds: fine-tuned {np.mean(fine):.2f}, from scratch "
+                  f"{np.mean(scratch):.2f}; fine-tuned higher for {sum(f > s for f, s in zip(fine, scratch))} of "
+                  f"{len(results)} seeds.", "", "`seqlab fill-mask` with the first seed's pretrained model:", "",
+              "```", fill.rstrip(), "```"]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", required=True, help="holds chatbot_ko/ChatbotData.csv")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--work", type=Path, help="where the runs go (default: a new temporary directory)")
+    parser.add_argument("--json", help="also write every number here")
+    add_record_option(parser)
+    args = parser.parse_args()
+
+    data_dir = str(Path(args.data_dir).resolve())
+    work = args.work or Path(tempfile.mkdtemp(prefix="pretrain-race-"))
+    results = [race(seed, data_dir, work) for seed in args.seeds]
+    fill = seqlab(["fill-mask", results[0]["pretrain"]["run_dir"], *FILL, "--top", "5"], data_dir)
+    emit(table(results, fill, "python benchmarks/pretrain_race.py " + " ".join(sys.argv[1:])) + "\n", args.record)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1, ensure_ascii=False), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

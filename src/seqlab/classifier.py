@@ -1,0 +1,116 @@
+"""A trained text classifier and its tokenizer: text in, a label and its probabilities out (seed 001, S106).
+
+An input is read as BERT reads one sentence: ``<sos> tokens <eos>`` (``[CLS] … [SEP]``), its tokens cut to
+``data.max_source_length - 2``. ``classify(texts)`` gives each text its most probable label, the softmax over
+the classes and, if asked, the encoder's self-attention; ``seqlab.classifier.load(RUN_DIR)`` rebuilds it from a
+run directory. Training-time validation, ``seqlab eval``, ``seqlab classify`` and the server all go through it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from seqlab import precision
+from seqlab.config import Config, EncoderConfig
+from seqlab.data.batching import chunks, pad, truncate
+from seqlab.model import EncoderClassifier, build_classifier
+from seqlab.rundir import RunDir
+from seqlab.specials import EOS, SOS
+from seqlab.tokenizer import Tokenizer
+
+
+@dataclass
+class Prediction:
+    """One input's result of ``Classifier.classify``."""
+
+    label: str  # the most probable class
+    probabilities: dict[str, float]  # every class's probability, in the order of the labels
+    tokens: list[str]  # the model's input pieces, <sos> and <eos> included
+    attention: torch.Tensor | None = None  # (layers, heads, tokens, tokens) when asked for
+
+
+class Classifier:
+    def __init__(self, model: EncoderClassifier, tokenizer: Tokenizer, labels: Sequence[str], config: Config) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        self.labels = list(labels)
+        self.config = config
+
+    def autocast(self) -> contextlib.AbstractContextManager:
+        return precision.autocast(self.config.train.precision)
+
+    def encode(self, texts: Sequence[str], what: str = "input") -> list[list[int]]:
+        """``<sos>`` + token ids + ``<eos>``, the tokens cut to ``data.max_source_length - 2`` (with a warning)."""
+        if isinstance(texts, str):
+            raise TypeError("classify() takes a list of strings, not one string")
+        limit = self.config.data.max_source_length - 2
+        return [[SOS, *ids, EOS] for ids in truncate(self.tokenizer.encode(list(texts)), limit, f"{what} texts")]
+
+    def label_ids(self, labels: Sequence[str], what: str) -> list[int]:
+        """Class indices of label strings; a label the model does not know is an error naming it."""
+        index = {label: i for i, label in enumerate(self.labels)}
+        unknown = sorted(set(labels) - index.keys())
+        if unknown:
+            raise ValueError(f"{what}: label {unknown[0]!r} is not one of the model's classes ({', '.join(self.labels)})")
+        return [index[label] for label in labels]
+
+    @torch.no_grad()
+    def probabilities_ids(self, ids: Sequence[Sequence[int]]) -> np.ndarray:
+        """(inputs, classes) softmax of encoded inputs, in batches of ``eval.batch_size`` inputs of similar length."""
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        out = np.zeros((len(ids), len(self.labels)), dtype=np.float64)
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            for chunk in chunks(order, self.config.eval.batch_size):
+                with self.autocast():
+                    logits = self.model(pad([ids[i] for i in chunk]))  # (batch, classes)
+                out[chunk] = torch.softmax(logits.float(), -1).numpy()
+        finally:
+            self.model.train(was_training)
+        return out
+
+    def predict(self, texts: Sequence[str]) -> list[str]:
+        """The most probable label of every text."""
+        return [self.labels[i] for i in self.probabilities_ids(self.encode(texts)).argmax(1)]
+
+    @torch.no_grad()
+    def classify(self, texts: Sequence[str], need_weights: bool = False) -> list[Prediction]:
+        """Every text's label and class probabilities; with ``need_weights``, the self-attention of every layer."""
+        ids = self.encode(texts)
+        probabilities = self.probabilities_ids(ids)
+        weights: list[torch.Tensor | None] = [None] * len(ids)
+        if need_weights:  # one text at a time: no padding in the maps
+            self.model.eval()
+            for i, row in enumerate(ids):
+                with self.autocast():
+                    _, layers = self.model.classify(torch.tensor([row]), need_weights=True)
+                weights[i] = torch.stack([w[0].float() for w in layers])  # (layers, heads, len, len)
+        return [Prediction(self.labels[int(p.argmax())], dict(zip(self.labels, map(float, p))),
+                           self.tokenizer.tokens_from_ids(row), w)
+                for row, p, w in zip(ids, probabilities, weights)]
+
+
+def class_labels(labels: Sequence[str]) -> list[str]:
+    """The classes of a training split's labels, in a fixed order: numbers by value ("2" before "10"), then the
+    rest alphabetically."""
+    return sorted(set(labels), key=lambda label: (0, int(label), "") if label.isdigit() else (1, 0, label))
+
+
+def load(run_dir: str | Path) -> Classifier:
+    """The classifier of a ``seqlab train`` run whose ``model.type`` is ``encoder``."""
+    run = RunDir(run_dir)
+    config = run.config()
+    if not isinstance(config.model, EncoderConfig):
+        raise ValueError(f"{run_dir}: not a classifier (model.type {config.model.type})")
+    tokenizer, _ = run.tokenizers()
+    labels = run.labels()
+    model = build_classifier(config.model, tokenizer.vocab_size, len(labels))
+    run.load_model(model)
+    return Classifier(model.eval(), tokenizer, labels, config)

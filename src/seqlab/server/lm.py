@@ -1,0 +1,73 @@
+"""A language-model run: ``POST /api/generate``, continuations of a start with each token's probability."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI
+from pydantic import Field
+
+from seqlab.decoding import DecodeOptions
+from seqlab.language_model import Generation, LanguageModel
+from seqlab.rundir import RunDir
+from seqlab.server.app import Limits, RequestError, _check_decoding, _in_time
+
+
+class GenerateRequest(DecodeOptions):
+    """A start for a language model to continue, and the decoding options of ``DecodeOptions``."""
+
+    start: str = Field(description="the text to continue (empty: a sentence from its beginning)")
+
+
+def _add_lm_routes(app: FastAPI, worker: ThreadPoolExecutor, lm: LanguageModel, limits: Limits) -> None:
+    @app.post("/api/generate")
+    async def api_generate(request: GenerateRequest) -> dict[str, Any]:
+        options = _check(request, limits)
+        start = time.perf_counter()
+        loop = asyncio.get_running_loop()
+        try:
+            found = await _in_time(loop.run_in_executor(worker, lm.generate, [request.start], options), limits,
+                                   "ask for fewer or shorter continuations, or a smaller beam")
+        except ValueError as exc:
+            raise RequestError(422, str(exc)) from None
+        return {"start": request.start, "outputs": [_generation(g) for g in found[0]],
+                "seconds": round(time.perf_counter() - start, 4)}
+
+
+def _check(request: GenerateRequest, limits: Limits) -> DecodeOptions:
+    """The request's DecodeOptions, once the request is within ``limits``."""
+    if len(request.start) > limits.max_input_chars:
+        raise RequestError(413, f"start has {len(request.start)} characters; at most {limits.max_input_chars}")
+    return _check_decoding(request, limits)
+
+
+def _generation(g: Generation) -> dict[str, Any]:
+    """A continuation and its tokens, each with its probability given the start and the tokens before it."""
+    tokens = [*g.tokens, "<eos>"] if g.ended else g.tokens
+    return {"text": g.text, "continuation": g.continuation, "log_prob": g.log_prob, "ended": g.ended,
+            "tokens": [{"token": token, "probability": math.exp(log_prob)}
+                       for token, log_prob in zip(tokens, g.token_log_probs, strict=True)]}
+
+
+def _lm_info(run_dir: Path, lm: LanguageModel, limits: Limits) -> dict[str, Any]:
+    """What the page shows of a language model: its shape, its tokens and its valid metrics (no data paths)."""
+    from seqlab import __version__
+
+    return {
+        "seqlab": __version__,
+        "run": run_dir.name,
+        "kind": "lm",
+        "model": lm.config.model.model_dump(mode="json"),
+        "parameters": sum(p.numel() for p in lm.model.parameters()),  # a tied weight once
+        "tokens": {"level": lm.tokenizer.config.level, "vocab_size": lm.tokenizer.vocab_size,
+                   "lowercase": lm.tokenizer.config.lowercase},
+        "max_output_length": lm.config.eval.max_output_length,  # the default max_length
+        "metrics": RunDir(run_dir).model_info(),
+        "limits": asdict(limits),
+    }

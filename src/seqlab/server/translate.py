@@ -1,0 +1,94 @@
+"""A seq2seq run (translation, chatbot): ``POST /api/translate``, decoded in chunks on the worker thread."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI
+from pydantic import Field
+
+from seqlab.config import Config, CsvCorpus, ModelConfig, RNNConfig, TransformerConfig
+from seqlab.decoding import DecodeOptions
+from seqlab.rundir import RunDir
+from seqlab.server.app import Limits, _check_decoding, _check_inputs, _in_time
+from seqlab.translator import Translation, Translator
+
+
+class TranslateRequest(DecodeOptions):
+    """The inputs, whether to return attention, and the decoding options of ``DecodeOptions``."""
+
+    inputs: list[str] = Field(min_length=1, description="texts to translate (or, for a chatbot, to answer)")
+    attention: bool = Field(False, description="also return each output's cross-attention weights")
+
+
+def _add_translate_routes(app: FastAPI, worker: ThreadPoolExecutor, translator: Translator, limits: Limits) -> None:
+    @app.post("/api/translate")
+    async def api_translate(request: TranslateRequest) -> dict[str, Any]:
+        options = _check(request, limits)
+        start = time.perf_counter()
+        outputs = await _in_time(_decode(worker, translator, request, options, limits), limits,
+                                 "send fewer or shorter inputs, or a smaller beam")
+        return {"outputs": outputs, "seconds": round(time.perf_counter() - start, 4)}
+
+
+def _check(request: TranslateRequest, limits: Limits) -> DecodeOptions:
+    """The request's DecodeOptions, once the request is within ``limits``."""
+    _check_inputs(request.inputs, limits)
+    return _check_decoding(request, limits)
+
+
+async def _decode(
+    worker: ThreadPoolExecutor, translator: Translator, request: TranslateRequest, options: DecodeOptions,
+    limits: Limits,
+) -> list[dict[str, Any]]:
+    loop = asyncio.get_running_loop()
+    outputs: list[dict[str, Any]] = []
+    for start in range(0, len(request.inputs), limits.chunk):
+        chunk = request.inputs[start : start + limits.chunk]
+        results = await loop.run_in_executor(worker, translator.generate, chunk, options, request.attention)
+        outputs += [{"input": text, "hypotheses": [_hypothesis(t) for t in hypotheses]}
+                    for text, hypotheses in zip(chunk, results)]
+    return outputs
+
+
+def _hypothesis(t: Translation) -> dict[str, Any]:
+    out = {"text": t.text, "score": t.score, "log_prob": t.log_prob, "tokens": t.tokens,
+           "source_tokens": t.source_tokens}
+    if t.attention is not None:  # (output tokens + <eos>, layers, heads, source tokens) -> layers, heads, out, src
+        out["attention"] = [[[[round(w, 4) for w in row] for row in head] for head in layer]
+                            for layer in t.attention.permute(1, 2, 0, 3).tolist()]
+    return out
+
+
+def _info(run_dir: Path, translator: Translator, limits: Limits) -> dict[str, Any]:
+    from seqlab import __version__
+
+    config = translator.config
+    return {
+        "seqlab": __version__,
+        "run": run_dir.name,
+        "kind": "chat" if _is_chat(config) else "translate",
+        "config": config.model_dump(mode="json"),
+        "metrics": RunDir(run_dir).model_info(),
+        "attention": _attention_shape(config.model),
+        "limits": asdict(limits),
+    }
+
+
+def _is_chat(config: Config) -> bool:
+    """A chatbot is trained on one CSV of questions and answers (ChatbotData); translators on parallel text."""
+    corpus = config.data.corpus or config.data.train
+    return isinstance(corpus, CsvCorpus)
+
+
+def _attention_shape(model: ModelConfig) -> dict[str, int]:
+    """The layers and heads of cross-attention that ``attention: true`` returns (0 and 0: none)."""
+    if isinstance(model, TransformerConfig):
+        return {"layers": model.num_layers, "heads": model.num_heads}
+    has = isinstance(model, RNNConfig) and model.attention != "none"
+    return {"layers": int(has), "heads": int(has)}
