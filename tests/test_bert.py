@@ -241,7 +241,7 @@ def test_next_sentence_prediction_reads_pairs(tmp_path):
 
     tsv = tmp_path / "pairs.tsv"
     rng = np.random.default_rng(0)
-    rows = [f"{a} {rng.choice(PLACES)}\t{s} 운다" for a, s in SUBJECTS.items() for _ in range(40)]
+    rows = [f"{a} {rng.choice(PLACES)}\t{a} {s}" for a, s in SUBJECTS.items() for _ in range(40)]  # B names A's animal
     tsv.write_text("\n".join(rows) + "\n", encoding="utf-8")
     corpus = {"format": "tsv", "path": str(tsv)}
     config = parse_config({
@@ -249,12 +249,12 @@ def test_next_sentence_prediction_reads_pairs(tmp_path):
         "tokens": {"source": {"level": "word"}},
         "model": {"type": "bert", "d_model": 32, "num_layers": 2, "num_heads": 2, "d_ff": 64, "dropout": 0.0,
                   "attention_dropout": 0.0, "max_length": 16, "next_sentence": True},
-        "train": {"epochs": 60, "batch_sentences": 16, "schedule": "constant", "lr": 3e-3, "precision": "fp32"},
+        "train": {"epochs": 40, "batch_sentences": 16, "schedule": "constant", "lr": 3e-3, "precision": "fp32"},
     })
-    Trainer(config, tmp_path / "run", progress=False).fit()  # about 5 s
+    Trainer(config, tmp_path / "run", progress=False).fit()  # about 3 s
     log = RunDir(tmp_path / "run").log()
     # a constant answer scores 54.4 or 45.6 here; at most ~88, as a quarter of the random Bs are the animal's
-    assert log[0]["valid"]["nsp_accuracy"] < 56 and log[-1]["valid"]["nsp_accuracy"] > 60
+    assert log[0]["valid"]["nsp_accuracy"] < 56 and log[-1]["valid"]["nsp_accuracy"] > 75
     with pytest.raises(Exception, match="lines corpus holds sentences, not pairs"):
         parse_config(config.model_dump(mode="json") | {"data": {"train": {"format": "lines", "path": str(tsv)},
                                                                "valid": {"format": "lines", "path": str(tsv)}}})
