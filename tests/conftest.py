@@ -87,31 +87,54 @@ def korean_chatbot(tmp_path_factory) -> Path:
 
 
 CLASS_TOPICS = {"0": ["밥", "날씨", "주말", "운동", "커피"], "1": ["이별", "헤어짐", "눈물"], "2": ["사랑", "설렘", "고백"]}
+FILLERS = ["오늘", "정말", "너무", "그냥", "요즘", "또", "계속"]
+ENDINGS = ["생각나", "좋다", "힘들어", "어때?", "궁금해"]
 
 
-@pytest.fixture(scope="session")
-def tiny_classifier(tmp_path_factory) -> Path:
-    """The run directory of a tiny encoder classifier (2 layers, 2 heads, word tokens, pooling cls) of ChatbotData's
-    shape: a question whose topic word (CLASS_TOPICS) decides its label "0", "1" or "2", among filler words; a few
-    seconds of training, shared by the serve tests (tests/test_classifier.py trains its own)."""
+def labelled_csv(path: Path, n: int, seed: int) -> Path:
+    """``n`` rows of ChatbotData's shape (Q, A, label): a question whose topic word (CLASS_TOPICS) decides its label
+    "0", "1" or "2", before or after a filler word, then an ending."""
     import csv
 
     import numpy as np
 
+    rng = np.random.default_rng(seed)
+    with path.open("w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["Q", "A", "label"])
+        for _ in range(n):
+            label = str(rng.integers(0, 3))
+            words = [str(rng.choice(FILLERS)), str(rng.choice(CLASS_TOPICS[label]))]
+            rng.shuffle(words)
+            writer.writerow([" ".join([*words, str(rng.choice(ENDINGS))]), "-", label])
+    return path
+
+
+def resumes_exactly(config: Any, tmp_path: Path, killed_at: Callable, step: int) -> None:
+    """Train ``config`` straight, and killed at ``step`` then resumed: both logs have the same train and valid
+    losses, epoch by epoch."""
+    from seqlab.rundir import RunDir
+    from seqlab.train.trainer import Trainer
+
+    Trainer(config, tmp_path / "straight", progress=False).fit()
+    with killed_at(step):
+        Trainer(config, tmp_path / "killed", progress=False).fit()
+    Trainer(config, tmp_path / "killed", resume=True, progress=False).fit()
+    straight, resumed = RunDir(tmp_path / "straight").log(), RunDir(tmp_path / "killed").log()
+    assert [r["train_loss"] for r in resumed] == [r["train_loss"] for r in straight]
+    assert [r["valid"]["loss"] for r in resumed] == [r["valid"]["loss"] for r in straight]
+
+
+@pytest.fixture(scope="session")
+def tiny_classifier(tmp_path_factory) -> Path:
+    """The run directory of a tiny encoder classifier (2 layers, 2 heads, word tokens, pooling cls) trained on
+    ``labelled_csv`` questions; a few seconds of training, shared by the serve tests."""
     from seqlab.config import parse_config
     from seqlab.train.trainer import Trainer
 
     tmp = tmp_path_factory.mktemp("tiny-classifier")
-    rng = np.random.default_rng(0)
-    for name, n in [("train", 400), ("valid", 60)]:
-        with (tmp / f"{name}.csv").open("w", encoding="utf-8", newline="") as f:
-            writer = csv.writer(f)
-            writer.writerow(["Q", "A", "label"])
-            for _ in range(n):
-                label = str(rng.integers(0, 3))
-                words = [str(rng.choice(["오늘", "정말", "너무", "요즘"])), str(rng.choice(CLASS_TOPICS[label]))]
-                rng.shuffle(words)  # the topic word first or second
-                writer.writerow([" ".join([*words, str(rng.choice(["생각나", "좋다", "힘들어", "어때?"]))]), "-", label])
+    labelled_csv(tmp / "train.csv", 400, 0)
+    labelled_csv(tmp / "valid.csv", 60, 1)
     corpus = {"format": "csv", "source_column": "Q", "target_column": "label"}
     config = parse_config({
         "data": {"train": corpus | {"path": str(tmp / "train.csv")}, "valid": corpus | {"path": str(tmp / "valid.csv")},

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import resumes_exactly
 
 from seqlab.data.masking import IGNORE, mask_tokens, pair, single
 from seqlab.specials import EOS, MASK, PAD, SOS
@@ -212,7 +213,7 @@ def test_a_classifier_starts_from_the_pretrained_encoder(tmp_path, pretrained):
     with (tmp_path / "labels.csv").open("w", encoding="utf-8", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["text", "label"])
-        for i, (animal, sound) in enumerate(SUBJECTS.items()):
+        for animal, sound in SUBJECTS.items():
             for place in PLACES:
                 writer.writerow([f"{animal} {place} {sound} 운다", "bird" if animal == "오리" else "mammal"])
     labelled = {"format": "csv", "path": str(tmp_path / "labels.csv"), "source_column": "text", "target_column": "label"}
@@ -262,14 +263,6 @@ def test_next_sentence_prediction_reads_pairs(tmp_path):
 
 def test_a_killed_pretraining_resumes_to_the_same_log(tmp_path, killed_at):
     from seqlab.config import load_config
-    from seqlab.rundir import RunDir
-    from seqlab.train.trainer import Trainer
 
     config = load_config(_bert_config(tmp_path, dropout=0.1), ["train.epochs=2", "train.save_every=10"])
-    Trainer(config, tmp_path / "straight", progress=False).fit()
-    with killed_at(25):  # inside epoch 2 (15 batches an epoch), after the checkpoint at step 20
-        Trainer(config, tmp_path / "killed", progress=False).fit()
-    Trainer(config, tmp_path / "killed", resume=True, progress=False).fit()
-    straight, resumed = RunDir(tmp_path / "straight").log(), RunDir(tmp_path / "killed").log()
-    assert [r["train_loss"] for r in resumed] == [r["train_loss"] for r in straight]
-    assert [r["valid"]["loss"] for r in resumed] == [r["valid"]["loss"] for r in straight]
+    resumes_exactly(config, tmp_path, killed_at, 25)  # inside epoch 2 (15 batches an epoch), after step 20's checkpoint

@@ -2,13 +2,13 @@
 example, the scores against scikit-learn, the model's pooling, and a classifier trained, resumed, evaluated and
 used through the CLI."""
 
-import csv
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from conftest import labelled_csv, resumes_exactly
 
 from seqlab.metrics import classification_scores, confusion_matrix, f1
 
@@ -105,24 +105,6 @@ def test_the_attention_weights_come_from_the_same_pass():
 
 # --- end to end ---------------------------------------------------------------------------------------------------
 
-TOPICS = {"0": ["밥", "날씨", "주말", "운동", "커피"], "1": ["이별", "헤어짐", "눈물"], "2": ["사랑", "설렘", "고백"]}
-FILLERS = ["오늘", "정말", "너무", "그냥", "요즘", "또", "계속"]
-ENDINGS = ["생각나", "좋다", "힘들어", "어때?", "궁금해"]
-
-
-def _labelled_csv(path: Path, n: int, seed: int) -> None:
-    """ChatbotData's shape (Q, A, label): a question whose topic word decides its label, among filler words."""
-    rng = np.random.default_rng(seed)
-    with path.open("w", encoding="utf-8", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["Q", "A", "label"])
-        for _ in range(n):
-            label = str(rng.integers(0, 3))
-            words = [str(rng.choice(FILLERS)), str(rng.choice(TOPICS[label])), str(rng.choice(ENDINGS))]
-            rng.shuffle(words[:2])
-            writer.writerow([" ".join(words), "-", label])
-
-
 def _config(tmp_path: Path, **train):
     """A small encoder over ``tmp_path``'s train.csv and valid.csv (``_labelled_data``); valid is also the test."""
     from seqlab.config import parse_config
@@ -141,8 +123,8 @@ def _config(tmp_path: Path, **train):
 
 
 def _labelled_data(tmp_path: Path) -> Path:
-    _labelled_csv(tmp_path / "train.csv", 400, 0)
-    _labelled_csv(tmp_path / "valid.csv", 60, 1)
+    labelled_csv(tmp_path / "train.csv", 400, 0)
+    labelled_csv(tmp_path / "valid.csv", 60, 1)
     return tmp_path
 
 
@@ -185,18 +167,9 @@ def test_a_classifier_trains_classifies_and_is_scored_through_the_cli(tmp_path):
 
 
 def test_a_killed_classifier_run_resumes_to_the_same_log(tmp_path, killed_at):
-    from seqlab.rundir import RunDir
-    from seqlab.train.trainer import Trainer
-
     config = _config(_labelled_data(tmp_path), epochs=2, save_every=7, schedule="cosine")
     config = config.model_copy(update={"model": config.model.model_copy(update={"dropout": 0.1})})
-    Trainer(config, tmp_path / "straight", progress=False).fit()
-    with killed_at(30):  # inside epoch 2 (25 batches an epoch), after the checkpoint at step 28
-        Trainer(config, tmp_path / "killed", progress=False).fit()
-    Trainer(config, tmp_path / "killed", resume=True, progress=False).fit()
-    straight, resumed = RunDir(tmp_path / "straight").log(), RunDir(tmp_path / "killed").log()
-    assert [r["train_loss"] for r in resumed] == [r["train_loss"] for r in straight]
-    assert [r["valid"]["loss"] for r in resumed] == [r["valid"]["loss"] for r in straight]
+    resumes_exactly(config, tmp_path, killed_at, 30)  # inside epoch 2 (25 batches an epoch), after step 28's checkpoint
 
 
 def test_classifier_config_and_data_errors_name_the_key(tmp_path):

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from conftest import counting_corpus
+from conftest import counting_corpus, resumes_exactly
 
 from seqlab.config import ConfigError
 from seqlab.data.stream import tbptt_batches
@@ -153,17 +153,8 @@ def test_an_lm_trains_and_its_perplexity_is_that_of_the_whole_stream(tmp_path):
 
 
 def test_an_lm_resumed_mid_epoch_carries_its_state_exactly(tmp_path, killed_at):
-    from seqlab.rundir import RunDir
-    from seqlab.train.trainer import Trainer
-
     config = _lm_config(tmp_path, epochs=2, save_every=5)
-    Trainer(config, tmp_path / "straight", progress=False).fit()
-    with killed_at(8):  # inside epoch 1, after the checkpoint at step 5, whose state is carried
-        Trainer(config, tmp_path / "killed", progress=False).fit()
-    Trainer(config, tmp_path / "killed", resume=True, progress=False).fit()
-    straight, resumed = RunDir(tmp_path / "straight").log(), RunDir(tmp_path / "killed").log()
-    assert [r["train_loss"] for r in resumed] == [r["train_loss"] for r in straight]
-    assert [r["valid"]["loss"] for r in resumed] == [r["valid"]["loss"] for r in straight]
+    resumes_exactly(config, tmp_path, killed_at, 8)  # inside epoch 1, after step 5's checkpoint, whose state is carried
 
 
 def test_eval_and_config_errors_of_language_models(tmp_path):

@@ -82,19 +82,32 @@ class Classifier:
 
     @torch.no_grad()
     def classify(self, texts: Sequence[str], need_weights: bool = False) -> list[Prediction]:
-        """Every text's label and class probabilities; with ``need_weights``, the self-attention of every layer."""
+        """Every text's label and class probabilities; with ``need_weights``, the self-attention of every layer
+        (then one text at a time, so that the maps hold no padding)."""
         ids = self.encode(texts)
-        probabilities = self.probabilities_ids(ids)
-        weights: list[torch.Tensor | None] = [None] * len(ids)
-        if need_weights:  # one text at a time: no padding in the maps
-            self.model.eval()
-            for i, row in enumerate(ids):
-                with self.autocast():
-                    _, layers = self.model.classify(torch.tensor([row]), need_weights=True)
-                weights[i] = torch.stack([w[0].float() for w in layers])  # (layers, heads, len, len)
+        if need_weights:
+            probabilities, weights = self._with_weights(ids)
+        else:
+            probabilities, weights = self.probabilities_ids(ids), [None] * len(ids)
         return [Prediction(self.labels[int(p.argmax())], dict(zip(self.labels, map(float, p))),
                            self.tokenizer.tokens_from_ids(row), w)
                 for row, p, w in zip(ids, probabilities, weights)]
+
+    def _with_weights(self, ids: Sequence[Sequence[int]]) -> tuple[np.ndarray, list[torch.Tensor | None]]:
+        """(inputs, classes) softmax and each input's attention (layers, heads, len, len), one input at a time."""
+        probabilities = np.zeros((len(ids), len(self.labels)), dtype=np.float64)
+        weights: list[torch.Tensor | None] = []
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            for i, row in enumerate(ids):
+                with self.autocast():
+                    logits, layers = self.model.classify(torch.tensor([row]), need_weights=True)  # (1, classes)
+                probabilities[i] = torch.softmax(logits[0].float(), -1).numpy()
+                weights.append(torch.stack([w[0].float() for w in layers]))
+        finally:
+            self.model.train(was_training)
+        return probabilities, weights
 
 
 def class_labels(labels: Sequence[str]) -> list[str]:

@@ -72,9 +72,6 @@ class Affine(Layer):
 class Sigmoid(Layer):
     """y = σ(x), dy/dx = y (1 − y) (S5)."""
 
-    def __init__(self) -> None:
-        super().__init__()
-
     def forward(self, x: np.ndarray) -> np.ndarray:
         self.out = sigmoid(x)
         return self.out
@@ -85,9 +82,6 @@ class Sigmoid(Layer):
 
 class Softmax(Layer):
     """y = softmax(x) over the last axis (S9); dx = y ⊙ (dy − Σ_k dy_k y_k)."""
-
-    def __init__(self) -> None:
-        super().__init__()
 
     def forward(self, x: np.ndarray) -> np.ndarray:
         self.out = softmax(x)
@@ -101,9 +95,6 @@ class Softmax(Layer):
 class SoftmaxWithLoss(Layer):
     """Softmax followed by the cross-entropy error (S11): the loss of scores ``x`` (N, K) for the correct
     classes ``t`` (N,) or one-hot (N, K); backward = (y − t) / N."""
-
-    def __init__(self) -> None:
-        super().__init__()
 
     def forward(self, x: np.ndarray, t: np.ndarray) -> float:
         self.y = softmax(x)
