@@ -110,6 +110,53 @@ def labelled_csv(path: Path, n: int, seed: int) -> Path:
     return path
 
 
+PLACES = [f"{a}{b}land" for a in ("bor", "kel", "mir", "tas", "vun") for b in ("a", "o", "e", "i")]
+CITIES = [f"{a}{b}ton" for a in ("har", "lin", "pel", "rud", "sov") for b in ("a", "u", "e", "y")]
+PEOPLE = [f"{a}{b}" for a in ("Ana", "Bo", "Cy", "Dag", "Eli") for b in ("ra", "n", "mo", "sk")]
+FOODS = ["apples", "bread", "cheese", "dates", "eggs", "figs", "grapes", "honey"]
+
+
+def squad_json(path: Path, n: int, seed: int) -> Path:
+    """``n`` SQuAD v1.1 questions, one per context of three facts in random order (a country's capital, a
+    person's year of birth, what another person likes), so that only the question says which fact is asked
+    for; the facts are joined by two spaces, which the tokenizer collapses and the answers' offsets keep."""
+    import json
+    import random
+
+    rng = random.Random(seed)
+    data = []
+    for k in range(n):
+        place, (born, likes) = rng.choice(PLACES), rng.sample(PEOPLE, 2)
+        city, year, food = rng.choice(CITIES), str(rng.randint(1900, 2020)), rng.choice(FOODS)
+        facts = [(f"The capital of {place} is {city}.", f"What is the capital of {place}?", city),
+                 (f"{born} was born in {year}.", f"When was {born} born?", year),
+                 (f"{likes} likes {food}.", f"What does {likes} like?", food)]
+        rng.shuffle(facts)
+        context = "  ".join(fact for fact, _, _ in facts)
+        fact, question, answer = rng.choice(facts)
+        start = context.index(fact) + fact.rindex(answer)
+        data.append({"title": f"t{k}", "paragraphs": [{"context": context, "qas": [
+            {"id": f"q{k}", "question": question, "answers": [{"text": answer, "answer_start": start}]}]}]})
+    path.write_text(json.dumps({"version": "1.1", "data": data}), encoding="utf-8")
+    return path
+
+
+def squad_config(directory: Path, train: int = 600, valid: int = 60, **train_keys: Any) -> dict[str, Any]:
+    """A tiny span extractor's config (2 layers of 32, word tokens) on ``squad_json`` files written to
+    ``directory``; ``train_keys`` override the train section."""
+    squad_json(directory / "train.json", train, 0)
+    squad_json(directory / "valid.json", valid, 1)
+    return {
+        "data": {"train": {"format": "squad", "path": str(directory / "train.json")},
+                 "valid": {"format": "squad", "path": str(directory / "valid.json")}, "max_source_length": 48},
+        "tokens": {"source": {"level": "word"}},
+        "model": {"type": "span", "d_model": 32, "num_layers": 2, "num_heads": 2, "d_ff": 64, "dropout": 0.0,
+                  "max_length": 48},
+        "train": {"epochs": 4, "batch_sentences": 16, "schedule": "constant", "lr": 3e-3, "precision": "fp32"}
+        | train_keys,
+    }
+
+
 def resumes_exactly(config: Any, tmp_path: Path, killed_at: Callable, step: int) -> None:
     """Train ``config`` straight, and killed at ``step`` then resumed: both logs have the same train and valid
     losses, epoch by epoch."""
@@ -148,6 +195,19 @@ def tiny_classifier(tmp_path_factory) -> Path:
     best = Trainer(config, run, progress=False).fit()
     assert best["valid"]["macro_f1"] == 100.0
     return run
+
+@pytest.fixture(scope="session")
+def tiny_reader(tmp_path_factory) -> Path:
+    """The run directory of a tiny span extractor trained on ``squad_json`` questions (``squad_config``); a few
+    seconds of training, shared by the span and serve tests."""
+    from seqlab.config import parse_config
+    from seqlab.train.trainer import Trainer
+
+    tmp = tmp_path_factory.mktemp("tiny-reader")
+    best = Trainer(parse_config(squad_config(tmp)), tmp / "run", progress=False).fit()
+    assert best["valid"]["exact_match"] >= 90
+    return tmp / "run"
+
 
 @pytest.fixture
 def killed_at(monkeypatch: pytest.MonkeyPatch) -> Callable[[int], contextlib.AbstractContextManager[None]]:

@@ -235,6 +235,28 @@ def test_a_classifier_starts_from_the_pretrained_encoder(tmp_path, pretrained):
         Trainer(parse_config(raw), tmp_path / "other", progress=False)
 
 
+def test_a_span_extractor_starts_from_the_pretrained_encoder(tmp_path, pretrained):
+    from conftest import squad_json
+
+    from seqlab.config import parse_config
+    from seqlab.model.bert import Bert
+    from seqlab.rundir import RunDir
+    from seqlab.train.trainer import Trainer
+
+    squad = {"format": "squad", "path": str(squad_json(tmp_path / "q.json", 8, 0))}
+    shape = {"d_model": 32, "num_layers": 2, "num_heads": 2, "d_ff": 64, "max_length": 16, "norm": "post",
+             "positions": "learned", "segments": 2, "activation": "gelu"}
+    raw = {"data": {"train": squad, "valid": squad, "max_source_length": 16},
+           "model": {"type": "span", "init_from": str(pretrained), **shape},
+           "train": {"epochs": 1, "batch_sentences": 4, "schedule": "constant", "lr": 1e-9, "precision": "fp32"}}
+    family = Trainer(parse_config(raw), tmp_path / "fine", progress=False).family
+    bert = Bert(RunDir(pretrained).config().model, family.model.encoder.embed.embedding.num_embeddings)
+    RunDir(pretrained).load_model(bert)
+    for name, tensor in bert.encoder.state_dict().items():
+        torch.testing.assert_close(family.model.encoder.state_dict()[name], tensor, rtol=0, atol=0)
+    assert RunDir(tmp_path / "fine").tokenizers()[0].to_json() == RunDir(pretrained).tokenizers()[0].to_json()
+
+
 def test_next_sentence_prediction_reads_pairs(tmp_path):
     from seqlab.config import parse_config
     from seqlab.rundir import RunDir

@@ -211,7 +211,7 @@ def test_translate_names_the_line_of_undecodable_input(tmp_path):
 
 
 def test_early_stopping_ends_training_after_patience_epochs(tmp_path, monkeypatch):
-    import seqlab.train.family as family_module
+    import seqlab.train.family.seq2seq as family_module
 
     scores = iter([50.0, 60.0, 55.0, 58.0, 90.0, 95.0])  # best at epoch 2, then two worse epochs
     monkeypatch.setattr(family_module, "evaluate", lambda *a, **k: {"loss": 1.0, "perplexity": 2.7,

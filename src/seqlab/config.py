@@ -74,6 +74,14 @@ Corpus = Annotated[
 ]
 
 
+class SquadCorpus(_Strict):
+    """Questions about contexts with their answers' spans, in SQuAD's JSON (v1.1; data/squad.py): the data of
+    ``model.type: span``."""
+
+    format: Literal["squad"] = "squad"
+    path: str
+
+
 class LinesCorpus(_Strict):
     """One sentence per line (plain or .gz), a monolingual corpus; blank lines are skipped."""
 
@@ -82,7 +90,7 @@ class LinesCorpus(_Strict):
 
 
 TextCorpus = Annotated[
-    TaskCorpus | BookCorpus | TsvCorpus | AlignedCorpus | CsvCorpus | LinesCorpus,
+    TaskCorpus | BookCorpus | TsvCorpus | AlignedCorpus | CsvCorpus | LinesCorpus | SquadCorpus,
     Field(discriminator="format"),
 ]
 
@@ -321,6 +329,19 @@ class EncoderConfig(EncoderShape):
                           "keys must be the same)")
 
 
+class SpanConfig(EncoderShape):
+    """Span extraction (seed 002 §10.1's question answering, S102–S103; model/span.py): ``<sos> question <eos>
+    context <eos>`` through the encoder, then one Linear(d_model, 2) scoring every context token as the answer's
+    start and as its end. Reads SQuAD files (``format: squad``)."""
+
+    type: Literal["span"] = "span"
+    max_answer_tokens: int = Field(30, gt=0, description="the longest answer the reader proposes, in tokens "
+                                                          "(SQuAD's reference code: 30)")
+    init_from: str | None = Field(
+        None, description="a `seqlab pretrain` run directory: start from its encoder and its tokenizer (the shape "
+                          "keys must be the same)")
+
+
 class BertConfig(EncoderShape):
     """BERT's pretraining (seed 002 §10.1, S96–S100; model/bert.py): the encoder under a masked-language-model
     head, and optionally next-sentence prediction. Trained by ``seqlab pretrain``; a classifier starts from it
@@ -356,7 +377,7 @@ def _model_type(value: Any) -> str:
 ModelConfig = Annotated[
     Annotated[TransformerConfig, Tag("transformer")] | Annotated[RNNConfig, Tag("rnn")] | Annotated[LMConfig, Tag("lm")]
     | Annotated[TransformerLMConfig, Tag("transformer_lm")] | Annotated[EncoderConfig, Tag("encoder")]
-    | Annotated[BertConfig, Tag("bert")],
+    | Annotated[BertConfig, Tag("bert")] | Annotated[SpanConfig, Tag("span")],
     Discriminator(_model_type),
 ]
 
@@ -394,9 +415,9 @@ class TrainConfig(_Strict):
     precision: Literal["auto", "bf16", "fp32"] = Field(
         "auto", description="auto/bf16: bf16 autocast (fp32 master weights) where the CPU has native bf16, else fp32"
     )
-    best_metric: Literal["exact_match", "bleu", "loss", "accuracy", "macro_f1"] | None = Field(
+    best_metric: Literal["exact_match", "bleu", "loss", "accuracy", "macro_f1", "f1"] | None = Field(
         None, description="valid score that picks the best model; default: bleu, loss for language models, "
-                          "macro_f1 for classifiers")
+                          "macro_f1 for classifiers, f1 for span extraction")
     early_stopping: int = Field(0, ge=0, description="stop after this many epochs without a better valid score; 0 = off")
     save_every: int = Field(0, ge=0, description="also checkpoint every N steps inside an epoch; 0 = epoch ends only")
     threads: int | None = Field(None, gt=0, description="torch threads; default: all cores")
@@ -471,7 +492,7 @@ class Config(_Strict):
             return self.train.best_metric
         if self.is_language_model or self.is_masked_lm:
             return "loss"
-        return "macro_f1" if self.is_classifier else "bleu"
+        return "macro_f1" if self.is_classifier else "f1" if self.is_span else "bleu"
 
     @property
     def is_language_model(self) -> bool:
@@ -485,6 +506,11 @@ class Config(_Strict):
     @property
     def is_classifier(self) -> bool:
         return isinstance(self.model, EncoderConfig)
+
+    @property
+    def is_span(self) -> bool:
+        """Span extraction (``model.type: span``)."""
+        return isinstance(self.model, SpanConfig)
 
     @model_validator(mode="after")
     def _engine(self) -> Config:
@@ -524,7 +550,15 @@ class Config(_Strict):
         if lines and not (isinstance(self.model, BertConfig) and not self.model.next_sentence):
             raise ValueError(f"data.{lines[0]}: a lines corpus holds sentences, not pairs; only language models "
                              "(model.type lm, transformer_lm, bert without next_sentence) read it")
-        scores = ("accuracy", "macro_f1", "loss") if self.is_classifier else ("exact_match", "bleu", "loss")
+        corpora = {name: getattr(self.data, name) for name in ("corpus", "train", "valid", "test")}
+        for name, corpus in corpora.items():
+            if corpus is not None and isinstance(corpus, SquadCorpus) != self.is_span:
+                raise ValueError(f"data.{name}: model.type span reads SQuAD files (format squad), and only it does")
+        if self.is_span and self.tokens.source.morphemes:
+            raise ValueError("tokens.source.morphemes: span extraction maps tokens back to the context's characters, "
+                             "which morpheme marks would move")
+        scores = (("accuracy", "macro_f1", "loss") if self.is_classifier else ("exact_match", "f1", "loss")
+                  if self.is_span else ("exact_match", "bleu", "loss"))
         if self.train.best_metric not in (None, *scores):
             raise ValueError(f"train.best_metric: model.type {self.model.type} is picked by {', '.join(scores)}, "
                              f"not {self.train.best_metric}")
@@ -569,9 +603,9 @@ def apply_override(raw: dict[str, Any], assignment: str) -> None:
 
 def _all_keys() -> set[str]:
     models: list[type[BaseModel]] = [
-        TaskCorpus, BookCorpus, TsvCorpus, AlignedCorpus, CsvCorpus, LinesCorpus, SplitConfig, DataConfig,
-        TokenizerConfig, TokensConfig, TransformerConfig, RNNConfig, LMConfig, TransformerLMConfig, EncoderConfig,
-        BertConfig, TrainConfig,
+        TaskCorpus, BookCorpus, TsvCorpus, AlignedCorpus, CsvCorpus, LinesCorpus, SquadCorpus, SplitConfig,
+        DataConfig, TokenizerConfig, TokensConfig, TransformerConfig, RNNConfig, LMConfig, TransformerLMConfig,
+        EncoderConfig, BertConfig, SpanConfig, TrainConfig,
         EvalConfig, Config,
         VectorsTrainConfig, WordsConfig, VectorsDataConfig, VectorsConfig]
     return {name for m in models for name in m.model_fields}

@@ -1,6 +1,7 @@
 """Scores of a model on a split. A seq2seq model: teacher-forced loss and perplexity, then decoded outputs
 (greedy unless asked otherwise) scored by exact match and BLEU against the references. A classifier: loss,
-accuracy, precision, recall, F1 and the confusion matrix of its most probable labels."""
+accuracy, precision, recall, F1 and the confusion matrix of its most probable labels. A span extractor: loss,
+SQuAD's exact match and F1 of its best spans."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ import torch
 from seqlab.classifier import Classifier
 from seqlab.data import Pair
 from seqlab.data.batching import collate, length_batches
+from seqlab.data.squad import Question
 from seqlab.decoding import DecodeOptions
 from seqlab.loss import token_nll_sum
-from seqlab.metrics import classification_scores, corpus_bleu, exact_match
+from seqlab.metrics import classification_scores, corpus_bleu, exact_match, span_scores
+from seqlab.reader import Encoded, Reader, answer_spans
 from seqlab.translator import Translator
 
 
@@ -121,3 +124,29 @@ def evaluate_classifier(classifier: Classifier, split: LabelledSplit) -> dict:
     loss = float(-np.log(np.maximum(picked, 1e-12)).mean()) if len(picked) else 0.0
     scores = classification_scores(split.labels.tolist(), probabilities.argmax(1).tolist(), classifier.labels)
     return {"loss": loss, **scores, "sentences": len(split.labels)}
+
+
+@dataclass
+class QuestionSplit:
+    """A span-extraction split: its questions, their encoded inputs and the first answer's token span (-1 where
+    the context was cut before it), encoded once."""
+
+    questions: list[Question]
+    rows: list[Encoded]
+    spans: np.ndarray  # (questions, 2)
+
+    @classmethod
+    def build(cls, reader: Reader, questions: list[Question], name: str) -> QuestionSplit:
+        rows = reader.encode([q.question for q in questions], [q.context for q in questions], name)
+        return cls(questions, rows, answer_spans(rows, questions))
+
+
+def evaluate_reader(reader: Reader, split: QuestionSplit) -> dict:
+    """{'loss' (mean of the start and end cross-entropies, nats, over the questions whose answer is in the
+    context as read), 'exact_match', 'f1' (SQuAD's, percent, over all questions), 'questions'}."""
+    probabilities = reader.log_probabilities(split.rows)
+    kept = [(start[s], end[e]) for (start, end), (s, e) in zip(probabilities, split.spans) if s >= 0]
+    loss = -float(np.mean([(a + b) / 2 for a, b in kept])) if kept else 0.0
+    answers = reader.pick(split.rows, [q.context for q in split.questions], probabilities)
+    scores = span_scores([a.text for a in answers], [[text for text, _ in q.answers] for q in split.questions])
+    return {"loss": loss, **scores, "questions": len(split.questions)}

@@ -1,8 +1,12 @@
 """Scores: of decoded text against references, exact match and corpus BLEU (sacrebleu); of class predictions,
-accuracy, precision, recall, F1 and the confusion matrix (seed 002 §10.2)."""
+accuracy, precision, recall, F1 and the confusion matrix (seed 002 §10.2); of extracted answers, SQuAD's exact
+match and token F1 (S102)."""
 
 from __future__ import annotations
 
+import re
+import string
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -87,3 +91,41 @@ def classification_scores(true: Sequence[int], predicted: Sequence[int], labels:
         "labels": list(labels),
         "confusion": matrix.tolist(),
     }
+
+
+# --- extracted answers (SQuAD v1.1's evaluation script, S102) -------------------------------------------------
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCTUATION = set(string.punctuation)
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD's answer normalisation: lowercase, ASCII punctuation removed, the articles a/an/the removed, runs of
+    whitespace made one space."""
+    text = "".join(c for c in text.lower() if c not in _PUNCTUATION)
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+def answer_f1(prediction: str, truth: str) -> float:
+    """SQuAD's token F1: precision and recall of the normalised answers' words (shared words counted with
+    their multiplicity); two empty answers agree."""
+    predicted, true = normalize_answer(prediction).split(), normalize_answer(truth).split()
+    if not predicted or not true:
+        return float(predicted == true)
+    same = sum((Counter(predicted) & Counter(true)).values())
+    if same == 0:
+        return 0.0
+    precision, recall = same / len(predicted), same / len(true)
+    return 2 * precision * recall / (precision + recall)
+
+
+def span_scores(predictions: Sequence[str], answers: Sequence[Sequence[str]]) -> dict[str, float]:
+    """{'exact_match', 'f1'} in percent: for each question the best over its reference answers of exact match
+    (after ``normalize_answer``) and of ``answer_f1``, averaged over the questions (SQuAD v1.1's script)."""
+    if len(predictions) != len(answers):
+        raise ValueError(f"{len(predictions)} predictions for {len(answers)} questions")
+    if not answers:
+        return {"exact_match": 0.0, "f1": 0.0}
+    exact = [max(normalize_answer(p) == normalize_answer(a) for a in refs) for p, refs in zip(predictions, answers)]
+    f1s = [max(answer_f1(p, a) for a in refs) for p, refs in zip(predictions, answers)]
+    return {"exact_match": 100.0 * sum(exact) / len(exact), "f1": 100.0 * sum(f1s) / len(f1s)}

@@ -200,13 +200,13 @@ def gradnorm_figure(steps: int = 20, seed: int = 3) -> Figure:
 
 # The valid scores a run's log may hold, and their titles; runs of one kind share theirs.
 SCORES = {"exact_match": "valid exact match (%)", "bleu": "valid BLEU", "accuracy": "valid accuracy (%)",
-          "macro_f1": "valid macro-F1 (%)", "mlm_accuracy": "valid masked tokens right (%)"}
+          "macro_f1": "valid macro-F1 (%)", "mlm_accuracy": "valid masked tokens right (%)", "f1": "valid F1 (%)"}
 
 
 def curves_figure(runs: Mapping[str, Sequence[Mapping]]) -> Figure:
     """Loss (train solid, valid dashed), then each valid score the runs share per epoch (a translator's exact
-    match and BLEU, a classifier's accuracy and macro-F1, BERT's masked tokens right; a language model's
-    perplexity), one line per run; ``runs`` maps a label to the run's ``log.jsonl`` records."""
+    match and BLEU, a classifier's accuracy and macro-F1, BERT's masked tokens right, a span extractor's exact
+    match and F1; a language model's perplexity), one line per run; ``runs`` maps a label to the run's ``log.jsonl`` records."""
     font = text_font()
     scores = [key for key in SCORES if all(key in records[0]["valid"] for records in runs.values())] or ["perplexity"]
     figure = Figure(figsize=(4.3 * (1 + len(scores)), 4), layout="constrained")

@@ -97,6 +97,7 @@ Serialisation is JSON only (no pickle): ``to_json`` holds the ``TokenizerConfig`
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -108,7 +109,7 @@ from seqlab.config import TokenizerConfig, TokensConfig
 from seqlab.morphemes import MARK, mark_boundaries
 from seqlab.specials import MASK, MASK_TOKEN, SPECIALS, UNK
 
-__all__ = ["Tokenizer", "learn_tokenizers", "normalize"]
+__all__ = ["Tokenizer", "learn_tokenizers", "normalize", "normalize_with_offsets"]
 
 _SPACE = "▁"  # U+2581, SentencePiece's meta-space
 _FORMAT = "seqlab.tokenizer"
@@ -122,6 +123,44 @@ def normalize(text: str, lowercase: bool = False) -> str:
     if lowercase:
         text = unicodedata.normalize("NFC", text.lower())
     return " ".join(text.split())
+
+
+Span = tuple[int, int]  # [start, end) character positions
+
+
+def normalize_with_offsets(text: str, lowercase: bool = False) -> tuple[str, list[Span]]:
+    """``normalize(text)`` and, for each of its characters, the span of ``text`` it came from: a run of whitespace
+    becomes one space whose span is empty (at the next word), a character NFC composed from several takes all of
+    theirs, and characters that one character became (lowercase ``"İ"``) share its span."""
+    parts: list[str] = []
+    spans: list[Span] = []
+    for word in re.finditer(r"\S+", text):  # what str.split() splits on is what \s matches
+        if parts:
+            parts.append(" ")
+            spans.append((word.start(), word.start()))
+        piece = normalize(word.group(), lowercase)
+        parts.append(piece)
+        spans += [(word.start() + a, word.start() + b) for a, b in _char_spans(word.group(), piece, lowercase)]
+    return "".join(parts), spans
+
+
+def _char_spans(word: str, piece: str, lowercase: bool) -> list[Span]:
+    """For each character of ``piece`` (``word`` normalised, no whitespace), its span in ``word``: character k
+    for k when normalising changed at most the case of each character; else the shortest prefix of ``word``
+    whose normal form reaches it."""
+    cased = word.lower() if lowercase else word
+    if piece == cased and len(cased) == len(word):
+        return [(k, k + 1) for k in range(len(word))]
+    spans: list[Span] = []
+    start = end = 0
+    for j in range(len(piece)):
+        before = end
+        while end < len(word) and normalize(word[:end], lowercase)[: j + 1] != piece[: j + 1]:
+            end += 1
+        if end > before:  # a new character of word; else the one before became several
+            start = before
+        spans.append((start, end))
+    return spans
 
 
 def _words(morphemes: bool, punctuation: bool = True) -> pre_tokenizers.PreTokenizer:
@@ -281,6 +320,27 @@ class Tokenizer:
         if isinstance(texts, str):
             raise TypeError("encode takes a batch of texts, e.g. encode([text]), not one string")
         return [enc.ids for enc in self._encode_batch(_prepare(texts, self._cfg), add_special_tokens=False)]
+
+    def encode_offsets(self, texts: Sequence[str]) -> list[tuple[list[int], list[Span]]]:
+        """Token ids of each text, and each token's span of the text as given (before normalisation): ``text[s:e]``
+        is the token's text, without the space its ``"▁"`` stands for (seed 002 §10.1's offset mapping, S103).
+        Not for ``morphemes`` tokenizers, whose cuts are marks put into the text."""
+        if isinstance(texts, str):
+            raise TypeError("encode_offsets takes a batch of texts, e.g. encode_offsets([text]), not one string")
+        if self._cfg.morphemes:
+            raise ValueError("token offsets need a tokenizer without morphemes (tokens.source.morphemes false)")
+        normal = [normalize_with_offsets(text, self._lower) for text in texts]
+        out = []
+        for text, (form, spans), enc in zip(texts, normal, self._tok.encode_batch([f for f, _ in normal],
+                                                                               add_special_tokens=False)):
+            offsets = []
+            for token, (s, e) in zip(enc.tokens, enc.offsets):
+                if token.startswith(_SPACE) and s < e and form[s] == " ":
+                    s += 1  # the space the "▁" stands for is not the token's
+                at = spans[s][0] if s < len(spans) else len(text)
+                offsets.append((at, spans[e - 1][1]) if e > s else (at, at))
+            out.append((enc.ids, offsets))
+        return out
 
     def decode(self, ids: Sequence[Sequence[int]]) -> list[str]:
         """Text of each id sequence (a batch, lists or a 2-D tensor), special ids dropped.

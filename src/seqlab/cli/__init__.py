@@ -3,7 +3,8 @@
 * ``train.py``: ``seqlab train``, ``seqlab pretrain``, ``seqlab eval`` (make a run, score it on a split);
 * ``use.py``: ``seqlab translate``, ``seqlab chat``, ``seqlab serve`` (use a trained run);
 * ``lm.py``: ``seqlab generate``, ``seqlab score`` (use a language model);
-* ``classify.py``: ``seqlab classify``, ``seqlab fill-mask`` (use a classifier, a pretrained BERT);
+* ``classify.py``: ``seqlab classify``, ``seqlab fill-mask``, ``seqlab answer`` (use a classifier, a pretrained
+  BERT, a span extractor);
 * ``vectors.py``: ``seqlab vectors train | similar | analogy | eval | export`` (word vectors);
 * ``data.py``: ``seqlab data fetch``;  ``plot.py``: ``seqlab plot attention | pe | lr | curves | vectors``;
 * ``common.py``: option types, the decoding options (declared once), errors and logging.
@@ -29,6 +30,7 @@ app.command()(lm.generate)
 app.command()(lm.score)
 app.command()(classify.classify)
 app.command("fill-mask")(classify.fill_mask)
+app.command()(classify.answer)
 app.add_typer(vectors.app, name="vectors")
 app.add_typer(data.app, name="data")
 app.add_typer(plot.app, name="plot")

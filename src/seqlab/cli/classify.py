@@ -1,5 +1,5 @@
-"""``seqlab classify`` and ``seqlab fill-mask``: use a classifier (``model.type: encoder``) or a pretrained BERT
-(``model.type: bert``)."""
+"""``seqlab classify``, ``seqlab fill-mask`` and ``seqlab answer``: use a classifier (``model.type: encoder``), a
+pretrained BERT (``model.type: bert``) or a span extractor (``model.type: span``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from seqlab.cli.common import RunArg, fail, read_lines, setup_logging
+from seqlab.cli.common import RunArg, fail, read_lines, read_text, setup_logging
 from seqlab.config import ConfigError
 
 
@@ -63,3 +63,29 @@ def fill_mask(
         typer.echo(result.text)
         for number, candidates in enumerate(result.candidates, 1):
             typer.echo(f"  [MASK] {number}: " + ", ".join(f"{token} {p:.3f}" for token, p in candidates))
+
+
+def answer(
+    run_dir: RunArg,
+    questions: Annotated[list[str], typer.Argument(help="Questions about the context.")],
+    context: Annotated[str, typer.Option("--context", "-c", help="The text the answers are cut out of; @FILE reads "
+                                                                  "a file, @- stdin.")],
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per question.")] = False,
+) -> None:
+    """The answer to each question, cut out of the context by a span extractor (model.type span), with its
+    probability ("ANSWER<TAB>PROBABILITY<TAB>QUESTION"), or with --json also its character span."""
+    from seqlab.reader import load
+
+    setup_logging()
+    try:
+        reader = load(run_dir)
+        text = read_text(context[1:]) if context.startswith("@") else context
+        answers = reader.answer(questions, [text] * len(questions))
+    except (ConfigError, FileNotFoundError, ValueError) as exc:
+        fail(exc)
+    for question, found in zip(questions, answers):
+        if as_json:
+            typer.echo(json.dumps({"question": question, "answer": found.text, "start": found.start, "end": found.end,
+                                   "probability": found.probability}, ensure_ascii=False))
+        else:
+            typer.echo(f"{found.text}\t{found.probability:.4f}\t{question}")

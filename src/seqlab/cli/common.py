@@ -111,3 +111,8 @@ def read_lines(path: str) -> list[str]:
         return [text for _, text in decode_lines(sys.stdin.buffer, "<stdin>")]
     with open(path, "rb") as f:
         return [text for _, text in decode_lines(f, path)]
+
+
+def read_text(path: str) -> str:
+    """A whole UTF-8 file (or stdin for ``-``), its line ends kept; undecodable bytes name the file and line."""
+    return "\n".join(read_lines(path))

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -13,6 +14,8 @@ from seqlab.config import ConfigError, load_config
 
 if TYPE_CHECKING:
     from seqlab.decoding import DecodeOptions
+
+T = TypeVar("T")
 
 
 ConfigArg = Annotated[Path, typer.Argument(help="YAML config, e.g. configs/date.yaml.")]
@@ -54,6 +57,8 @@ def _fit(config: Path, overrides: list[str] | None, out: Path | None, resume: bo
         scores = f"valid accuracy {valid['accuracy']:.2f}%, macro-F1 {valid['macro_f1']:.2f}%"
     elif "bleu" in valid:
         scores = f"valid exact match {valid['exact_match']:.2f}%, BLEU {valid['bleu']:.2f}, ppl {valid['perplexity']:.3f}"
+    elif "f1" in valid:
+        scores = f"valid exact match {valid['exact_match']:.2f}%, F1 {valid['f1']:.2f}%"
     elif "mlm_accuracy" in valid:
         scores = f"valid masked ppl {valid['perplexity']:.3f}, masked tokens right {valid['mlm_accuracy']:.2f}%"
     else:
@@ -74,7 +79,8 @@ def evaluate_run(
     match also over the sentences whose source is not a training source. A language model: loss and perplexity
     over the split's whole token stream. A classifier: loss, accuracy, macro and micro precision, recall and F1,
     per class, and the confusion matrix (rows true, columns predicted). A pretrained BERT: the masked tokens'
-    loss, perplexity and accuracy (masks from a fixed seed), and next-sentence accuracy."""
+    loss, perplexity and accuracy (masks from a fixed seed), and next-sentence accuracy. A span extractor: the
+    loss and SQuAD's exact match and F1."""
     from seqlab.data import DataError, load_splits, resolve_data_dir
     from seqlab.evaluate import EncodedSplit, evaluate
     from seqlab.metrics import bleu_signature
@@ -93,11 +99,12 @@ def evaluate_run(
         if config.is_masked_lm:
             _print_metrics(_evaluate_masked_lm(run_dir, split, data_dir), as_json)
             return
+        if config.is_span:
+            _print_metrics(_evaluate_reader(run_dir, split, data_dir), as_json)
+            return
         translator = load(run_dir, int8)
         splits = load_splits(translator.config.data, resolve_data_dir(data_dir))
-        pairs = splits.get(split)
-        if not pairs:
-            raise ValueError(f"the run's data has no {split!r} split (splits: train, valid, test)")
+        pairs = _split_of(splits, split)
         encoded = EncodedSplit.build(translator, pairs, split)
         seen = None if split == "train" else {source for source, _ in splits["train"]}
         metrics = evaluate(translator, encoded, translator.config.train.batch_tokens, options=options, seen_sources=seen)
@@ -108,15 +115,20 @@ def evaluate_run(
     _print_metrics(metrics, as_json)
 
 
+def _split_of(splits: Mapping[str, list[T]], split: str) -> list[T]:
+    """The ``split`` of a run's data; an error if it has none (explicit files without a test file)."""
+    items = splits.get(split)
+    if not items:
+        raise ValueError(f"the run's data has no {split!r} split (splits: train, valid, test)")
+    return items
+
+
 def _evaluate_lm(run_dir: Path, split: str, data_dir: Path | None) -> dict[str, Any]:
     from seqlab.data import load_sentence_splits, resolve_data_dir
     from seqlab.language_model import load
 
     lm = load(run_dir)
-    sentences = load_sentence_splits(lm.config.data, resolve_data_dir(data_dir)).get(split)
-    if not sentences:
-        raise ValueError(f"the run's data has no {split!r} split (splits: train, valid, test)")
-    return lm.perplexity(sentences)
+    return lm.perplexity(_split_of(load_sentence_splits(lm.config.data, resolve_data_dir(data_dir)), split))
 
 
 def _evaluate_classifier(run_dir: Path, split: str, data_dir: Path | None) -> dict[str, Any]:
@@ -125,10 +137,19 @@ def _evaluate_classifier(run_dir: Path, split: str, data_dir: Path | None) -> di
     from seqlab.evaluate import LabelledSplit, evaluate_classifier
 
     classifier = load(run_dir)
-    pairs = load_splits(classifier.config.data, resolve_data_dir(data_dir)).get(split)
-    if not pairs:
-        raise ValueError(f"the run's data has no {split!r} split (splits: train, valid, test)")
+    pairs = _split_of(load_splits(classifier.config.data, resolve_data_dir(data_dir)), split)
     return evaluate_classifier(classifier, LabelledSplit.build(classifier, pairs, split))
+
+
+def _evaluate_reader(run_dir: Path, split: str, data_dir: Path | None) -> dict[str, Any]:
+    from seqlab.data import resolve_data_dir
+    from seqlab.data.splits import load_question_splits
+    from seqlab.evaluate import QuestionSplit, evaluate_reader
+    from seqlab.reader import load
+
+    reader = load(run_dir)
+    questions = _split_of(load_question_splits(reader.config.data, resolve_data_dir(data_dir)), split)
+    return evaluate_reader(reader, QuestionSplit.build(reader, questions, split))
 
 
 def _evaluate_masked_lm(run_dir: Path, split: str, data_dir: Path | None) -> dict[str, Any]:
@@ -138,10 +159,10 @@ def _evaluate_masked_lm(run_dir: Path, split: str, data_dir: Path | None) -> dic
     from seqlab.masked_lm import load
 
     mlm = load(run_dir)
-    read = load_splits if mlm.bert.next_sentence else load_sentence_splits
-    texts = read(mlm.config.data, resolve_data_dir(data_dir)).get(split)
-    if not texts:
-        raise ValueError(f"the run's data has no {split!r} split (splits: train, valid, test)")
+    data = resolve_data_dir(data_dir)
+    texts: list[str] | list[tuple[str, str]] = (
+        _split_of(load_splits(mlm.config.data, data), split) if mlm.bert.next_sentence
+        else _split_of(load_sentence_splits(mlm.config.data, data), split))
     return mlm.scores(mlm.examples(texts, np.random.default_rng(0)))
 
 

@@ -83,7 +83,8 @@ def serve(
     """A web page to talk to the model (http://HOST:PORT/) and its JSON API (/api/translate, /api/info, /docs);
     for a word-vector run, a page of a word's nearest neighbours and analogies (/api/similar, /api/analogy);
     for a language model, continuations of a start with each token's probability (/api/generate); for a
-    classifier, the label, the class probabilities and the attention of the pooled position (/api/classify)."""
+    classifier, the label, the class probabilities and the attention of the pooled position (/api/classify); for a
+    span extractor, a context and questions about it, the answers marked in it (/api/answer)."""
     import uvicorn
 
     from seqlab.server import create_app

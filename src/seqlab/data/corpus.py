@@ -24,7 +24,17 @@ import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from seqlab.config import AlignedCorpus, BookCorpus, Corpus, CsvCorpus, LinesCorpus, TaskCorpus, TextCorpus, TsvCorpus
+from seqlab.config import (
+    AlignedCorpus,
+    BookCorpus,
+    Corpus,
+    CsvCorpus,
+    LinesCorpus,
+    SquadCorpus,
+    TaskCorpus,
+    TextCorpus,
+    TsvCorpus,
+)
 from seqlab.data.tasks import Pair, generate_task
 
 DATA_ENV = "SEQLAB_DATA"
@@ -46,7 +56,7 @@ def resolve_data_dir(explicit: str | Path | None = None) -> Path:
     return DEFAULT_DATA_DIR
 
 
-def _locate(name: str, data_dir: Path) -> Path:
+def locate(name: str, data_dir: Path) -> Path:
     """``name`` from a config: absolute as it is, relative under ``data_dir``; it must exist."""
     given = Path(name).expanduser()
     path = given if given.is_absolute() else data_dir / given
@@ -59,7 +69,7 @@ def _locate(name: str, data_dir: Path) -> Path:
     return path
 
 
-def _open(path: Path) -> io.BufferedIOBase:
+def open_file(path: Path) -> io.BufferedIOBase:
     return gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")
 
 
@@ -80,13 +90,13 @@ def decode_lines(stream: Iterable[bytes], name: str | Path, keep_ends: bool = Fa
 def _lines(path: Path, keep_ends: bool = False) -> Iterator[tuple[int, str]]:
     """``decode_lines`` of a (possibly gzipped) file."""
     try:
-        with _open(path) as f:
+        with open_file(path) as f:
             yield from decode_lines(f, path, keep_ends)
     except (OSError, EOFError) as exc:  # unreadable, a directory, a broken or truncated gzip
         raise DataError(f"{path}: cannot read: {exc}") from None
 
 
-class _BadLines:
+class BadLines:
     """Raises at a bad line, or, when skipping, counts them and remembers the first."""
 
     def __init__(self, skip: bool) -> None:
@@ -95,7 +105,10 @@ class _BadLines:
         self.first = ""
 
     def __call__(self, path: Path, lineno: int, reason: str) -> None:
-        message = f"{path}:{lineno}: {reason}"
+        self.report(f"{path}:{lineno}: {reason}")
+
+    def report(self, message: str) -> None:
+        """A bad item, ``message`` naming its file and place."""
         if not self.skip:
             raise DataError(message)
         self.count += 1
@@ -117,7 +130,7 @@ def _empty_side(source: str, target: str) -> str | None:
     return None
 
 
-def _read_book(path: Path, bad: _BadLines) -> list[Pair]:
+def _read_book(path: Path, bad: BadLines) -> list[Pair]:
     """``question_answer`` lines; split at the first ``_`` as the book does (``line.find('_')``)."""
     pairs = []
     for lineno, line in _lines(path):
@@ -133,7 +146,7 @@ def _read_book(path: Path, bad: _BadLines) -> list[Pair]:
     return pairs
 
 
-def _read_tsv(path: Path, bad: _BadLines) -> list[Pair]:
+def _read_tsv(path: Path, bad: BadLines) -> list[Pair]:
     pairs = []
     for lineno, line in _lines(path):
         fields = line.split("\t")
@@ -148,7 +161,7 @@ def _read_tsv(path: Path, bad: _BadLines) -> list[Pair]:
     return pairs
 
 
-def _read_aligned(source_path: Path, target_path: Path, bad: _BadLines) -> list[Pair]:
+def _read_aligned(source_path: Path, target_path: Path, bad: BadLines) -> list[Pair]:
     sources = [line for _, line in _lines(source_path)]
     targets = [line for _, line in _lines(target_path)]
     if len(sources) != len(targets):
@@ -166,7 +179,7 @@ def _read_aligned(source_path: Path, target_path: Path, bad: _BadLines) -> list[
     return pairs
 
 
-def _read_csv(path: Path, source_column: str, target_column: str, bad: _BadLines) -> list[Pair]:
+def _read_csv(path: Path, source_column: str, target_column: str, bad: BadLines) -> list[Pair]:
     """A header row, then records; a record may span lines (quoted newlines), reported at its first line."""
     reader = csv.reader(text for _, text in _lines(path, keep_ends=True))
     try:
@@ -193,22 +206,24 @@ def _read_csv(path: Path, source_column: str, target_column: str, bad: _BadLines
     return pairs
 
 
-def read_corpus(spec: Corpus, data_dir: Path, skip_bad_lines: bool = False) -> list[Pair]:
+def read_corpus(spec: Corpus | SquadCorpus, data_dir: Path, skip_bad_lines: bool = False) -> list[Pair]:
     """All pairs of one corpus, in file order; relative paths are read under ``data_dir``."""
     if isinstance(spec, TaskCorpus):
         return generate_task(spec.task, spec.size, spec.seed)
-    bad = _BadLines(skip_bad_lines)
+    if isinstance(spec, SquadCorpus):
+        raise DataError(f"{spec.path}: a SQuAD file holds questions about contexts, which model.type span reads")
+    bad = BadLines(skip_bad_lines)
     if isinstance(spec, BookCorpus):
-        origin = _locate(spec.path, data_dir)
+        origin = locate(spec.path, data_dir)
         pairs = _read_book(origin, bad)
     elif isinstance(spec, TsvCorpus):
-        origin = _locate(spec.path, data_dir)
+        origin = locate(spec.path, data_dir)
         pairs = _read_tsv(origin, bad)
     elif isinstance(spec, AlignedCorpus):
-        origin = _locate(spec.source, data_dir)
-        pairs = _read_aligned(origin, _locate(spec.target, data_dir), bad)
+        origin = locate(spec.source, data_dir)
+        pairs = _read_aligned(origin, locate(spec.target, data_dir), bad)
     elif isinstance(spec, CsvCorpus):
-        origin = _locate(spec.path, data_dir)
+        origin = locate(spec.path, data_dir)
         pairs = _read_csv(origin, spec.source_column, spec.target_column, bad)
     else:
         raise TypeError(f"not a corpus spec: {spec!r}")
@@ -225,7 +240,7 @@ def read_sentences(spec: TextCorpus, data_dir: Path, skip_bad_lines: bool = Fals
     if not isinstance(spec, LinesCorpus):
         pairs = read_corpus(spec, data_dir, skip_bad_lines)
         return [source for source, _ in pairs] + [target for _, target in pairs]
-    path = _locate(spec.path, data_dir)
+    path = locate(spec.path, data_dir)
     sentences = [text for _, line in _lines(path) if (text := line.strip())]
     if not sentences:
         raise DataError(f"{path}: no sentences (every line is blank)")

@@ -8,8 +8,9 @@ from typing import TypeVar, cast
 
 import numpy as np
 
-from seqlab.config import Corpus, DataConfig, LinesCorpus, SplitConfig
-from seqlab.data.corpus import DataError, Pair, read_corpus, read_sentences
+from seqlab.config import Corpus, DataConfig, LinesCorpus, SplitConfig, SquadCorpus
+from seqlab.data.corpus import BadLines, DataError, Pair, locate, read_corpus, read_sentences
+from seqlab.data.squad import Question, read_squad
 
 Item = TypeVar("Item")
 
@@ -68,3 +69,28 @@ def load_sentence_splits(cfg: DataConfig, data_dir: Path) -> dict[str, list[str]
         "valid": read_sentences(cfg.valid, data_dir, cfg.skip_bad_lines),
         "test": read_sentences(cfg.test, data_dir, cfg.skip_bad_lines) if cfg.test is not None else [],
     }
+
+
+def read_questions(spec: SquadCorpus, data_dir: Path, skip_bad_lines: bool = False) -> list[Question]:
+    """The questions of one SQuAD file; none is an error."""
+    path = locate(spec.path, data_dir)
+    bad = BadLines(skip_bad_lines)
+    questions = read_squad(path, bad)
+    bad.warn()
+    if not questions:
+        raise DataError(f"{path}: no questions" + (f" (all {bad.count} were bad, skipped)" if bad.count else ""))
+    return questions
+
+
+def load_question_splits(cfg: DataConfig, data_dir: Path) -> dict[str, list[Question]]:
+    """``{"train", "valid", "test"}`` questions of a span-extraction data config: one SQuAD file split by
+    ``data.split`` (by question, so a context's questions may fall in different splits; give explicit files to
+    keep contexts apart), or SQuAD's own train and dev files."""
+    if cfg.corpus is not None:
+        return split_pairs(read_questions(cast(SquadCorpus, cfg.corpus), data_dir, cfg.skip_bad_lines), cfg.split)
+    assert cfg.train is not None and cfg.valid is not None  # DataConfig validates this
+
+    def read(spec: object) -> list[Question]:
+        return read_questions(cast(SquadCorpus, spec), data_dir, cfg.skip_bad_lines)
+
+    return {"train": read(cfg.train), "valid": read(cfg.valid), "test": read(cfg.test) if cfg.test is not None else []}

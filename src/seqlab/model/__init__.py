@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from torch import nn
 
-from seqlab.config import BertConfig, EncoderConfig, LMConfig, ModelConfig, TransformerConfig, TransformerLMConfig
+from seqlab.config import BertConfig, EncoderConfig, LMConfig, ModelConfig, SpanConfig, TransformerConfig, TransformerLMConfig
 from seqlab.model.classifier import EncoderClassifier
 from seqlab.model.init import book_init
 from seqlab.model.lm import RNNLM
@@ -36,6 +36,8 @@ def build_model(cfg: ModelConfig, src_vocab: int, trg_vocab: int) -> Seq2seq:
         raise ValueError("model.type encoder is a classifier, not a seq2seq model: use seqlab classify")
     if isinstance(cfg, BertConfig):
         raise ValueError("model.type bert is a pretrained BERT, not a seq2seq model: use seqlab fill-mask")
+    if isinstance(cfg, SpanConfig):
+        raise ValueError("model.type span extracts answers, not a seq2seq model: use seqlab answer")
     model = RNNSeq2seq(cfg, src_vocab, trg_vocab)
     if cfg.init == "book":
         book_init(model)

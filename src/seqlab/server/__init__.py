@@ -19,31 +19,41 @@ A classifier run (``seqlab train`` with ``model.type: encoder``):
     POST /api/classify     {"inputs": [...], "attention": true} -> {"outputs": [{"input", "label", "probabilities":
                            {label: p, ...}, "tokens": [...], "attention": [layers][heads][tokens]}, ...], "seconds"}
 
+A span-extraction run (``seqlab train`` with ``model.type: span``):
+
+    POST /api/answer       {"inputs": [questions], "context": "..."} -> {"outputs": [{"input", "answer", "start", "end",
+                           "probability", "tokens": [...], "start_probabilities": [...], "end_probabilities": [...]},
+                           ...], "seconds"}
+
 Every kind:
 
     GET  /                 the page (seqlab/web/: plain HTML, CSS and JS, and its own Korean font)
-    GET  /api/info         the run: its kind ("translate", "chat", "lm", "vectors" or "classify"), what it is, the limits
+    GET  /api/info         the run: its kind ("translate", "chat", "lm", "vectors", "classify" or "answer"), what it
+                           is, the limits
     GET  /healthz          {"status": "ok"}
     GET  /docs, /openapi.json
 
 A run serves only its own kind's routes: a vectors run has no ``/api/translate`` (404) and loads no model; a
 language model has ``/api/generate`` and neither ``/api/translate`` nor the vectors' routes; a classifier has
-``/api/classify`` alone. The decoding options of ``/api/translate`` and ``/api/generate`` are those of
-:class:`seqlab.decoding.DecodeOptions`, the same as on the command line. A continuation's ``tokens`` end with
-``<eos>`` when it ended there; each token's probability is given the start and the tokens before it, and their
-logs sum to ``log_prob``. A classification's ``tokens`` are the model's input, ``<sos>`` and ``<eos>``
-included; its ``attention`` (only when asked) is, for each layer and head, the attention row of the pooled
-position over those tokens (pooling ``cls``: the ``<sos>`` row; ``mean``: the mean of the rows), each summing
-to 1. Requests are checked against :class:`Limits` (input length, inputs per request, beam size and samples,
-output length, neighbours) and a per-request timeout; whatever is wrong comes back as a 4xx with ``{"error":
-"..."}``, a word not in the vocabulary as a 404 naming it.
+``/api/classify`` alone, a span extractor ``/api/answer`` alone. The decoding options of ``/api/translate`` and
+``/api/generate`` are those of :class:`seqlab.decoding.DecodeOptions`, the same as on the command line. A
+continuation's ``tokens`` end with ``<eos>`` when it ended there; each token's probability is given the start and
+the tokens before it, and their logs sum to ``log_prob``. A classification's ``tokens`` are the model's input,
+``<sos>`` and ``<eos>`` included; its ``attention`` (only when asked) is, for each layer and head, the attention
+row of the pooled position over those tokens (pooling ``cls``: the ``<sos>`` row; ``mean``: the mean of the rows),
+each summing to 1. An answer's ``start`` and ``end`` are characters of the context as sent (``context[start:end]``
+is the answer); ``tokens`` are the model's input (``<sos>`` question ``<eos>`` context ``<eos>``), and each
+token's probabilities of starting and ending the answer are 0 outside the context. Requests are checked against
+:class:`Limits` (input length, inputs per request, context length, beam size and samples, output length,
+neighbours) and a per-request timeout; whatever is wrong comes back as a 4xx with ``{"error": "..."}``, a word not
+in the vocabulary as a 404 naming it.
 
 Decoding, classifying and look-ups run on one worker thread (PyTorch already uses every core for one batch). A
 request's inputs are decoded in chunks of ``Limits.chunk`` and every chunk queues anew, so concurrent
 users take turns on the CPU instead of waiting for one large request to finish.
 
 The modules: ``app`` (what every kind shares: the limits, the errors, the page), ``translate``, ``lm``,
-``vectors`` and ``classify`` (each kind's routes and ``/api/info``).
+``vectors``, ``classify`` and ``answer`` (each kind's routes and ``/api/info``).
 """
 
 from __future__ import annotations
@@ -55,7 +65,9 @@ from fastapi import FastAPI
 
 from seqlab.classifier import load as load_classifier
 from seqlab.language_model import load as load_lm
+from seqlab.reader import load as load_reader
 from seqlab.rundir import RunDir
+from seqlab.server.answer import _add_answer_routes, _answer_info
 from seqlab.server.app import Limits, RequestError, _app
 from seqlab.server.classify import _add_classify_routes, _classify_info
 from seqlab.server.lm import _add_lm_routes, _lm_info
@@ -68,7 +80,7 @@ __all__ = ["Limits", "RequestError", "create_app"]
 
 
 def create_app(run_dir: str | Path, limits: Limits = Limits()) -> FastAPI:  # noqa: B008 (frozen)
-    """The app serving the run in ``run_dir``: a seq2seq model, a language model, a classifier or, for a
+    """The app serving the run in ``run_dir``: a seq2seq model, a language model, a classifier, a span extractor or, for a
     ``seqlab vectors train`` run, its word vectors; each kind gets its own routes."""
     run_dir = Path(run_dir)
     worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="seqlab-worker")  # no thread until first use
@@ -84,6 +96,10 @@ def create_app(run_dir: str | Path, limits: Limits = Limits()) -> FastAPI:  # no
         classifier = load_classifier(run_dir)
         app = _app(_classify_info(run_dir, classifier, limits), worker)
         _add_classify_routes(app, worker, classifier, limits)
+    elif config.is_span:
+        reader = load_reader(run_dir)
+        app = _app(_answer_info(run_dir, reader, limits), worker)
+        _add_answer_routes(app, worker, reader, limits)
     else:
         translator = load(run_dir)
         app = _app(_info(run_dir, translator, limits), worker)

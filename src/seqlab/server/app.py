@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import functools
 import io
-from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from importlib import resources
@@ -32,6 +32,7 @@ class Limits:
     """What one request may ask for."""
 
     max_input_chars: int = 1000  # also the longest word a vectors run looks up
+    max_context_chars: int = 20000  # a span extractor's context
     max_inputs: int = 64
     max_beam: int = 16  # also the most samples per input
     max_output_length: int = 256
@@ -112,6 +113,17 @@ async def _in_time(work: Awaitable[T], limits: Limits, advice: str) -> T:
         return await asyncio.wait_for(work, limits.timeout_s)
     except asyncio.TimeoutError:  # the builtin TimeoutError only from Python 3.11 on
         raise RequestError(503, f"the request took longer than {limits.timeout_s:g} s; {advice}") from None
+
+
+async def _in_turns(worker: ThreadPoolExecutor, inputs: Sequence[str], limits: Limits,
+                    work: Callable[[Sequence[str]], list[T]]) -> list[T]:
+    """``work`` over ``inputs`` in chunks of ``limits.chunk``, each queued anew on the worker thread, so that
+    concurrent requests take turns on the CPU."""
+    loop = asyncio.get_running_loop()
+    out: list[T] = []
+    for start in range(0, len(inputs), limits.chunk):
+        out += await loop.run_in_executor(worker, work, inputs[start : start + limits.chunk])
+    return out
 
 
 def _check_inputs(inputs: Sequence[str], limits: Limits) -> None:

@@ -4,7 +4,7 @@ thread."""
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from seqlab.classifier import Classifier
 from seqlab.rundir import RunDir
-from seqlab.server.app import Limits, _check_inputs, _in_time
+from seqlab.server.app import Limits, _check_inputs, _in_time, _in_turns
 
 
 class ClassifyRequest(BaseModel):
@@ -36,19 +36,9 @@ def _add_classify_routes(app: FastAPI, worker: ThreadPoolExecutor, classifier: C
     async def api_classify(request: ClassifyRequest) -> dict[str, Any]:
         _check_inputs(request.inputs, limits)
         start = time.perf_counter()
-        outputs = await _in_time(_classify(worker, classifier, request, limits), limits, "send fewer or shorter inputs")
+        work = functools.partial(_predictions, classifier, attention=request.attention)
+        outputs = await _in_time(_in_turns(worker, request.inputs, limits, work), limits, "send fewer or shorter inputs")
         return {"outputs": outputs, "seconds": round(time.perf_counter() - start, 4)}
-
-
-async def _classify(
-    worker: ThreadPoolExecutor, classifier: Classifier, request: ClassifyRequest, limits: Limits,
-) -> list[dict[str, Any]]:
-    loop = asyncio.get_running_loop()
-    outputs: list[dict[str, Any]] = []
-    for start in range(0, len(request.inputs), limits.chunk):
-        chunk = request.inputs[start : start + limits.chunk]
-        outputs += await loop.run_in_executor(worker, _predictions, classifier, chunk, request.attention)
-    return outputs
 
 
 def _predictions(classifier: Classifier, texts: Sequence[str], attention: bool) -> list[dict[str, Any]]:

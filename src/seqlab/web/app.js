@@ -7,6 +7,8 @@
 // (the number under each token, and on hover). A classifier: what is typed is classified as it is typed
 // (POST /api/classify): its label, every class's probability as a bar, and its tokens shaded by the
 // attention of the pooled position (the sentence vector), for a chosen layer and head or the heads' mean.
+// A span extractor: the text box is a question about the context pasted beside it (POST /api/answer): the
+// answer, marked in the context, and the context's tokens shaded by the probability that the answer starts there.
 // Everything comes from this app; nothing is fetched from elsewhere.
 "use strict";
 
@@ -18,7 +20,7 @@ let chosen = 0;        // which of them the heatmap shows
 async function loadInfo() {
   info = await (await fetch("/api/info")).json();
   document.body.dataset.kind = info.kind;
-  ({ vectors: showVectors, lm: showLM, classify: showClassifier }[info.kind] || showModel)();
+  ({ vectors: showVectors, lm: showLM, classify: showClassifier, answer: showReader }[info.kind] || showModel)();
   document.body.dataset.ready = "true";
 }
 
@@ -384,9 +386,59 @@ $("text").addEventListener("input", () => {
 $("pool-layer").addEventListener("change", drawPooled);
 $("pool-head").addEventListener("change", drawPooled);
 
+// --- a span extractor -------------------------------------------------------------------------------
+
+function showReader() {
+  const model = info.model;
+  const f1 = info.metrics && info.metrics.valid && info.metrics.valid.f1;
+  $("model").textContent = `${info.run} — Transformer encoder, ${model.num_layers} × ${model.d_model}, span extraction`
+    + (f1 === undefined ? "" : `, valid F1 ${f1.toFixed(1)}`);
+  for (const id of ["transcript", "options", "inspect"]) $(id).hidden = true;
+  $("reader").hidden = false;
+  $("text").placeholder = "Ask a question about the context; Enter sends";
+  $("text").maxLength = info.limits.max_input_chars;
+  $("context").maxLength = info.limits.max_context_chars;
+  $("send").textContent = "Answer";
+  $("context").focus();
+}
+
+async function answer(event) {
+  event.preventDefault();
+  const question = $("text").value.trim(), context = $("context").value;
+  $("error").textContent = "";
+  if (!question || !context.trim()) { $("error").textContent = "give a context and a question about it"; return; }
+  $("send").disabled = true;
+  try {
+    drawAnswer((await postJSON("/api/answer", { inputs: [question], context })).outputs[0], context);
+  } catch (error) {
+    drawAnswer(null, context);
+    $("error").textContent = String(error.message || error);
+  } finally {
+    $("send").disabled = false;
+  }
+}
+
+// The answer, the context with the answer marked, and the context's tokens shaded by p(start)
+function drawAnswer(output, context) {
+  $("answer").textContent = output ? output.answer : "";
+  $("answer-probability").textContent = output ? `(probability ${output.probability.toFixed(3)})` : "";
+  if (!output) { $("marked").replaceChildren(); $("starts").replaceChildren(); return; }
+  const mark = Object.assign(document.createElement("mark"), { textContent: context.slice(output.start, output.end) });
+  $("marked").replaceChildren(context.slice(0, output.start), mark, context.slice(output.end));
+  const first = output.tokens.indexOf("<eos>") + 1, last = output.tokens.length - 1;  // <sos> q <eos> context <eos>
+  const starts = output.start_probabilities.slice(first, last), ends = output.end_probabilities.slice(first, last);
+  const most = Math.max(...starts);
+  $("starts").replaceChildren(...output.tokens.slice(first, last).map((token, j) => {
+    const chip = chipOf(token, starts[j], starts[j] / most);
+    Object.assign(chip.dataset, { start: starts[j], end: ends[j] });
+    chip.title = `${token}: starts the answer ${starts[j].toFixed(4)}, ends it ${ends[j].toFixed(4)}`;
+    return chip;
+  }));
+}
+
 // --- start ------------------------------------------------------------------------------------------
 
-$("ask").addEventListener("submit", (event) => ((info && { lm: generate, classify }[info.kind]) || ask)(event));
+$("ask").addEventListener("submit", (event) => ((info && { lm: generate, classify, answer }[info.kind]) || ask)(event));
 $("text").addEventListener("keydown", (e) => {
   if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); $("ask").requestSubmit(); }
 });

@@ -1,0 +1,68 @@
+"""A span-extraction run (``model.type: span``): ``POST /api/answer``, each question's answer cut out of the
+context, its probability, and every token's probability of starting and of ending the answer; answered in
+chunks on the worker thread."""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI
+from pydantic import BaseModel, ConfigDict, Field
+
+from seqlab.reader import Reader
+from seqlab.rundir import RunDir
+from seqlab.server.app import Limits, RequestError, _check_inputs, _in_time, _in_turns
+
+
+class AnswerRequest(BaseModel):
+    """Questions about one context."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    inputs: list[str] = Field(min_length=1, description="questions about the context")
+    context: str = Field(min_length=1, description="the text the answers are cut out of")
+
+
+def _add_answer_routes(app: FastAPI, worker: ThreadPoolExecutor, reader: Reader, limits: Limits) -> None:
+    @app.post("/api/answer")
+    async def api_answer(request: AnswerRequest) -> dict[str, Any]:
+        _check_inputs(request.inputs, limits)
+        if len(request.context) > limits.max_context_chars:
+            raise RequestError(413, f"the context has {len(request.context)} characters; at most "
+                                    f"{limits.max_context_chars}")
+        start = time.perf_counter()
+        work = functools.partial(_answers, reader, context=request.context)
+        outputs = await _in_time(_in_turns(worker, request.inputs, limits, work), limits, "send fewer questions")
+        return {"outputs": outputs, "seconds": round(time.perf_counter() - start, 4)}
+
+
+def _answers(reader: Reader, questions: Sequence[str], context: str) -> list[dict[str, Any]]:
+    """On the worker thread: the questions' answers, as the JSON answer gives them."""
+    return [{"input": question, "answer": a.text, "start": a.start, "end": a.end, "probability": a.probability,
+             "tokens": a.tokens, "start_probabilities": [round(p, 4) for p in a.start_probabilities],
+             "end_probabilities": [round(p, 4) for p in a.end_probabilities]}
+            for question, a in zip(questions, reader.answer(questions, [context] * len(questions)))]
+
+
+def _answer_info(run_dir: Path, reader: Reader, limits: Limits) -> dict[str, Any]:
+    """What the page shows of a span extractor: its shape, tokens and valid metrics (no data paths)."""
+    from seqlab import __version__
+
+    return {
+        "seqlab": __version__,
+        "run": run_dir.name,
+        "kind": "answer",
+        "model": reader.config.model.model_dump(mode="json"),
+        "parameters": sum(p.numel() for p in reader.model.parameters()),
+        "tokens": {"level": reader.tokenizer.config.level, "vocab_size": reader.tokenizer.vocab_size,
+                   "lowercase": reader.tokenizer.config.lowercase},
+        "max_tokens": reader.config.data.max_source_length,  # question and context together; the context is cut
+        "metrics": RunDir(run_dir).model_info(),
+        "limits": asdict(limits),
+    }

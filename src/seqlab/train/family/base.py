@@ -1,0 +1,51 @@
+"""What every family is to the training loop (``Family``), and how an epoch's batches are drawn."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import numpy as np
+import torch
+from torch import nn
+
+from seqlab.config import Config
+from seqlab.data.batching import length_batches, random_batches
+
+
+class Family(Protocol):
+    unit: str  # what a batch's loss is summed over: "tokens" (target tokens) or "texts" (a classifier's inputs)
+
+    @property
+    def model(self) -> nn.Module:
+        """The model being trained."""
+
+    def describe(self) -> str:
+        """The data and model sizes, for the line training starts with."""
+
+    def batches(self, epoch: int) -> list[np.ndarray]:
+        """That epoch's batches (index arrays into the training set), in training order; fixed by the seed."""
+
+    def loss(self, indices: np.ndarray) -> tuple[torch.Tensor, int]:
+        """The summed training loss of one batch and the number of ``unit`` it is summed over."""
+
+    def validate(self) -> dict[str, Any]:
+        """The valid metrics; 'loss' among them."""
+
+    def summary(self, valid: dict[str, Any]) -> str:
+        """The valid metrics for the line that ends an epoch."""
+
+    def carried(self) -> dict[str, torch.Tensor]:
+        """What a batch hands to the next beyond the weights (a language model's state), for the checkpoint."""
+
+    def restore(self, carried: dict[str, torch.Tensor]) -> None:
+        """Take back what ``carried`` gave, on resume."""
+
+
+def epoch_batches(config: Config, epoch: int, src_lengths: list[int], trg_lengths: list[int] | None = None
+                  ) -> list[np.ndarray]:
+    """An epoch's batches of the training inputs: ``train.batch_sentences`` at a time in random order, or grouped
+    by length under ``train.batch_tokens`` (inputs plus targets, if any); the order fixed by (seed, epoch)."""
+    cfg, seed = config.train, config.seed * 1_000_003 + epoch
+    if cfg.batch_sentences:
+        return random_batches(len(src_lengths), cfg.batch_sentences, seed)
+    return length_batches(src_lengths, trg_lengths or [0] * len(src_lengths), cfg.batch_tokens, seed)
