@@ -78,8 +78,11 @@ class Reader:
             raise ValueError(f"{len(questions)} questions for {len(contexts)} contexts")
         limit = self.config.data.max_source_length
         questions_ids = truncate(self.tokenizer.encode(list(questions)), limit // 2 - 2, f"{what} questions")
+        unique = list(dict.fromkeys(contexts))  # SQuAD asks several questions about each context
+        encoded = dict(zip(unique, self.tokenizer.encode_offsets(unique)))
         out, cut = [], 0
-        for question, (ids, offsets) in zip(questions_ids, self.tokenizer.encode_offsets(list(contexts))):
+        for question, context in zip(questions_ids, contexts):
+            ids, offsets = encoded[context]
             room = limit - len(question) - 3
             cut += len(ids) > room
             first = len(question) + 2
