@@ -224,8 +224,9 @@ def test_contexts_longer_than_the_input_are_cut_and_their_cut_answers_not_traine
     from seqlab.train.family import SpanExtraction
     from seqlab.rundir import RunDir
 
-    config = parse_config(squad_config(tmp_path, train=50, valid=10) | {"data": squad_config(tmp_path, 50, 10)["data"]
-                                                                        | {"max_source_length": 16}})
+    raw = squad_config(tmp_path, train=50, valid=10)
+    raw["data"]["max_source_length"] = 16
+    config = parse_config(raw)
     family = SpanExtraction.build(config, RunDir(tmp_path / "run"), None, resume=False)
     assert "contexts were cut to fit data.max_source_length" in caplog.text
     assert all(len(row.ids) <= 16 for row in family.train_set.rows)

@@ -147,6 +147,6 @@ def evaluate_reader(reader: Reader, split: QuestionSplit) -> dict:
     probabilities = reader.log_probabilities(split.rows)
     kept = [(start[s], end[e]) for (start, end), (s, e) in zip(probabilities, split.spans) if s >= 0]
     loss = -float(np.mean([(a + b) / 2 for a, b in kept])) if kept else 0.0
-    answers = reader.pick(split.rows, [q.context for q in split.questions], probabilities)
-    scores = span_scores([a.text for a in answers], [[text for text, _ in q.answers] for q in split.questions])
+    texts = [q.context[a:b] for q, (a, b, _) in zip(split.questions, reader.spans(split.rows, probabilities))]
+    scores = span_scores(texts, [[text for text, _ in q.answers] for q in split.questions])
     return {"loss": loss, **scores, "questions": len(split.questions)}

@@ -57,8 +57,8 @@ class Answer:
     end: int
     probability: float  # p(start) · p(end) of the span
     tokens: list[str]  # the model's input pieces
-    start_probabilities: list[float]  # per input piece, that the answer starts there (0 outside the context)
-    end_probabilities: list[float]  # per input piece, that it ends there
+    start_probabilities: np.ndarray  # (pieces,) that the answer starts there (0 outside the context)
+    end_probabilities: np.ndarray  # (pieces,) that it ends there
 
 
 class Reader:
@@ -67,7 +67,6 @@ class Reader:
         self.model = model
         self.tokenizer = tokenizer
         self.config = config
-        self.longest: int = config.model.max_answer_tokens
 
     def autocast(self) -> contextlib.AbstractContextManager:
         return precision.autocast(self.config.train.precision)
@@ -122,28 +121,31 @@ class Reader:
             self.model.train(was_training)
         return out
 
-    def pick(self, rows: Sequence[Encoded], contexts: Sequence[str],
-             probabilities: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[Answer]:
-        """The best span of each encoded input (from its ``log_probabilities``), as text of its context."""
-        answers = []
-        for row, context, (start, end) in zip(rows, contexts, probabilities):
-            tokens = self.tokenizer.tokens_from_ids(row.ids)
-            starts, ends = np.exp(start).tolist(), np.exp(end).tolist()
-            if not row.offsets:  # an empty context
-                answers.append(Answer("", 0, 0, 0.0, tokens, starts, ends))
+    def spans(self, rows: Sequence[Encoded], probabilities: Sequence[tuple[np.ndarray, np.ndarray]]
+              ) -> list[tuple[int, int, float]]:
+        """The best span of each encoded input, from its ``log_probabilities``: its characters [start, end) in the
+        context and its probability; (0, 0, 0.0) for an empty context."""
+        assert isinstance(self.config.model, SpanConfig)
+        longest = self.config.model.max_answer_tokens
+        out = []
+        for row, (start, end) in zip(rows, probabilities):
+            if not row.offsets:
+                out.append((0, 0, 0.0))
                 continue
-            s, e, score = best_spans(torch.from_numpy(start)[None], torch.from_numpy(end)[None], self.longest)
-            a, b = row.offsets[int(s) - row.first][0], row.offsets[int(e) - row.first][1]
-            answers.append(Answer(context[a:b], a, b, float(np.exp(float(score))), tokens, starts, ends))
-        return answers
+            s, e, score = best_spans(torch.from_numpy(start)[None], torch.from_numpy(end)[None], longest)
+            out.append((row.offsets[int(s) - row.first][0], row.offsets[int(e) - row.first][1], float(np.exp(float(score)))))
+        return out
 
     def answer(self, questions: Sequence[str], contexts: Sequence[str]) -> list[Answer]:
-        """The answer to each question, cut out of its context."""
+        """The answer to each question, cut out of its context, with the input's pieces and every piece's
+        probabilities of starting and of ending it."""
         if isinstance(questions, str) or isinstance(contexts, str):
             raise TypeError("answer() takes a list of questions and a list of contexts, not strings")
         rows = self.encode(questions, contexts)
-        return self.pick(rows, contexts, self.log_probabilities(rows))
-
+        probabilities = self.log_probabilities(rows)
+        return [Answer(context[a:b], a, b, p, self.tokenizer.tokens_from_ids(row.ids), np.exp(start), np.exp(end))
+                for row, context, (start, end), (a, b, p)
+                in zip(rows, contexts, probabilities, self.spans(rows, probabilities))]
 
 def answer_spans(rows: Sequence[Encoded], questions: Sequence[Question]) -> np.ndarray:
     """(questions, 2) the first reference answer's first and last token positions; -1 where the context was cut

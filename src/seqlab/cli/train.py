@@ -90,17 +90,11 @@ def evaluate_run(
     setup_logging()
     try:
         config = RunDir(run_dir).config()
-        if config.is_language_model:
-            _print_metrics(_evaluate_lm(run_dir, split, data_dir), as_json)
-            return
-        if config.is_classifier:
-            _print_metrics(_evaluate_classifier(run_dir, split, data_dir), as_json)
-            return
-        if config.is_masked_lm:
-            _print_metrics(_evaluate_masked_lm(run_dir, split, data_dir), as_json)
-            return
-        if config.is_span:
-            _print_metrics(_evaluate_reader(run_dir, split, data_dir), as_json)
+        kinds = [(config.is_language_model, _evaluate_lm), (config.is_classifier, _evaluate_classifier),
+                 (config.is_masked_lm, _evaluate_masked_lm), (config.is_span, _evaluate_reader)]
+        scorer = next((score for is_kind, score in kinds if is_kind), None)
+        if scorer is not None:  # every kind but a seq2seq model
+            _print_metrics(scorer(run_dir, split, data_dir), as_json)
             return
         translator = load(run_dir, int8)
         splits = load_splits(translator.config.data, resolve_data_dir(data_dir))

@@ -45,8 +45,8 @@ def _add_answer_routes(app: FastAPI, worker: ThreadPoolExecutor, reader: Reader,
 def _answers(reader: Reader, questions: Sequence[str], context: str) -> list[dict[str, Any]]:
     """On the worker thread: the questions' answers, as the JSON answer gives them."""
     return [{"input": question, "answer": a.text, "start": a.start, "end": a.end, "probability": a.probability,
-             "tokens": a.tokens, "start_probabilities": [round(p, 4) for p in a.start_probabilities],
-             "end_probabilities": [round(p, 4) for p in a.end_probabilities]}
+             "tokens": a.tokens, "start_probabilities": a.start_probabilities.round(4).tolist(),
+             "end_probabilities": a.end_probabilities.round(4).tolist()}
             for question, a in zip(questions, reader.answer(questions, [context] * len(questions)))]
 
 
