@@ -77,5 +77,13 @@ def test_collate_shifts_targets_for_teacher_forcing():
     assert batch.num_target_tokens == 7
 
 
+def test_a_source_ends_with_eos_or_as_the_book_is_padded_to_a_fixed_width():
+    assert source_ids([5, 6]) == [5, 6, EOS]
+    assert source_ids([5, 6], eos=False) == [5, 6]
+    assert source_ids([5, 6], eos=False, width=4, fill=9) == [5, 6, 9, 9]
+    assert source_ids([5, 6], width=4) == [5, 6, EOS, PAD]
+    assert source_ids([5, 6, 7, 8], eos=False, width=4, fill=9) == [5, 6, 7, 8]
+
+
 def test_pad_right_pads_with_zero():
     assert pad([[1], [2, 3, 4]]).tolist() == [[1, 0, 0], [2, 3, 4]]

@@ -93,3 +93,20 @@ def test_model_type_selects_the_model_section():
         parse_config(MINIMAL | {"model": {"type": "rnn", "d_model": 64}, "train": {"schedule": "constant"}})
     with pytest.raises(ConfigError, match="must cover data.max_source_length"):
         parse_config(MINIMAL | {"model": {"max_length": 32}})
+
+
+def test_the_books_source_form_and_one_bias_are_checked():
+    rnn = {"model": {"type": "rnn", "hidden_bias": False}, "train": {"schedule": "constant"}}
+    data = MINIMAL["data"]
+    assert parse_config(MINIMAL | rnn | {"data": data | {"source_eos": False, "source_width": 29}}).data.source_width == 29
+    with pytest.raises(ConfigError, match="a GRU's b_hn is inside the reset gate's product"):
+        parse_config(MINIMAL | {"model": {"type": "rnn", "cell": "gru", "hidden_bias": False},
+                                "train": {"schedule": "constant"}})
+    with pytest.raises(ConfigError, match="data.source_width pads with the space character: it needs "
+                                          "tokens.source.level char"):
+        parse_config(MINIMAL | rnn | {"data": data | {"source_width": 29}, "tokens": {"source": {"level": "word"}}})
+    with pytest.raises(ConfigError, match=r"data.max_source_length \(29\) must cover data.source_width \(29\) and <eos>"):
+        parse_config(MINIMAL | rnn | {"data": data | {"source_width": 29, "max_source_length": 29}})
+    with pytest.raises(ConfigError, match="shape a seq2seq model's sources .* not model.type encoder's"):
+        parse_config(MINIMAL | {"data": data | {"source_eos": False}, "model": {"type": "encoder"},
+                                "train": {"schedule": "constant"}})

@@ -23,11 +23,11 @@ def lm_config(tmp_path, engine, dropout=0.0, **train):
     })
 
 
-def seq2seq_config(engine, model, **train):
+def seq2seq_config(engine, model, data=None, **train):
     return parse_config({
         "seed": 2,
-        "data": {"corpus": {"format": "task", "task": "addition", "size": 1200, "seed": 4},
-                 "split": {"valid": 100, "test": 100}},
+        "data": data or {"corpus": {"format": "task", "task": "addition", "size": 1200, "seed": 4},
+                         "split": {"valid": 100, "test": 100}},
         "tokens": {"source": {"level": "char"}, "shared": True},
         "model": {"type": "rnn", "embedding_size": 8, "hidden_size": 24, "init": "book"} | model,
         "train": {"epochs": 2, "batch_sentences": 50, "schedule": "constant", "lr": 0.005, "precision": "fp32",
@@ -63,6 +63,23 @@ def test_a_numpy_seq2seq_run_follows_the_pytorch_run_and_is_served_by_it(tmp_pat
 
     translator = load(tmp_path / "numpy")  # the run directory is a PyTorch one
     assert len(translator.translate(["12+34"])) == 1
+
+
+def test_the_books_date_model_one_bias_no_eos_fixed_width_runs_alike_on_both_engines(tmp_path):
+    """configs/book/date-attention.yaml's form: one LSTM bias per gate, space-padded questions without <eos>."""
+    model = {"attention": "dot", "head": "book", "reverse": True, "hidden_bias": False}
+    data = {"corpus": {"format": "task", "task": "date", "size": 600, "seed": 4}, "split": {"valid": 50, "test": 50},
+            "source_eos": False, "source_width": 29}
+    for engine in ("torch", "numpy"):
+        Trainer(seq2seq_config(engine, model, data), tmp_path / engine, progress=False).fit()
+    torch_run, numpy_run = losses(tmp_path / "torch"), losses(tmp_path / "numpy")
+    assert np.allclose(numpy_run, torch_run, rtol=2e-3), (numpy_run, torch_run)
+    from seqlab import load
+
+    translator = load(tmp_path / "numpy")
+    rnns = [translator.model.encoder.layers[0], translator.model.decoder.rnn]
+    assert all(not rnn.bias_hh_l0.any() and rnn.bias_ih_l0.any() for rnn in rnns)  # one bias trained, b_hh still 0
+    assert [len(s) for s in translator.encode_sources(["june 1, 2001", "6/1/01"])] == [29, 29]
 
 
 def test_loss_average_all_scales_the_seq2seq_loss_by_the_share_of_real_tokens(tmp_path):

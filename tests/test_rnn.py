@@ -87,6 +87,27 @@ def test_skip_connections_add_each_layers_input():
     torch.testing.assert_close(states, second + first, atol=1e-6, rtol=1e-5)
 
 
+@pytest.mark.parametrize("cell", ["rnn", "lstm"])
+def test_one_bias_holds_b_hh_at_zero_and_equals_the_summed_biases(cell):
+    """model.hidden_bias false: the book's one bias per gate; b_ih + b_hh is one bias in two copies."""
+    torch.manual_seed(0)
+    config = RNNConfig(cell=cell, embedding_size=6, hidden_size=8, attention="dot", hidden_bias=False)
+    model = RNNSeq2seq(config, 12, 10)
+    rnns = [m for m in model.modules() if isinstance(m, torch.nn.RNNBase)]
+    assert len(rnns) == 2 and all(not r.bias_hh_l0.requires_grad and not r.bias_hh_l0.any() for r in rnns)
+    src, trg = torch.randint(4, 12, (3, 5)), torch.randint(4, 10, (3, 4))
+    model(src, trg).sum().backward()
+    torch.optim.Adam(model.parameters(), lr=0.1).step()
+    assert all(not r.bias_hh_l0.any() and r.bias_ih_l0.any() for r in rnns)  # only b_ih learned
+    two = RNNSeq2seq(RNNConfig(cell=cell, embedding_size=6, hidden_size=8, attention="dot"), 12, 10)
+    two.load_state_dict(model.state_dict())
+    with torch.no_grad():
+        for r in (m for m in two.modules() if isinstance(m, torch.nn.RNNBase)):
+            r.bias_ih_l0 -= 0.25
+            r.bias_hh_l0 += 0.25  # the same sum: the same model
+    assert torch.allclose(two(src, trg), model(src, trg), atol=1e-6)
+
+
 def test_unknown_cell():
     with pytest.raises(ValueError, match="unknown RNN cell"):
         RNNEncoder(10, 4, 4, cell="transformer")

@@ -47,3 +47,25 @@ def test_output_does_not_depend_on_batching_or_order(translator):
 def test_translate_wants_a_list(translator):
     with pytest.raises(TypeError, match="list of strings"):
         translator.translate("1+2")
+
+
+def test_the_books_fixed_width_questions_are_padded_with_spaces_and_have_no_eos(caplog):
+    """data.source_width / source_eos: what the book's date model reads (29 characters, space-padded, no <eos>)."""
+    config = parse_config({
+        "data": {"corpus": {"format": "task", "task": "date"}, "source_eos": False, "source_width": 8},
+        "model": {"type": "rnn", "embedding_size": 4, "hidden_size": 8},
+        "train": {"precision": "fp32", "schedule": "constant"},
+    })
+    source, target = Tokenizer.train(["may 1, 99"], config.tokens.source), Tokenizer.train(["1999-05-01"], config.tokens.target)
+    translator = Translator(build_model(config.model, source.vocab_size, target.vocab_size).eval(), source, target, config)
+    space = source.token_id(" ")
+    with caplog.at_level(logging.WARNING, logger="seqlab"):
+        short, long = translator.encode_sources(["may 1", "may 1, 99"], "test")
+    assert short == source.encode(["may 1"])[0] + [space] * 3
+    assert long == source.encode(["may 1, 9"])[0] and EOS not in long
+    assert "1 of 2 test sources are longer than 8 tokens" in caplog.text
+    assert len(translator.translate(["may 1"])) == 1
+    no_space = Tokenizer.train(["may1"], config.tokens.source)
+    translator.source = no_space
+    with pytest.raises(ValueError, match="data.source_width pads sources with spaces, but the source vocabulary has no space"):
+        translator.encode_sources(["may1"])

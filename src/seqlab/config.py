@@ -121,6 +121,11 @@ class DataConfig(_Strict):
     test: TextCorpus | None = None
     max_source_length: int = Field(128, gt=0, description="tokens; longer sources are truncated with a warning")
     max_target_length: int = Field(128, gt=0, description="tokens; longer targets are truncated with a warning")
+    source_eos: bool = Field(True, description="seq2seq: end every source with <eos>; false: as the book, whose "
+                                               "questions have none")
+    source_width: int | None = Field(
+        None, gt=0, description="seq2seq, char level: pad every source with spaces to this many characters, as the "
+                                "book's fixed-width questions (29 in date.txt); longer ones are cut with a warning")
     skip_bad_lines: bool = Field(False, description="skip malformed lines (counted) instead of failing")
 
     @model_validator(mode="after")
@@ -210,9 +215,15 @@ class RNNConfig(_Strict):
     head: Literal["luong", "book"] = Field(
         "luong", description="Luong attention's output layer: softmax(W_y tanh(W_c [a; s])) (luong) or the book's "
                              "Affine(2H, V) over [a; s] (book, seed 002 §8.1)")
+    hidden_bias: bool = Field(
+        True, description="PyTorch's second bias b_hh in every RNN/LSTM layer; false: one bias per gate, as the "
+                          "book's cells (b_hh held at 0)")
 
     @model_validator(mode="after")
     def _dot_sizes(self) -> RNNConfig:
+        if not self.hidden_bias and self.cell == "gru":
+            raise ValueError("model.hidden_bias false: a GRU's b_hn is inside the reset gate's product, not a "
+                             "second copy of b_in; only rnn and lstm cells can drop it")
         if self.attention == "dot" and self.bidirectional:
             raise ValueError("model.attention 'dot' needs equal encoder and decoder sizes; "
                              "with a bidirectional encoder use 'general' or 'concat'")
@@ -533,8 +544,23 @@ class Config(_Strict):
             raise ValueError(f"train.engine numpy needs {', '.join(needs)}")
         return self
 
+    def _source_form(self) -> None:
+        """data.source_eos / data.source_width shape a seq2seq model's encoder input (translator.encode_sources)."""
+        data = self.data
+        if data.source_eos and data.source_width is None:
+            return
+        if not isinstance(self.model, RNNConfig | TransformerConfig):
+            raise ValueError("data.source_eos and data.source_width shape a seq2seq model's sources "
+                             f"(model.type rnn or transformer), not model.type {self.model.type}'s")
+        if data.source_width is not None and self.tokens.source.level != "char":
+            raise ValueError("data.source_width pads with the space character: it needs tokens.source.level char")
+        if data.source_width is not None and data.source_width + data.source_eos > data.max_source_length:
+            raise ValueError(f"data.max_source_length ({data.max_source_length}) must cover data.source_width "
+                             f"({data.source_width}){' and <eos>' if data.source_eos else ''}")
+
     @model_validator(mode="after")
     def _fits(self) -> Config:
+        self._source_form()
         if isinstance(self.model, TransformerLMConfig) and self.train.time_size + 1 > self.model.max_length:
             raise ValueError(f"model.max_length ({self.model.max_length}) must cover train.time_size + 1 "
                              f"({self.train.time_size + 1})")

@@ -375,6 +375,13 @@ class Tokenizer:
             raise TypeError(f"tokens takes one string, got {type(text).__name__}")
         return self._tok.encode(_prepare([text], self._cfg)[0], add_special_tokens=False).tokens
 
+    def token_id(self, token: str) -> int:
+        """The id of one token string, e.g. ``" "`` at the char level; a ValueError names a token not in the vocabulary."""
+        found = self._tok.token_to_id(token)
+        if found is None:
+            raise ValueError(f"{token!r} is not in the vocabulary")
+        return found
+
     def tokens_from_ids(self, ids: Sequence[int]) -> list[str]:
         """The token strings of one id sequence (e.g. model output), specials included."""
         out = []

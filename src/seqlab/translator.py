@@ -21,6 +21,7 @@ from seqlab.data.batching import chunks, pad, source_ids, truncate
 from seqlab.decoding import DecodeOptions, Hypothesis, search
 from seqlab.model import Seq2seq, build_model
 from seqlab.rundir import RunDir
+from seqlab.specials import PAD
 from seqlab.tokenizer import Tokenizer
 
 
@@ -38,11 +39,24 @@ class Translator:
         return precision.autocast("fp32" if self.int8 else self.config.train.precision)
 
     def encode_sources(self, texts: Sequence[str], what: str = "input") -> list[list[int]]:
-        """Token ids + <eos>, cut to ``data.max_source_length`` (a warning counts the cuts)."""
+        """Token ids + <eos>, cut to ``data.max_source_length`` (a warning counts the cuts); or as
+        ``data.source_eos`` and ``data.source_width`` say: no <eos>, padded with spaces to a fixed width."""
         if isinstance(texts, str):
             raise TypeError("translate() takes a list of strings, not one string")
-        limit = self.config.data.max_source_length - 1  # room for <eos>
-        return [source_ids(ids) for ids in truncate(self.source.encode(texts), limit, f"{what} sources")]
+        data = self.config.data
+        limit, fill = (data.source_width or data.max_source_length) - data.source_eos, self._fill()  # room for <eos>
+        return [source_ids(ids, data.source_eos, data.source_width, fill)
+                for ids in truncate(self.source.encode(texts), limit, f"{what} sources")]
+
+    def _fill(self) -> int:
+        """What pads a source to ``data.source_width``: the space character."""
+        if self.config.data.source_width is None:
+            return PAD
+        try:
+            return self.source.token_id(" ")
+        except ValueError:
+            raise ValueError("data.source_width pads sources with spaces, but the source vocabulary has no space "
+                             "(its training sources have none)") from None
 
     def encode_targets(self, texts: Sequence[str], what: str = "input") -> list[list[int]]:
         """Token ids, cut to ``data.max_target_length - 1`` (room for <sos>/<eos>)."""

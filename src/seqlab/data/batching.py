@@ -65,9 +65,11 @@ def chunks(items: list[int], size: int) -> Iterator[list[int]]:
         yield items[start : start + size]
 
 
-def source_ids(tokens: Sequence[int]) -> list[int]:
-    """The encoder input of one sentence: its tokens, then <eos>."""
-    return [*tokens, EOS]
+def source_ids(tokens: Sequence[int], eos: bool = True, width: int | None = None, fill: int = PAD) -> list[int]:
+    """The encoder input of one sentence: its tokens, then <eos> (unless ``eos`` is false), then, with ``width``,
+    ``fill`` up to ``width`` tokens (the book's fixed-width questions, ``data.source_width``)."""
+    ids = [*tokens, EOS] if eos else list(tokens)
+    return ids + [fill] * (width - len(ids)) if width is not None else ids
 
 
 def collate(src: Sequence[Sequence[int]], trg: Sequence[Sequence[int]]) -> Batch:

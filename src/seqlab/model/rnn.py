@@ -8,6 +8,8 @@ top layer's final h (what a plain decoder starts from, the book's ``Encoder``). 
   the two states are concatenated at every position;
 * **skip connections** (002 §8.4): from the second layer on, a layer's input
   is added to its output;
+* **one bias** (``hidden_bias: false``, 002 §6.3): the book's LSTM has one bias per gate where PyTorch's
+  has two (``drop_hidden_bias``);
 * **Reverse** (002 §7.3): ``mirror_positions`` reverses the tokens of each
   source sentence while padding stays at the end.
 
@@ -56,6 +58,19 @@ def mirror_positions(src: torch.Tensor) -> torch.Tensor:
     lengths = ((src != PAD) & (src != EOS)).sum(dim=1, keepdim=True)  # tokens before <eos>
     positions = torch.arange(src.size(1), device=src.device).expand_as(src)
     return torch.where(positions < lengths, lengths - 1 - positions, positions)
+
+
+@torch.no_grad()
+def drop_hidden_bias(model: nn.Module) -> None:
+    """One bias per gate, as the book's cells (``model.hidden_bias: false``): PyTorch's RNN and LSTM layers add
+    b_ih + b_hh, two copies of one bias, so b_hh is set to 0 and frozen. Not for a GRU, whose b_hn is not a copy."""
+    for layer in model.modules():
+        if isinstance(layer, nn.RNNBase):
+            assert layer.mode != "GRU", "a GRU's b_hh is not redundant"
+            for name, p in layer.named_parameters(recurse=False):
+                if name.startswith("bias_hh"):
+                    p.zero_()
+                    p.requires_grad_(False)
 
 
 class RNNEncoder(nn.Module):
@@ -230,6 +245,8 @@ class RNNSeq2seq(nn.Module):
                                   cfg.dropout, cfg.bidirectional, cfg.skip)
         self.decoder = RNNDecoder(trg_vocab, cfg.embedding_size, cfg.hidden_size, self.encoder.output_size,
                                   cfg.cell, cfg.num_layers, cfg.dropout, cfg.peeky, cfg.attention, cfg.head)
+        if not cfg.hidden_bias:
+            drop_hidden_bias(self)
 
     def encode(self, src: torch.Tensor) -> tuple[tuple[torch.Tensor, torch.Tensor], torch.Tensor]:
         """src (batch, src_len) -> (all encoder states, the top layer's final h) and the padding mask (batch, src_len).

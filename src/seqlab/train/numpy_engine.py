@@ -12,7 +12,8 @@ steps for the config's ``train.adam_eps`` (with ε → 0 the two engines agree t
 few dozen steps, after which training's chaos amplifies the rounding).
 
 Models: the RNN language model (``lm``: any cell, layers, dropout, tying) and the book's RNN seq2seq
-(``rnn`` with one LSTM layer, no dropout, plain / Peeky / dot attention with ``head: book``, Reverse).
+(``rnn`` with one LSTM layer, no dropout, plain / Peeky / dot attention with ``head: book``, Reverse, one or two
+biases per gate).
 """
 
 from __future__ import annotations
@@ -75,7 +76,9 @@ def _torch_arrays(rnn: nn.RNNBase) -> list[np.ndarray]:
 def load_from_torch(scratch: ScratchModel, torch_model: nn.Module) -> None:
     """Copy the PyTorch model's weights into the scratch model, in place (gates reordered, biases summed)."""
     for rnn, layer in _rnn_pairs(torch_model, scratch):
-        cell = type(layer.cell).from_torch(*_torch_arrays(rnn))
+        assert isinstance(layer.cell, Recurrent)
+        w_ih, w_hh, b_ih, b_hh = _torch_arrays(rnn)
+        cell = type(layer.cell).from_torch(w_ih, w_hh, b_ih if layer.cell.hidden_bias else b_ih + b_hh, b_hh)
         for mine, theirs in zip(layer.params, cell.params):
             mine[...] = theirs
     for tensor, array, transposed in _dense_pairs(torch_model, scratch):
@@ -107,7 +110,8 @@ def build_scratch(config: Config, torch_model: nn.Module) -> ScratchModel:
         assert isinstance(model_cfg, RNNConfig) and isinstance(torch_model, RNNSeq2seq)
         kind = AttentionSeq2seq if model_cfg.attention == "dot" else PeekySeq2seq if model_cfg.peeky else Seq2seq
         scratch = kind(torch_model.encoder.embedding.num_embeddings, model_cfg.embedding_size, model_cfg.hidden_size,
-                       rng=rng, target_vocab_size=torch_model.decoder.embedding.num_embeddings, hidden_bias=True)
+                       rng=rng, target_vocab_size=torch_model.decoder.embedding.num_embeddings,
+                       hidden_bias=model_cfg.hidden_bias)
     load_from_torch(scratch, torch_model)
     return scratch
 
