@@ -1,13 +1,14 @@
 """Choose a configuration on the valid split: train every variant of a search, rank them by valid score.
 
-    python benchmarks/select_config.py benchmarks/searches/date.yaml [--precisions fp32 bf16] \
+    python benchmarks/select_config.py benchmarks/searches/date.yaml [--precisions fp32 bf16] [--seeds 1 2 3] \
         [--data-dir ../shared/data] [--runs DIR] [--record docs/benchmarks.md]
 
 A search file (``benchmarks/searches/*.yaml``) names a base config and its variants, each a list of
 ``seqlab train --set`` overrides. Every variant is trained with ``seqlab train`` as a user runs it, once
-per precision asked for (forced with SEQLAB_PRECISION); its best epoch's valid scores come from the
-run's best model (``RunDir.model_info``), its training seconds from its log. Variants are ranked by their
-worst valid score over the precisions (the search's ``metric``), then by their mean valid loss.
+per precision asked for (forced with SEQLAB_PRECISION) and, with ``--seeds``, once per seed; its best epoch's valid
+scores come from the run's best model (``RunDir.model_info``), its training seconds from its log. Variants are
+ranked by their worst valid score over the precisions and seeds (the search's ``metric``), so that a recipe wins
+that learns from every start, then by their mean valid loss.
 
 This script never loads the test split. It ends with the winner and the one command that scores it on
 test; that score is reported as it comes, once per final choice.
@@ -36,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 class Trial:
     variant: str
     precision: str
+    seed: int | None  # None: the config's own
     valid: dict  # the best epoch's valid metrics
     train_s: float  # training seconds of all epochs, validation excluded
 
@@ -52,9 +54,11 @@ def _finished(run_dir: Path, config: Path, overrides: list[str]) -> bool:
     return run.has_log() and len(run.log()) == saved["train"]["epochs"]
 
 
-def train(config: Path, variant: str, overrides: list[str], precision: str, run_dir: Path,
+def train(config: Path, variant: str, overrides: list[str], precision: str, seed: int | None, run_dir: Path,
           data_dir: str | None) -> Trial:
-    """``seqlab train`` one variant in one precision (resumed where a run was stopped); its best valid scores."""
+    """``seqlab train`` one variant in one precision and seed (resumed where a run was stopped); its best valid
+    scores."""
+    overrides = overrides + ([] if seed is None else [f"seed={seed}"])
     if not _finished(run_dir, config, overrides):
         command = ["seqlab", "train", str(config), "--out", str(run_dir)]
         for item in overrides:
@@ -65,12 +69,12 @@ def train(config: Path, variant: str, overrides: list[str], precision: str, run_
             command.append("--resume")
         subprocess.run(command, check=True, env=os.environ | {"SEQLAB_PRECISION": precision})
     run = RunDir(run_dir)
-    return Trial(variant, precision, run.model_info()["valid"], sum(e["train_seconds"] for e in run.log()))
+    return Trial(variant, precision, seed, run.model_info()["valid"], sum(e["train_seconds"] for e in run.log()))
 
 
 def rank(trials: list[Trial], metric: str) -> list[str]:
-    """Variant names, best first: the worst ``metric`` over precisions (higher is better, except loss), then the
-    mean valid loss."""
+    """Variant names, best first: the worst ``metric`` over precisions and seeds (higher is better, except loss),
+    then the mean valid loss."""
     sign = 1 if metric == "loss" else -1
     by_variant: dict[str, list[Trial]] = {}
     for trial in trials:
@@ -86,18 +90,27 @@ def rank(trials: list[Trial], metric: str) -> list[str]:
 
 def table(search: dict, trials: list[Trial], order: list[str], precisions: list[str], command: str) -> str:
     metric = search["metric"]
-    head = " | ".join(f"{p} valid {metric} | {p} valid loss | {p} training s" for p in precisions)
+    seeds = len({t.seed for t in trials})
+    shown = f"valid {metric}" + (f" (worst of {seeds} seeds; mean)" if seeds > 1 else "")
+    head = " | ".join(f"{p} {shown} | {p} valid loss | {p} training s" for p in precisions)
     lines = [f"#### Search `{search['name']}`: {search['config']}, chosen on valid ({time.strftime('%Y-%m-%d %H:%M')})",
              "", f"Command: `{command}`. {machine()}.", "",
              f"| rank | variant | overrides | {head} |", "|---|---|---|" + "---|---|---|" * len(precisions)]
-    cells = {(t.variant, t.precision): t for t in trials}
+    cells: dict[tuple[str, str], list[Trial]] = {}
+    for trial in trials:
+        cells.setdefault((trial.variant, trial.precision), []).append(trial)
     for place, name in enumerate(order, 1):
         row = [f"{place}", f"**{name}**" if place == 1 else name,
                ", ".join(f"`{o}`" for o in search["variants"][name]) or "(the base config)"]
         for p in precisions:
-            t = cells[name, p]
-            row += [f"{t.valid[metric]:.2f}" if metric != "loss" else f"{t.valid[metric]:.2e}",
-                    f"{t.valid['loss']:.2e}", f"{t.train_s:.1f}"]
+            runs = cells[name, p]
+            scores = [t.valid[metric] for t in runs]
+            worst = max(scores) if metric == "loss" else min(scores)
+            score = f"{worst:.2e}" if metric == "loss" else f"{worst:.2f}"
+            if len(runs) > 1:
+                score += f"; {sum(scores) / len(scores):.2e}" if metric == "loss" else f"; {sum(scores) / len(scores):.2f}"
+            row += [score, f"{sum(t.valid['loss'] for t in runs) / len(runs):.2e}",
+                    f"{sum(t.train_s for t in runs) / len(runs):.1f}"]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 
@@ -106,6 +119,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("search", type=Path, help="a search file, e.g. benchmarks/searches/date.yaml")
     parser.add_argument("--precisions", nargs="+", choices=["fp32", "bf16"], default=["fp32"])
+    parser.add_argument("--seeds", type=int, nargs="+", help="train every variant once per seed (default: the "
+                        "config's seed); variants are ranked by their worst seed")
     parser.add_argument("--variants", nargs="+", help="only these variants (default: all)")
     parser.add_argument("--data-dir", help="the data directory (default: seqlab's)")
     parser.add_argument("--runs", type=Path, default=Path("runs/search"), help="where the runs are kept")
@@ -121,18 +136,20 @@ def main() -> None:
     trials = []
     for name in names:
         for p in args.precisions:
-            run_dir = args.runs / search["name"] / p / name
-            trial = train(config, name, search["variants"][name], p, run_dir, args.data_dir)
-            trials.append(trial)
-            print(f"{name} {p}: valid {search['metric']} {trial.valid[search['metric']]}, "
-                  f"{trial.train_s:.1f} s training", flush=True)
+            for seed in args.seeds or [None]:
+                run_dir = args.runs / search["name"] / p / (name if seed is None else f"{name}-seed{seed}")
+                trial = train(config, name, search["variants"][name], p, seed, run_dir, args.data_dir)
+                trials.append(trial)
+                print(f"{name} {p}{'' if seed is None else f' seed {seed}'}: valid {search['metric']} "
+                      f"{trial.valid[search['metric']]}, {trial.train_s:.1f} s training", flush=True)
     order = rank(trials, search["metric"])
     winner = order[0]
     command = f"python benchmarks/select_config.py {' '.join(sys.argv[1:])}"
     overrides = " ".join(f"--set {o}" for o in search["variants"][winner])
     text = (table(search, trials, order, args.precisions, command) + "\n\n"
             f"Chosen on valid: **{winner}**. Score it on test once: "
-            f"`seqlab eval {args.runs / search['name'] / args.precisions[0] / winner} --split test` "
+            f"`seqlab eval {args.runs / search['name'] / args.precisions[0] / winner}"
+            f"{'' if not args.seeds else f'-seed{args.seeds[0]}'} --split test` "
             f"(the config: `{search['config']}` {overrides}).\n")
     emit(text, args.record)
 

@@ -47,3 +47,18 @@ def test_the_check_sees_a_test_split_read(tmp_path):
     script.write_text('"""Ranks on valid; then seqlab eval RUN --split test."""\nscores = {}["valid"]\n',
                       encoding="utf-8")
     assert not _names_the_test_split(script)
+
+
+def test_a_search_ranks_a_variant_by_its_worst_seed(monkeypatch):
+    """select_config.py --seeds: a recipe that fails from one start loses to one that learns from all of them."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    from select_config import Trial, rank
+
+    def trials(variant, scores, metric="exact_match"):
+        return [Trial(variant, "fp32", seed, {"exact_match": 0.0, "loss": 0.1} | {metric: s}, 1.0)
+                for seed, s in enumerate(scores, 1)]
+
+    lucky, steady = trials("lucky", [100.0, 100.0, 40.0]), trials("steady", [99.0, 98.0, 99.0])
+    assert rank(lucky + steady, "exact_match") == ["steady", "lucky"]  # lucky's mean is 80, its worst 40
+    by_loss = trials("high-loss", [0.3, 0.1], "loss") + trials("low-loss", [0.2, 0.2], "loss")
+    assert rank(by_loss, "loss") == ["low-loss", "high-loss"]  # the worst loss decides: 0.2 against 0.3
