@@ -14,6 +14,14 @@ machine:
    for the book's number of epochs, testing on the 5,000 test pairs after
    every epoch as the book does.
 
+The race (issue 19: faster than the book's code to 99.9 % test exact match) compares the training time of
+seqlab's model picked on valid, if its test score reaches 99.9 %, with the book's time to its first epoch that
+does; both are models whose test score is shown. With ``--set train.stop_at=99.9`` seqlab stops at its first
+epoch of 99.9 % valid, so its picked model is the one at the time the clock stops:
+
+    python benchmarks/book_tasks.py --task date --variants attention --seeds 1 2 3 --data-dir ../shared/data \
+        --book-repo /tmp/dlfs2 --book-epochs 6 --set train.engine=numpy --set train.stop_at=99.9
+
     python benchmarks/book_tasks.py --task addition --data-dir ../shared/data --book-repo /tmp/dlfs2
 
 ``--seeds 1 2 3`` trains seqlab once per seed, and runs the book's code once per seed (``book_numpy.py --seed``:
@@ -42,6 +50,7 @@ from seqlab.rundir import RunDir
 ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = {"addition": ["baseline", "reverse", "peeky", "attention", "transformer"], "date": ["attention", "transformer"]}
 BOOK_VARIANTS = {"baseline", "reverse", "peeky", "attention"}
+TARGET = 99.9  # test exact match %, the race's (issue 19)
 
 
 def run_seqlab(task: str, variant: str, data_dir: str, overrides: list[str]) -> dict:
@@ -83,7 +92,8 @@ def summary(task: str, results: dict[str, tuple[dict, dict | None]]) -> list[str
         "",
         ("| variant | seqlab test exact match (best valid epoch) | on test sources unseen in training (pairs) "
          "| seqlab training s (to the best epoch) | seqlab `train` wall s | book test acc, last / best epoch "
-         "| book training s (to its first epoch ≥ 99.9 %) | time to ≥ 99.9 %: seqlab (valid), book (test), book / seqlab |"),
+         "| book training s (to its first epoch ≥ 99.9 %) | time to ≥ 99.9 % test: seqlab (to its model picked on "
+         "valid), book (to its first such epoch), book / seqlab |"),
         "|---|---|---|---|---|---|---|---|",
     ]
     for name, (ours, book) in results.items():
@@ -91,11 +101,11 @@ def summary(task: str, results: dict[str, tuple[dict, dict | None]]) -> list[str
         row = (f"| {name} | **{test['exact_match']:.2f} %** ({ours['best_epoch']}) | {test['exact_match_unseen']:.2f} % "
                f"({test['unseen_sentences']:,}) | {ours['train_s']:.1f} ({ours['train_s_to_best']:.1f}) "
                f"| {ours['wall_s']:.1f} |")
-        ours_reached = seconds_to(ours["epochs"], 99.9)
+        ours_reached = ours["train_s_to_best"] if test["exact_match"] >= TARGET else None
         if book:
             accs = [r["acc"] * 100 for r in book["rows"]]
             best = max(range(len(accs)), key=accs.__getitem__)
-            reached = book["reach"]["99.9"]["train_s_cum"]
+            reached = book["reach"][str(TARGET)]["train_s_cum"]
             ratio = f"**{reached / ours_reached:.2f}×**" if reached and ours_reached else "—"
             row += (f" {accs[-1]:.2f} % / {accs[best]:.2f} % ({best + 1}) | {book['total_train_s']:.1f} "
                     f"({'not reached' if reached is None else f'{reached:.1f}'}) "
@@ -104,16 +114,6 @@ def summary(task: str, results: dict[str, tuple[dict, dict | None]]) -> list[str
             row += f" — | — | {_seconds(ours_reached)}, —, — |"
         lines.append(row)
     return lines
-
-
-def seconds_to(epochs: list[dict], target: float) -> float | None:
-    """Training seconds up to the first epoch whose valid exact match is at least ``target`` %, None if none is."""
-    total = 0.0
-    for epoch in epochs:
-        total += epoch["train_seconds"]
-        if epoch["valid"]["exact_match"] >= target:
-            return total
-    return None
 
 
 def _seconds(value: float | None) -> str:

@@ -16,7 +16,7 @@ import seqlab
 from seqlab.cli import app
 from seqlab.config import ConfigError, parse_config
 from seqlab.evaluate import EncodedSplit, evaluate
-from seqlab.rundir import MODEL
+from seqlab.rundir import MODEL, RunDir
 from seqlab.train.schedule import cosine_lr
 from seqlab.train.trainer import Trainer
 
@@ -222,6 +222,32 @@ def test_early_stopping_ends_training_after_patience_epochs(tmp_path, monkeypatc
     log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
     assert [r["epoch"] for r in log] == [1, 2, 3, 4]
     assert best["epoch"] == 2 and best["valid"]["exact_match"] == 60.0
+
+
+def test_a_tie_of_best_scores_goes_to_the_lower_valid_loss(tmp_path, monkeypatch):
+    """A saturated valid split (every answer right from epoch 2 on): the best model is the surest of them."""
+    import seqlab.train.family.seq2seq as family_module
+
+    epochs = iter([(50.0, 0.9), (100.0, 0.3), (100.0, 0.1), (100.0, 0.2), (90.0, 0.05)])
+    monkeypatch.setattr(family_module, "evaluate", lambda *a, **k: dict(zip(
+        ("exact_match", "loss"), next(epochs))) | {"perplexity": 1.0, "bleu": 0.0})
+    best = Trainer(parse_config(_reversal_config(tmp_path, epochs=5)), tmp_path / "run", progress=False).fit()
+    assert best["epoch"] == 3 and best["valid"] == {"exact_match": 100.0, "loss": 0.1, "perplexity": 1.0, "bleu": 0.0}
+
+
+def test_training_stops_once_the_valid_score_reaches_stop_at(tmp_path, monkeypatch):
+    import seqlab.train.family.seq2seq as family_module
+
+    scores = iter([50.0, 99.8, 99.9, 100.0])
+    monkeypatch.setattr(family_module, "evaluate", lambda *a, **k: {"loss": 1.0, "perplexity": 2.7,
+                                                                      "exact_match": next(scores), "bleu": 0.0})
+    raw = _reversal_config(tmp_path, epochs=4)
+    raw["train"]["stop_at"] = 99.9
+    best = Trainer(parse_config(raw), tmp_path / "run", progress=False).fit()
+    assert best["epoch"] == 3 and len(RunDir(tmp_path / "run").log()) == 3
+    # resumed, a run that has reached its target trains no further
+    assert Trainer(parse_config(raw), tmp_path / "run", resume=True, progress=False).fit()["epoch"] == 3
+    assert len(RunDir(tmp_path / "run").log()) == 3
 
 
 @pytest.mark.slow

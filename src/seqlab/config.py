@@ -427,9 +427,12 @@ class TrainConfig(_Strict):
         "auto", description="auto/bf16: bf16 autocast (fp32 master weights) where the CPU has native bf16, else fp32"
     )
     best_metric: Literal["exact_match", "bleu", "loss", "accuracy", "macro_f1", "f1"] | None = Field(
-        None, description="valid score that picks the best model; default: bleu, loss for language models, "
-                          "macro_f1 for classifiers, f1 for span extraction")
+        None, description="valid score that picks the best model, ties broken by the lower valid loss; default: "
+                          "bleu, loss for language models, macro_f1 for classifiers, f1 for span extraction")
     early_stopping: int = Field(0, ge=0, description="stop after this many epochs without a better valid score; 0 = off")
+    stop_at: float | None = Field(
+        None, description="stop once the best valid score (train.best_metric) reaches this, e.g. 99.9 for exact "
+                          "match; for loss, once it is this low")
     save_every: int = Field(0, ge=0, description="also checkpoint every N steps inside an epoch; 0 = epoch ends only")
     threads: int | None = Field(None, gt=0, description="torch threads; default: all cores")
     streams: int = Field(20, gt=0, description="language models: rows reading the token stream in parallel")

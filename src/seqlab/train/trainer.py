@@ -44,6 +44,7 @@ class Position:
     tokens: int = 0  # ... over this many target tokens
     seconds: float = 0.0  # this epoch's training time so far
     best: float | None = None  # best valid score (higher is better; loss is negated)
+    best_loss: float | None = None  # the best epoch's valid loss, which breaks a tie of scores
     best_epoch: int = 0
     bad_epochs: int = 0  # epochs since the best, for early stopping
 
@@ -94,16 +95,26 @@ class Trainer:
         return float(loss_sum.detach()), tokens
 
     def fit(self) -> dict[str, Any]:
-        """Train for ``train.epochs`` (or until early stopping); returns what the best model is (``model_info``)."""
+        """Train for ``train.epochs`` (or until early stopping, or until the valid score reaches ``train.stop_at``);
+        returns what the best model is (``model_info``)."""
         cfg = self.config.train
         pos = self.position
-        while pos.epoch <= cfg.epochs:
+        while pos.epoch <= cfg.epochs and not self.target_reached():
             self.train_epoch()
             self.end_epoch()
             if cfg.early_stopping and pos.bad_epochs >= cfg.early_stopping:
                 log.info("early stopping: no better valid %s for %d epochs", self.config.best_metric, pos.bad_epochs)
                 break
+        if self.target_reached():
+            log.info("stopped: valid %s reached train.stop_at (%g)", self.config.best_metric, cfg.stop_at)
         return self.run.model_info()
+
+    def target_reached(self) -> bool:
+        """The best valid score is at ``train.stop_at`` or better (a loss at or below it)."""
+        target, best = self.config.train.stop_at, self.position.best
+        if target is None or best is None:
+            return False
+        return best >= (-target if self.config.best_metric == "loss" else target)
 
     def train_epoch(self) -> None:
         """The rest of the epoch in progress, from ``position.batch`` on."""
@@ -143,8 +154,8 @@ class Trainer:
         }
         metric = self.config.best_metric
         score = -valid["loss"] if metric == "loss" else valid[metric]
-        if pos.best is None or score > pos.best:
-            pos.best, pos.best_epoch, pos.bad_epochs = score, pos.epoch, 0
+        if _better(score, valid["loss"], pos):
+            pos.best, pos.best_loss, pos.best_epoch, pos.bad_epochs = score, valid["loss"], pos.epoch, 0
             self.run.save_model(self.model, {"epoch": pos.epoch, "step": pos.step, "valid": valid})
         else:
             pos.bad_epochs += 1
@@ -165,6 +176,15 @@ class Trainer:
             self.engine.sync()
             carried.update(self.engine.carried())
         self.run.save_checkpoint(self.model, self.optimizer, self.scheduler, asdict(self.position), carried)
+
+
+def _better(score: float, loss: float, pos: Position) -> bool:
+    """A higher valid score than the best so far, or the same score at a lower valid loss: a small valid split
+    saturates (500 date questions all right from one epoch on), and the model that is also surer of its answers
+    is the better one then."""
+    if pos.best is None or score > pos.best:
+        return True
+    return score == pos.best and pos.best_loss is not None and loss < pos.best_loss
 
 
 def start_run(config: Config, run: RunDir, resume: bool) -> str:
