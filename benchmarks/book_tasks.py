@@ -121,7 +121,7 @@ def _seconds(value: float | None) -> str:
 
 
 def curves(results: dict[str, tuple[dict, dict | None]]) -> list[str]:
-    epochs = max(len(ours["epochs"]) for ours, _ in results.values())
+    epochs = max(max(len(ours["epochs"]), len(book["rows"]) if book else 0) for ours, book in results.values())
     lines = ["", "Accuracy per epoch: seqlab on the 500 valid pairs, the book on the 5,000 test pairs.", "",
              "| epoch | " + " | ".join(str(e) for e in range(1, epochs + 1)) + " |",
              "|---|" + "---|" * epochs]

@@ -58,7 +58,8 @@ def test_classify_answers_as_the_python_api_does(served, classifier):
     for o, p in zip(outputs, expected):
         assert list(o["probabilities"]) == ["0", "1", "2"]  # every class, in the order of the labels
         assert sum(o["probabilities"].values()) == pytest.approx(1.0)
-        assert o["probabilities"] == pytest.approx(p.probabilities)
+        # the server classifies in chunks of 2, the API all 5 at once: other padding, float32 rounding
+        assert o["probabilities"] == pytest.approx(p.probabilities, rel=1e-5, abs=1e-7)
         assert max(o["probabilities"], key=o["probabilities"].get) == o["label"]
         assert o["tokens"] == p.tokens and o["tokens"][0] == "<sos>" and o["tokens"][-1] == "<eos>"
         assert "attention" not in o
