@@ -105,10 +105,10 @@ def table(search: dict, trials: list[Trial], order: list[str], precisions: list[
         for p in precisions:
             runs = cells[name, p]
             scores = [t.valid[metric] for t in runs]
-            worst = max(scores) if metric == "loss" else min(scores)
-            score = f"{worst:.2e}" if metric == "loss" else f"{worst:.2f}"
+            shape = "{:.2e}" if metric == "loss" else "{:.2f}"
+            score = shape.format(max(scores) if metric == "loss" else min(scores))  # the worst
             if len(runs) > 1:
-                score += f"; {sum(scores) / len(scores):.2e}" if metric == "loss" else f"; {sum(scores) / len(scores):.2f}"
+                score += "; " + shape.format(sum(scores) / len(scores))
             row += [score, f"{sum(t.valid['loss'] for t in runs) / len(runs):.2e}",
                     f"{sum(t.train_s for t in runs) / len(runs):.1f}"]
         lines.append("| " + " | ".join(row) + " |")
