@@ -12,6 +12,22 @@ from seqlab import precision as _precision
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
+def small_date_config(**train: Any) -> dict[str, Any]:
+    """A small date Transformer (1 layer of 32, character tokens, 800 generated training pairs) that trains an
+    epoch in about a second: for what training does around the model (processes, kept epochs)."""
+    return {
+        "seed": 3,
+        "data": {"corpus": {"format": "task", "task": "date", "size": 1000, "seed": 5},
+                 "split": {"valid": 100, "test": 100, "seed": 1}, "max_source_length": 40},
+        "tokens": {"source": {"level": "char"}},
+        "model": {"d_model": 32, "num_layers": 1, "num_heads": 4, "d_ff": 64, "dropout": 0.0, "norm": "pre",
+                  "max_length": 40},
+        "train": {"epochs": 1, "batch_tokens": 600, "schedule": "cosine", "lr": 0.004, "precision": "fp32",
+                  "best_metric": "exact_match", **train},
+        "eval": {"max_output_length": 12},
+    }
+
+
 def counting_corpus(directory: Path, train: int, valid: int, test: int) -> dict[str, dict[str, str]]:
     """Counting sentences ("one two three ...", 3 to 6 words from a random start), where each word predicts the
     next, so a small language model learns them to a perplexity near 1: written as train / valid / test

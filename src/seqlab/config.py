@@ -434,6 +434,11 @@ class TrainConfig(_Strict):
         None, description="stop once the best valid score (train.best_metric) reaches this, e.g. 99.9 for exact "
                           "match; for loss, once it is this low")
     save_every: int = Field(0, ge=0, description="also checkpoint every N steps inside an epoch; 0 = epoch ends only")
+    keep_checkpoints: int = Field(
+        0, ge=0, description="keep the weights of the last N epochs (RUN/epochs/) for seqlab average; 0 = none")
+    accumulate: int = Field(
+        1, gt=0, description="batches per optimisation step in each process, their gradients summed: one process with "
+                             "accumulate N takes the steps of N processes under torchrun")
     threads: int | None = Field(None, gt=0, description="torch threads; default: all cores")
     streams: int = Field(20, gt=0, description="language models: rows reading the token stream in parallel")
     time_size: int = Field(35, gt=0, description="language models: time steps per update (truncated BPTT)")
@@ -543,6 +548,8 @@ class Config(_Strict):
             ] if bad]
         if self.train.label_smoothing > 0:
             needs.append("train.label_smoothing 0")
+        if self.train.accumulate > 1:
+            needs.append("train.accumulate 1 (one process, one batch a step)")
         if needs:
             raise ValueError(f"train.engine numpy needs {', '.join(needs)}")
         return self

@@ -9,6 +9,8 @@
       log.jsonl                one JSON object per epoch
       labels.json              a classifier's classes, in the order of its outputs (its source tokenizer is
                                saved twice, as a language model's is)
+      epochs/epoch-N.safetensors  with ``train.keep_checkpoints: K``, the weights at the end of the last K
+                               epochs, for ``seqlab average`` (what they are in their header, as the model's)
 
 A word-vector run (``seqlab vectors train``) keeps its configuration and log the same way, and instead of
 tokenizers and a model:
@@ -57,6 +59,8 @@ INFO_KEY = "seqlab.info"  # the model's description in the header of model.safet
 VOCABULARY = "vocabulary.json"
 VECTORS = "vectors.safetensors"
 LABELS = "labels.json"
+EPOCHS = "epochs"  # the kept epochs' weights: epochs/epoch-N.safetensors
+MODEL_FILES = (CONFIG, SOURCE_TOKENIZER, TARGET_TOKENIZER, LABELS)  # what, besides weights, describes a model
 
 
 class RunDir:
@@ -146,9 +150,30 @@ class RunDir:
 
     # --- the model ------------------------------------------------------------------
 
-    def save_model(self, model: nn.Module, info: dict[str, Any]) -> None:
-        """The weights used for translation and what they are (``info``: epoch, step, valid), in one file."""
+    def save_model(self, model: nn.Module | dict[str, torch.Tensor], info: dict[str, Any]) -> None:
+        """The weights used for translation (a model's, or named tensors) and what they are (``info``: epoch,
+        step, valid), in one file."""
         atomic_write(self.path / MODEL, save_safetensors(_weights(model), metadata={INFO_KEY: json.dumps(info)}))
+
+    def keep_epoch(self, model: nn.Module, info: dict[str, Any], keep: int) -> None:
+        """The weights at an epoch's end as ``epochs/epoch-N.safetensors``; only the last ``keep`` epochs stay."""
+        (self.path / EPOCHS).mkdir(exist_ok=True)
+        path = self.path / EPOCHS / f"epoch-{info['epoch']}.safetensors"
+        atomic_write(path, save_safetensors(_weights(model), metadata={INFO_KEY: json.dumps(info)}))
+        for old in self.kept_epochs()[:-keep]:
+            old.unlink()
+
+    def kept_epochs(self) -> list[Path]:
+        """The kept epochs' weight files, oldest first."""
+        files = (self.path / EPOCHS).glob("epoch-*.safetensors")
+        return sorted(files, key=lambda path: int(path.stem.split("-")[1]))
+
+    def copy_model_files(self, out: RunDir) -> None:
+        """Copy what describes the model (config, tokenizers, labels) into the run directory ``out``."""
+        out.path.mkdir(parents=True, exist_ok=True)
+        for name in MODEL_FILES:
+            if (self.path / name).exists():
+                atomic_write(out.path / name, (self.path / name).read_bytes())
 
     def load_model(self, model: nn.Module) -> dict[str, Any]:
         """Load the saved weights into ``model``; returns what they are (``model_info``)."""
@@ -308,9 +333,10 @@ class RunDir:
         return json.loads(metadata["state"]), carried
 
 
-def _weights(model: nn.Module) -> dict[str, torch.Tensor]:
+def _weights(model: nn.Module | dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     # Cloned so that tied parameters (shared memory) can be stored under both names.
-    return {name: t.detach().contiguous().clone() for name, t in model.state_dict().items()}
+    tensors = model.state_dict() if isinstance(model, nn.Module) else model
+    return {name: t.detach().contiguous().clone() for name, t in tensors.items()}
 
 
 def _vocabulary_json(words: list[str], counts: np.ndarray) -> str:

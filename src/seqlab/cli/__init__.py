@@ -23,6 +23,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 app.command()(train.train)
 app.command()(train.pretrain)
 app.command("eval")(train.evaluate_run)
+app.command()(train.average)
 app.command()(use.translate)
 app.command()(use.chat)
 app.command()(use.serve)

@@ -99,8 +99,9 @@ def fail(exc: Exception) -> NoReturn:
     raise typer.Exit(2)
 
 
-def setup_logging() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+def setup_logging(quiet: bool = False) -> None:
+    """Progress lines on stderr; ``quiet`` (the processes torchrun starts beside rank 0): warnings only."""
+    logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, format="%(message)s", stream=sys.stderr)
 
 
 def read_lines(path: str) -> list[str]:

@@ -40,30 +40,38 @@ def pretrain(config: ConfigArg, overrides: Overrides = None, out: Out = None, re
 def _fit(config: Path, overrides: list[str] | None, out: Path | None, resume: bool, data_dir: Path | None,
          pretraining: bool) -> None:
     from seqlab.data import DataError
+    from seqlab.train.distributed import World
     from seqlab.train.trainer import Trainer
 
-    setup_logging()
+    world = World.from_env()  # under torchrun: this process's rank among WORLD_SIZE
+    setup_logging(quiet=not world.is_main)
     run_dir = out or Path("runs") / config.stem
     try:
         cfg = load_config(config, overrides or [])
         if cfg.is_masked_lm != pretraining:
             raise ConfigError(f"{config}: model.type bert is trained by seqlab pretrain" if cfg.is_masked_lm else
                               f"{config}: seqlab pretrain trains model.type bert, not {cfg.model.type}")
-        best = Trainer(cfg, run_dir, data_dir, resume=resume).fit()
+        best = Trainer(cfg, run_dir, data_dir, resume=resume, world=world).fit()
     except (ConfigError, DataError, FileNotFoundError) as exc:
         fail(exc)
-    valid = best["valid"]
+    finally:
+        world.close()
+    if not world.is_main:
+        return
+    typer.echo(f"best epoch {best['epoch']}: {_valid_line(best['valid'])} — saved in {run_dir}", err=True)
+
+
+def _valid_line(valid: dict[str, Any]) -> str:
+    """A model's main valid scores, by its kind."""
     if "macro_f1" in valid:
-        scores = f"valid accuracy {valid['accuracy']:.2f}%, macro-F1 {valid['macro_f1']:.2f}%"
-    elif "bleu" in valid:
-        scores = f"valid exact match {valid['exact_match']:.2f}%, BLEU {valid['bleu']:.2f}, ppl {valid['perplexity']:.3f}"
-    elif "f1" in valid:
-        scores = f"valid exact match {valid['exact_match']:.2f}%, F1 {valid['f1']:.2f}%"
-    elif "mlm_accuracy" in valid:
-        scores = f"valid masked ppl {valid['perplexity']:.3f}, masked tokens right {valid['mlm_accuracy']:.2f}%"
-    else:
-        scores = f"valid ppl {valid['perplexity']:.3f}"
-    typer.echo(f"best epoch {best['epoch']}: {scores} — saved in {run_dir}", err=True)
+        return f"valid accuracy {valid['accuracy']:.2f}%, macro-F1 {valid['macro_f1']:.2f}%"
+    if "bleu" in valid:
+        return f"valid exact match {valid['exact_match']:.2f}%, BLEU {valid['bleu']:.2f}, ppl {valid['perplexity']:.3f}"
+    if "f1" in valid:
+        return f"valid exact match {valid['exact_match']:.2f}%, F1 {valid['f1']:.2f}%"
+    if "mlm_accuracy" in valid:
+        return f"valid masked ppl {valid['perplexity']:.3f}, masked tokens right {valid['mlm_accuracy']:.2f}%"
+    return f"valid ppl {valid['perplexity']:.3f}"
 
 
 @with_decoding("beam", "length_penalty", "normalize", "sample", "temperature", "top_k", "top_p", "seed", "max_length")
@@ -81,32 +89,60 @@ def evaluate_run(
     per class, and the confusion matrix (rows true, columns predicted). A pretrained BERT: the masked tokens'
     loss, perplexity and accuracy (masks from a fixed seed), and next-sentence accuracy. A span extractor: the
     loss and SQuAD's exact match and F1."""
-    from seqlab.data import DataError, load_splits, resolve_data_dir
+    from seqlab.data import DataError
+
+    setup_logging()
+    try:
+        metrics = score_run(run_dir, split, data_dir, options, int8)
+    except (ConfigError, DataError, FileNotFoundError, ValueError) as exc:
+        fail(exc)
+    _print_metrics(metrics, as_json)
+
+
+def average(
+    run_dir: RunArg,
+    last: Annotated[int, typer.Option("--last", help="Average the weights of the last N kept epochs.")] = 5,
+    out: Annotated[Path | None, typer.Option("--out", help="The new run directory (default: RUN_DIR-avgN).")] = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Average the weights of a run's last N epochs (kept with train.keep_checkpoints) into a run directory of its
+    own, scored on the valid split; translate, eval and serve use it as any run."""
+    from seqlab.data import DataError
+    from seqlab.rundir import RunDir
+    from seqlab.train.average import average_run
+
+    setup_logging()
+    out = out or run_dir.with_name(f"{run_dir.name}-avg{last}")
+    try:
+        info = average_run(RunDir(run_dir), last, RunDir(out), lambda run: score_run(run.path, "valid", data_dir))
+    except (ConfigError, DataError, FileNotFoundError, ValueError) as exc:
+        fail(exc)
+    typer.echo(f"epochs {', '.join(map(str, info['averaged']))} averaged: {_valid_line(info['valid'])} — saved in "
+               f"{out}", err=True)
+
+
+def score_run(run_dir: Path, split: str, data_dir: Path | None, options: DecodeOptions | None = None,
+              int8: bool = False) -> dict[str, Any]:
+    """``seqlab eval``'s metrics of the run in ``run_dir`` on ``split``, by its kind."""
+    from seqlab.data import load_splits, resolve_data_dir
     from seqlab.evaluate import EncodedSplit, evaluate
     from seqlab.metrics import bleu_signature
     from seqlab.rundir import RunDir
     from seqlab.translator import load
 
-    setup_logging()
-    try:
-        config = RunDir(run_dir).config()
-        kinds = [(config.is_language_model, _evaluate_lm), (config.is_classifier, _evaluate_classifier),
-                 (config.is_masked_lm, _evaluate_masked_lm), (config.is_span, _evaluate_reader)]
-        scorer = next((score for is_kind, score in kinds if is_kind), None)
-        if scorer is not None:  # every kind but a seq2seq model
-            _print_metrics(scorer(run_dir, split, data_dir), as_json)
-            return
-        translator = load(run_dir, int8)
-        splits = load_splits(translator.config.data, resolve_data_dir(data_dir))
-        pairs = _split_of(splits, split)
-        encoded = EncodedSplit.build(translator, pairs, split)
-        seen = None if split == "train" else {source for source, _ in splits["train"]}
-        metrics = evaluate(translator, encoded, translator.config.train.batch_tokens, options=options, seen_sources=seen)
-    except (ConfigError, DataError, FileNotFoundError, ValueError) as exc:
-        fail(exc)
-    metrics["bleu_signature"] = bleu_signature()
-    metrics["bleu_lowercase_signature"] = bleu_signature(lowercase=True)
-    _print_metrics(metrics, as_json)
+    config = RunDir(run_dir).config()
+    kinds = [(config.is_language_model, _evaluate_lm), (config.is_classifier, _evaluate_classifier),
+             (config.is_masked_lm, _evaluate_masked_lm), (config.is_span, _evaluate_reader)]
+    scorer = next((score for is_kind, score in kinds if is_kind), None)
+    if scorer is not None:  # every kind but a seq2seq model
+        return scorer(run_dir, split, data_dir)
+    translator = load(run_dir, int8)
+    splits = load_splits(translator.config.data, resolve_data_dir(data_dir))
+    pairs = _split_of(splits, split)
+    encoded = EncodedSplit.build(translator, pairs, split)
+    seen = None if split == "train" else {source for source, _ in splits["train"]}
+    metrics = evaluate(translator, encoded, translator.config.train.batch_tokens, options=options, seen_sources=seen)
+    return metrics | {"bleu_signature": bleu_signature(), "bleu_lowercase_signature": bleu_signature(lowercase=True)}
 
 
 def _split_of(splits: Mapping[str, list[T]], split: str) -> list[T]:

@@ -29,9 +29,18 @@ def optimizer_step(
     loss: torch.Tensor,
     clip_norm: float | None,
 ) -> None:
-    """Backward from ``loss`` (a mean over the batch's tokens), clip the gradient norm, step Adam and the
-    schedule, and clear the gradients."""
+    """Backward from ``loss`` (a mean over the batch's tokens), then ``apply_gradients``."""
     loss.backward()
+    apply_gradients(model, optimizer, scheduler, clip_norm)
+
+
+def apply_gradients(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler | None,
+    clip_norm: float | None,
+) -> None:
+    """Clip the gradient norm, step Adam and the schedule, and clear the gradients."""
     if clip_norm:
         torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
     optimizer.step()

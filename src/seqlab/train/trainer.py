@@ -5,12 +5,16 @@ trains ``config.model`` (``family.build_family``: data, tokenizers, model) and t
 ``train.engine: numpy``, with the book's NumPy framework (``numpy_engine.NumpyEngine``). ``resume=True``
 continues a killed run exactly where its last checkpoint left it: same weights, Adam moments, schedule,
 RNG, epoch, position inside the epoch and counters.
+
+One optimisation step takes ``train.accumulate`` batches in each of the ``World``'s processes (one, or those
+``torchrun`` started: ``distributed``); rank 0 validates, and writes the run directory.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -20,17 +24,19 @@ import torch
 from tqdm import tqdm
 
 from seqlab import precision
-from seqlab.config import Config
+from seqlab.config import Config, ConfigError
 from seqlab.rundir import RunDir
+from seqlab.train.distributed import World, step_groups
 from seqlab.train.family import Family, build_family
 from seqlab.train.numpy_engine import PREFIX as ENGINE_PREFIX
 from seqlab.train.numpy_engine import NumpyEngine
-from seqlab.train.optimizer import build_optimizer, optimizer_step
+from seqlab.train.optimizer import apply_gradients, build_optimizer
 from seqlab.train.schedule import build_schedule, reduce_on_plateau
 
 log = logging.getLogger("seqlab")
 
 RESUMABLE_SECTIONS = ("seed", "data", "tokens", "model")  # may not change when a run is resumed
+RANK_RNG = "rank_rng."  # carried: the random state of ranks 1, 2 ... (rank 0's is the checkpoint's own)
 
 
 @dataclass
@@ -38,7 +44,8 @@ class Position:
     """Where training stands; saved in every checkpoint."""
 
     epoch: int = 1  # the epoch in progress
-    batch: int = 0  # batches of it already done
+    batch: int = 0  # batches of it already done, in all processes together
+    parts: int = 1  # batches per step: processes × train.accumulate
     step: int = 0  # optimizer steps in total
     loss_sum: float = 0.0  # this epoch's summed training loss ...
     tokens: int = 0  # ... over this many target tokens
@@ -57,42 +64,77 @@ class Trainer:
         data_dir: str | Path | None = None,
         resume: bool = False,
         progress: bool | None = None,
+        world: World | None = None,
     ) -> None:
         self.config = config
         self.run = RunDir(run_dir)
         self.progress = progress
-        resolved = start_run(config, self.run, resume)
-        self.family: Family = build_family(config, self.run, data_dir, resume)
+        self.world = world or World()
+        self.parts = self.world.size * config.train.accumulate
+        if config.train.engine == "numpy" and self.world.size > 1:
+            raise ConfigError("train.engine numpy trains in one process: run it without torchrun")
+        resolved = start_run(config, self.run, resume, self.world)
+        self.family: Family = self._build_family(data_dir, resume)
+        self.step_loss = self.world.wrap(self.model, self.family.loss)  # DDP's replica under torchrun
         self.optimizer = build_optimizer(self.model, config.train)
-        self.position = Position()
-        self.scheduler = build_schedule(self.optimizer, config, config.train.epochs * len(self.family.batches(1)))
+        self.position = Position(parts=self.parts)
+        steps = len(step_groups(self.family.batches(1), self.parts))
+        self.scheduler = build_schedule(self.optimizer, config, config.train.epochs * steps)
         self.engine = NumpyEngine(config, self.family) if config.train.engine == "numpy" else None
         if resume:
-            state, carried = self.run.load_checkpoint(self.model, self.optimizer, self.scheduler)
-            self.position = Position(**state)
-            self.family.restore({k: v for k, v in carried.items() if not k.startswith(ENGINE_PREFIX)})
-            if self.engine is not None:
-                self.engine.restore(carried)
-            self.run.truncate_log(self.position.step)
-            log.info("resuming at epoch %d, batch %d, step %d", self.position.epoch, self.position.batch, self.position.step)
-        else:
+            self._resume()
+        elif self.world.is_main:
             self.run.save_config(config)
-        log.info("%s; %s on %d threads", self.family.describe(), resolved, torch.get_num_threads())
+        log.info("%s; %s on %d threads%s", self.family.describe(), resolved, torch.get_num_threads(),
+                 f" in each of {self.world.size} processes" if self.world.size > 1 else "")
+
+    def _build_family(self, data_dir: str | Path | None, resume: bool) -> Family:
+        """Rank 0 builds the family first (it learns and saves the tokenizers); the others then read them back."""
+        family = build_family(self.config, self.run, data_dir, resume, self.parts) if self.world.is_main else None
+        self.world.barrier()
+        return family or build_family(self.config, self.run, data_dir, True, self.parts)
+
+    def _resume(self) -> None:
+        state, carried = self.run.load_checkpoint(self.model, self.optimizer, self.scheduler)
+        pos = self.position = Position(**state)
+        if pos.parts != self.parts:
+            log.warning("the run took %d batches a step and now takes %d (processes × train.accumulate): it goes on, "
+                        "but not as it would have", pos.parts, self.parts)
+            pos.batch, pos.parts = pos.batch - pos.batch % self.parts, self.parts
+        if not self.world.is_main:
+            pos.loss_sum, pos.tokens = 0.0, 0  # the checkpoint's sums are all processes'; rank 0 carries them on
+        if f"{RANK_RNG}{self.world.rank}" in carried:
+            torch.set_rng_state(carried[f"{RANK_RNG}{self.world.rank}"])
+        self.family.restore({k: v for k, v in carried.items() if not k.startswith((ENGINE_PREFIX, RANK_RNG))})
+        if self.engine is not None:
+            self.engine.restore(carried)
+        if self.world.is_main:
+            self.run.truncate_log(pos.step)
+        log.info("resuming at epoch %d, batch %d, step %d", pos.epoch, pos.batch, pos.step)
 
     @property
     def model(self) -> torch.nn.Module:
         return self.family.model
 
-    def train_step(self, indices: np.ndarray) -> tuple[float, int]:
-        """One batch: its loss, backward, clipping, Adam and schedule steps. Returns the summed loss and tokens."""
-        if self.engine is not None:  # the NumPy engine steps at the schedule's rate
-            loss, count = self.engine.step(indices, float(self.optimizer.param_groups[0]["lr"]))  # the rate torch would take
+    def train_step(self, batches: list[np.ndarray]) -> tuple[float, int]:
+        """This process's batches of one step: their losses, backward (the gradient of their mean loss, averaged
+        over the processes by DDP in the last backward), clipping, Adam and schedule steps. Returns the summed
+        loss and tokens."""
+        if self.engine is not None:  # the NumPy engine steps at the schedule's rate (one batch, one process)
+            loss, count = self.engine.step(batches[0], float(self.optimizer.param_groups[0]["lr"]))  # torch's rate
             self.optimizer.step()  # no gradients, so no change: it keeps the scheduler's bookkeeping in order
             self.scheduler.step()
             return loss, count
-        loss_sum, tokens = self.family.loss(indices)
-        optimizer_step(self.model, self.optimizer, self.scheduler, loss_sum / tokens, self.config.train.clip_norm)
-        return float(loss_sum.detach()), tokens
+        total, count = 0.0, 0
+        for i, indices in enumerate(batches):
+            last = i == len(batches) - 1
+            with nullcontext() if last or self.world.size == 1 else self.step_loss.no_sync():  # type: ignore[operator]
+                loss_sum, tokens = self.step_loss(indices)
+                (loss_sum / tokens / len(batches)).backward()
+            total += float(loss_sum.detach())
+            count += tokens
+        apply_gradients(self.model, self.optimizer, self.scheduler, self.config.train.clip_norm)
+        return total, count
 
     def fit(self) -> dict[str, Any]:
         """Train for ``train.epochs`` (or until early stopping, or until the valid score reaches ``train.stop_at``);
@@ -119,17 +161,18 @@ class Trainer:
     def train_epoch(self) -> None:
         """The rest of the epoch in progress, from ``position.batch`` on."""
         pos, cfg = self.position, self.config.train
-        batches = self.family.batches(pos.epoch)
+        steps = step_groups(self.family.batches(pos.epoch), self.parts)
         self.model.train()
-        bar = tqdm(total=len(batches), initial=pos.batch, desc=f"epoch {pos.epoch}", unit="batch", leave=False,
-                   disable=None if self.progress is None else not self.progress)  # None: only on a terminal
-        for indices in batches[pos.batch :]:
+        done = pos.batch // self.parts
+        bar = tqdm(total=len(steps), initial=done, desc=f"epoch {pos.epoch}", unit="step", leave=False,
+                   disable=(None if self.progress is None else not self.progress) or not self.world.is_main)
+        for group in steps[done:]:  # None: only on a terminal
             started = time.perf_counter()
-            loss_sum, tokens = self.train_step(indices)
+            loss_sum, tokens = self.train_step(self.world.share(group))
             pos.loss_sum += loss_sum
             pos.tokens += tokens
             pos.seconds += time.perf_counter() - started
-            pos.batch += 1
+            pos.batch += self.parts
             pos.step += 1
             bar.update()
             bar.set_postfix(loss=f"{pos.loss_sum / pos.tokens:.4f}", tok_s=f"{pos.tokens / pos.seconds:,.0f}")
@@ -142,13 +185,14 @@ class Trainer:
         pos, cfg = self.position, self.config.train
         if self.engine is not None:
             self.engine.sync()  # the PyTorch twin validates and is saved
-        valid = self.family.validate()
+        valid = self.world.from_main(self.family.validate() if self.world.is_main else None)  # one decision for all
+        loss_sum, tokens = self.world.sum([pos.loss_sum, pos.tokens])
         record = {
             "epoch": pos.epoch,
             "step": pos.step,
-            "train_loss": pos.loss_sum / max(pos.tokens, 1),
+            "train_loss": loss_sum / max(tokens, 1),
             "train_seconds": pos.seconds,
-            f"train_{self.family.unit}_per_s": pos.tokens / max(pos.seconds, 1e-9),
+            f"train_{self.family.unit}_per_s": tokens / max(pos.seconds, 1e-9),
             "lr": self.scheduler.get_last_lr()[0],
             "valid": valid,
         }
@@ -156,26 +200,37 @@ class Trainer:
         score = -valid["loss"] if metric == "loss" else valid[metric]
         if _better(score, valid["loss"], pos):
             pos.best, pos.best_loss, pos.best_epoch, pos.bad_epochs = score, valid["loss"], pos.epoch, 0
-            self.run.save_model(self.model, {"epoch": pos.epoch, "step": pos.step, "valid": valid})
+            if self.world.is_main:
+                self.run.save_model(self.model, {"epoch": pos.epoch, "step": pos.step, "valid": valid})
         else:
             pos.bad_epochs += 1
             if cfg.schedule == "plateau":
                 log.info("valid %s not the best: learning rate now %g", metric,
                          reduce_on_plateau(self.scheduler, cfg.plateau_factor))
         record["best_epoch"] = pos.best_epoch
-        self.run.append_log(record)
-        log.info("epoch %d: train loss %.4f, %.1f s, %s %s/s | %s%s", pos.epoch, record["train_loss"], pos.seconds,
-                 f"{pos.tokens / max(pos.seconds, 1e-9):,.0f}", self.family.unit, self.family.summary(valid),
-                 " (best)" if pos.best_epoch == pos.epoch else "")
+        if self.world.is_main:
+            self.run.append_log(record)
+            log.info("epoch %d: train loss %.4f, %.1f s, %s %s/s | %s%s", pos.epoch, record["train_loss"],
+                     pos.seconds, f"{record[f'train_{self.family.unit}_per_s']:,.0f}", self.family.unit,
+                     self.family.summary(valid), " (best)" if pos.best_epoch == pos.epoch else "")
+        if cfg.keep_checkpoints and self.world.is_main:  # before the checkpoint: a resumed epoch writes it again
+            self.run.keep_epoch(self.model, {"epoch": pos.epoch, "step": pos.step, "valid": valid},
+                                cfg.keep_checkpoints)
         pos.epoch, pos.batch, pos.loss_sum, pos.tokens, pos.seconds = pos.epoch + 1, 0, 0.0, 0, 0.0
         self.save_checkpoint()
 
     def save_checkpoint(self) -> None:
-        carried = self.family.carried()
+        """Every process takes part (what they carry is gathered); rank 0 writes."""
+        carried = self.world.sum_tensors(self.family.carried())
         if self.engine is not None:
             self.engine.sync()
             carried.update(self.engine.carried())
-        self.run.save_checkpoint(self.model, self.optimizer, self.scheduler, asdict(self.position), carried)
+        rngs = self.world.gather(torch.get_rng_state())
+        carried.update({f"{RANK_RNG}{rank}": rng for rank, rng in enumerate(rngs) if rank > 0})
+        loss_sum, tokens = self.world.sum([self.position.loss_sum, self.position.tokens])
+        state = asdict(self.position) | {"loss_sum": loss_sum, "tokens": int(tokens)}
+        if self.world.is_main:
+            self.run.save_checkpoint(self.model, self.optimizer, self.scheduler, state, carried)
 
 
 def _better(score: float, loss: float, pos: Position) -> bool:
@@ -187,14 +242,17 @@ def _better(score: float, loss: float, pos: Position) -> bool:
     return score == pos.best and pos.best_loss is not None and loss < pos.best_loss
 
 
-def start_run(config: Config, run: RunDir, resume: bool) -> str:
+def start_run(config: Config, run: RunDir, resume: bool, world: World) -> str:
     """Before anything is built: the precision (a bad SEQLAB_PRECISION stops before the run directory exists),
-    the run directory's state, threads and the seed. Returns the precision training runs in."""
+    the run directory's state (rank 0 checks it, the others wait), threads and the seed (each process its own
+    dropout masks: seed + rank). Returns the precision training runs in."""
     resolved = precision.resolve(config.train.precision)
-    run.check_start(config, resume, RESUMABLE_SECTIONS)
-    if resume:
-        run.save_config(config)  # train/eval may have changed
+    if world.is_main:
+        run.check_start(config, resume, RESUMABLE_SECTIONS)
+        if resume:
+            run.save_config(config)  # train/eval may have changed
+    world.barrier()
     if config.train.threads:
         torch.set_num_threads(config.train.threads)
-    torch.manual_seed(config.seed)
+    torch.manual_seed(config.seed + world.rank)
     return resolved

@@ -24,11 +24,12 @@ __all__ = ["Classification", "Family", "MaskedLM", "Seq2seq", "SpanExtraction", 
            "epoch_batches", "take_pretrained_encoder"]
 
 
-def build_family(config: Config, run: RunDir, data_dir: str | Path | None, resume: bool) -> Family:
+def build_family(config: Config, run: RunDir, data_dir: str | Path | None, resume: bool, parts: int = 1) -> Family:
     """The family that trains ``config.model``: a language model (``lm``, ``transformer_lm``), a classifier
-    (``encoder``), BERT's pretraining (``bert``), a span extractor (``span``) or a seq2seq model (the others)."""
+    (``encoder``), BERT's pretraining (``bert``), a span extractor (``span``) or a seq2seq model (the others).
+    ``parts``: batches per step (processes × ``train.accumulate``), which cut a language model's rows."""
     if config.is_language_model:
-        return StreamLM.build(config, run, data_dir, resume)
+        return StreamLM.build(config, run, data_dir, resume, parts)
     if config.is_classifier:
         return Classification.build(config, run, data_dir, resume)
     if config.is_masked_lm:

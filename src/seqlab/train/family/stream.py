@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from seqlab.config import Config, LMConfig, TransformerLMConfig
+from seqlab.config import Config, ConfigError, LMConfig, TransformerLMConfig
 from seqlab.data import load_sentence_splits, resolve_data_dir
 from seqlab.data.stream import tbptt_batches
 from seqlab.language_model import LanguageModel
@@ -23,21 +23,32 @@ class StreamLM:
     """A language model over one token stream (seed 002 ch. 5): the training sentences, each followed by
     ``<eos>``, cut by ``data.stream.tbptt_batches`` into ``train.streams`` rows of ``train.time_size`` steps;
     the RNN's state is carried from batch to batch, detached (truncated BPTT), and reset when an epoch starts
-    (a causal Transformer carries nothing: its context is its window)."""
+    (a causal Transformer carries nothing: its context is its window).
+
+    With ``parts`` > 1 (processes × ``train.accumulate``) each step's rows are cut into ``parts`` groups, one
+    batch each (``[k, group]``): a group's rows carry their own state, so a step's batches may run in any
+    process, and their mean loss is the whole step's."""
 
     unit = "tokens"
 
-    def __init__(self, config: Config, lm: LanguageModel, train_stream: np.ndarray, valid: list[str]) -> None:
+    def __init__(self, config: Config, lm: LanguageModel, train_stream: np.ndarray, valid: list[str],
+                 parts: int = 1) -> None:
         self.config = config
         self.lm = lm
         self.model = lm.model
         self.inputs, self.targets = tbptt_batches(train_stream, config.train.streams, config.train.time_size)  # (K, B, T)
         self.valid = valid
-        self.state: LMState | None = None
+        self.parts = parts
+        self.rows = config.train.streams // parts  # rows per group
+        self.states: dict[int, LMState] = {}  # each group's state
 
     @classmethod
-    def build(cls, config: Config, run: RunDir, data_dir: str | Path | None, resume: bool) -> StreamLM:
+    def build(cls, config: Config, run: RunDir, data_dir: str | Path | None, resume: bool,
+              parts: int = 1) -> StreamLM:
         assert isinstance(config.model, LMConfig | TransformerLMConfig)
+        if config.train.streams % parts:
+            raise ConfigError(f"train.streams ({config.train.streams}) must be a multiple of the processes × "
+                              f"train.accumulate ({parts}): each takes the same number of rows")
         splits = load_sentence_splits(config.data, resolve_data_dir(data_dir))
         if resume:
             tokenizer, _ = run.tokenizers()
@@ -45,7 +56,7 @@ class StreamLM:
             tokenizer = Tokenizer.train(splits["train"], config.tokens.source)
             run.save_tokenizers(tokenizer, tokenizer)
         lm = LanguageModel(build_lm(config.model, tokenizer.vocab_size), tokenizer, config)
-        return cls(config, lm, lm.stream(splits["train"]), splits["valid"])
+        return cls(config, lm, lm.stream(splits["train"]), splits["valid"], parts)
 
     def describe(self) -> str:
         batches, rows, steps = self.inputs.shape
@@ -54,20 +65,25 @@ class StreamLM:
                 f"{num_parameters(self.model):,} parameters")
 
     def batches(self, epoch: int) -> list[np.ndarray]:
-        return [np.array([k]) for k in range(len(self.inputs))]  # in stream order: each row continues the last
+        """``[k, group]`` in stream order (each row continues the last), a step's groups together."""
+        return [np.array([k, g]) for k in range(len(self.inputs)) for g in range(self.parts)]
 
     def batch(self, indices: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, bool]:
-        """Inputs and targets (B, T) of batch ``indices[0]``, and whether it starts the stream (an epoch)."""
-        k = int(indices[0])
-        return torch.from_numpy(self.inputs[k]), torch.from_numpy(self.targets[k]), k == 0
+        """Inputs and targets (B / parts, T) of step ``indices[0]``'s row group ``indices[1]``, and whether it
+        starts the stream (an epoch)."""
+        k, rows = int(indices[0]), slice(int(indices[1]) * self.rows, (int(indices[1]) + 1) * self.rows)
+        return torch.from_numpy(self.inputs[k][rows]), torch.from_numpy(self.targets[k][rows]), k == 0
 
     def loss(self, indices: np.ndarray) -> tuple[torch.Tensor, int]:
         x, t, fresh = self.batch(indices)
+        group = int(indices[1])
         if fresh:
-            self.state = None  # a new epoch reads the stream from the start
+            self.states.pop(group, None)  # a new epoch reads the stream from the start
         with self.lm.autocast():
-            logits, state = self.model(x, self.state)  # (B, T, V)
-        self.state = self.model.detach(state)
+            logits, state = self.model(x, self.states.get(group))  # (B / parts, T, V)
+        state = self.model.detach(state)
+        if state is not None:  # a causal Transformer carries nothing
+            self.states[group] = state
         return token_nll_sum(logits, t), t.numel()
 
     def validate(self) -> dict[str, Any]:
@@ -79,7 +95,19 @@ class StreamLM:
         return f"valid loss {valid['loss']:.4f}, ppl {valid['perplexity']:.2f}"
 
     def carried(self) -> dict[str, torch.Tensor]:
-        return {} if self.state is None else flatten_state(self.state)
+        """The state of all rows (``h0``, ``c0`` ...: (layers, B, H)); a group this process does not train is
+        zeros, so that the processes' sum is the whole state (``World.sum_tensors``)."""
+        if not self.states:
+            return {}
+        named = {g: flatten_state(state) for g, state in self.states.items()}
+        template = next(iter(named.values()))
+        return {name: torch.cat([named[g][name] if g in named else torch.zeros_like(t) for g in range(self.parts)],
+                                dim=1) for name, t in template.items()}
 
     def restore(self, carried: dict[str, torch.Tensor]) -> None:
-        self.state = unflatten_state(carried) if carried else None
+        if not carried:
+            self.states = {}
+            return
+        groups = {name: [p.contiguous() for p in t.chunk(self.parts, dim=1)] for name, t in carried.items()}  # rows: dim 1
+        self.states = {g: unflatten_state({name: parts[g] for name, parts in groups.items()})
+                       for g in range(self.parts)}

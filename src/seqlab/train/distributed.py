@@ -1,0 +1,132 @@
+"""Data-parallel training under ``torchrun``: which process this is, and what the processes share.
+
+``torchrun --nproc-per-node N -m seqlab train CONFIG`` starts N copies of the command with ``RANK``,
+``WORLD_SIZE`` and the rendezvous in their environment; ``World.from_env`` joins them into one process group
+(gloo on the CPU, NCCL on CUDA devices). Every process builds the same model and reads the same epoch's batches,
+fixed by (seed, epoch); one optimisation step takes ``N × train.accumulate`` consecutive batches, of which rank
+r trains on the r-th ``train.accumulate`` (``step_groups``, ``World.share``). PyTorch's
+``DistributedDataParallel`` (``wrap``) averages the gradients over the processes, so N processes take the
+steps that one process takes with ``train.accumulate: N`` (the mean of the batches' mean losses). Only rank 0
+writes the run directory; the others wait for it where they read what it wrote.
+
+Without ``torchrun`` (no ``WORLD_SIZE`` > 1) the world is one process and nothing here talks to another.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as dist
+from torch import nn
+
+
+@dataclass(frozen=True)
+class World:
+    """This process's rank among ``size`` training processes."""
+
+    rank: int = 0
+    size: int = 1
+
+    @property
+    def is_main(self) -> bool:
+        """Rank 0: the process that writes the run directory and the log."""
+        return self.rank == 0
+
+    @classmethod
+    def from_env(cls, device: torch.device | None = None) -> World:
+        """The world ``torchrun`` started (``WORLD_SIZE`` > 1): joins its process group (NCCL for a CUDA
+        ``device``, gloo otherwise); else one process."""
+        size = int(os.environ.get("WORLD_SIZE", "1"))
+        if size == 1:
+            return cls()
+        backend = "nccl" if device is not None and device.type == "cuda" else "gloo"
+        if not dist.is_initialized():
+            # torchrun ends the job when a process dies; the timeout bounds a wait on rank 0's validation
+            dist.init_process_group(backend, timeout=datetime.timedelta(minutes=30))
+        return cls(dist.get_rank(), dist.get_world_size())
+
+    def close(self) -> None:
+        if self.size > 1 and dist.is_initialized():
+            dist.destroy_process_group()
+
+    def barrier(self) -> None:
+        if self.size > 1:
+            dist.barrier()
+
+    def share(self, group: list[np.ndarray]) -> list[np.ndarray]:
+        """This rank's batches of one step's ``group`` (``size × accumulate`` batches): the rank-th slice."""
+        per_rank = len(group) // self.size
+        return group[self.rank * per_rank : (self.rank + 1) * per_rank]
+
+    def sum(self, values: list[float]) -> list[float]:
+        """Each value summed over the processes (every process gets the sums)."""
+        if self.size == 1:
+            return values
+        totals = torch.tensor(values, dtype=torch.float64)
+        dist.all_reduce(totals)
+        return totals.tolist()
+
+    def sum_tensors(self, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """Tensors summed over the processes (row-sharded state: each process holds zeros in rows it does not
+        read, so the sum is the whole state)."""
+        if self.size == 1:
+            return tensors
+        summed = {}
+        for name, tensor in sorted(tensors.items()):  # the same order on every process
+            summed[name] = tensor.detach().clone()
+            dist.all_reduce(summed[name])
+        return summed
+
+    def from_main(self, value: Any) -> Any:
+        """Rank 0's ``value`` on every process (e.g. its validation, which decides the best model for all)."""
+        if self.size == 1:
+            return value
+        box = [value]
+        dist.broadcast_object_list(box, src=0)
+        return box[0]
+
+    def gather(self, value: Any) -> list[Any]:
+        """Every process's ``value``, in rank order, on every process."""
+        if self.size == 1:
+            return [value]
+        values: list[Any] = [None] * self.size
+        dist.all_gather_object(values, value)
+        return values
+
+    def wrap(self, model: nn.Module, loss: Callable[[np.ndarray], tuple[torch.Tensor, int]]) -> nn.Module:
+        """``loss`` (a family's: batch indices -> summed loss, count) as a module whose forward DDP can run:
+        DistributedDataParallel keeps the replicas equal (rank 0's weights at the start) and averages the
+        gradients in backward. One process: the plain ``StepLoss``."""
+        step = StepLoss(model, loss)
+        if self.size == 1:
+            return step
+        # every parameter gets a gradient in every step (a model builds no layer it does not use), and no buffer
+        # changes in training (positional tables), so none is broadcast again at every forward
+        return nn.parallel.DistributedDataParallel(step, forward_sync_buffers=False)
+
+
+class StepLoss(nn.Module):
+    """A family's loss as a module: ``forward(indices)`` -> (summed loss, count). Its one submodule is the
+    model, so DDP finds the parameters whose gradients it averages; the family calls the same model."""
+
+    def __init__(self, model: nn.Module, loss: Callable[[np.ndarray], tuple[torch.Tensor, int]]) -> None:
+        super().__init__()
+        self.model = model
+        self.loss = loss
+
+    def forward(self, indices: np.ndarray) -> tuple[torch.Tensor, int]:
+        return self.loss(indices)
+
+
+def step_groups(batches: list[np.ndarray], parts: int) -> list[list[np.ndarray]]:
+    """An epoch's batches as optimisation steps of ``parts`` consecutive batches; the last step is filled up from
+    the epoch's first batches (every process takes the same number of steps, as DistributedSampler pads)."""
+    steps = -(-len(batches) // parts)
+    padded = [batches[i % len(batches)] for i in range(steps * parts)]
+    return [padded[i * parts : (i + 1) * parts] for i in range(steps)]

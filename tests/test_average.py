@@ -1,0 +1,72 @@
+"""Checkpoint averaging: kept epochs, their mean as a run directory of its own, scored on valid."""
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import small_date_config
+from safetensors.torch import load_file, save_file
+from typer.testing import CliRunner
+
+import seqlab
+from seqlab.cli import app
+from seqlab.config import parse_config
+from seqlab.rundir import MODEL, RunDir
+from seqlab.train.average import average_weights
+from seqlab.train.trainer import Trainer
+
+
+def test_the_average_is_the_mean_of_float_tensors_and_keeps_integer_ones(tmp_path):
+    paths = []
+    for i, value in enumerate([1.0, 2.0, 6.0]):
+        paths.append(tmp_path / f"{i}.safetensors")
+        save_file({"w": torch.full((2,), value), "h": torch.full((1,), value, dtype=torch.bfloat16),
+                   "n": torch.tensor([i])}, str(paths[-1]))
+    mean = average_weights(paths)
+    assert mean["w"].tolist() == [3.0, 3.0] and mean["h"].dtype == torch.bfloat16 and float(mean["h"]) == 3.0
+    assert mean["n"].tolist() == [2]  # not trained: the last file's
+    save_file({"other": torch.zeros(2)}, str(tmp_path / "x.safetensors"))
+    with pytest.raises(ValueError, match="not the same model"):
+        average_weights([paths[0], tmp_path / "x.safetensors"])
+
+
+@pytest.fixture(scope="module")
+def kept_run(tmp_path_factory) -> Path:
+    """A tiny date model trained 4 epochs keeping the last 3 epochs' weights."""
+    tmp = tmp_path_factory.mktemp("average")
+    config = small_date_config(epochs=4, keep_checkpoints=3)
+    Trainer(parse_config(config), tmp / "run", progress=False).fit()
+    return tmp / "run"
+
+
+def test_training_keeps_the_last_epochs_weights(kept_run):
+    kept = RunDir(kept_run).kept_epochs()
+    assert [p.name for p in kept] == ["epoch-2.safetensors", "epoch-3.safetensors", "epoch-4.safetensors"]
+    final = load_file(str(kept_run / "checkpoint.safetensors"))
+    last = load_file(str(kept[-1]))
+    assert all(torch.equal(last[k], final[f"model.{k}"]) for k in last)  # epoch 4's end is the last checkpoint
+
+
+def test_seqlab_average_writes_a_scored_run_directory(kept_run, tmp_path):
+    out = tmp_path / "avg"
+    result = CliRunner().invoke(app, ["average", str(kept_run), "--last", "2", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "epochs 3, 4 averaged" in result.output
+    weights = load_file(str(out / MODEL))
+    three, four = (load_file(str(kept_run / "epochs" / f"epoch-{e}.safetensors")) for e in (3, 4))
+    for name, value in weights.items():
+        torch.testing.assert_close(value, (three[name].double() + four[name].double()).div(2).float(), rtol=0, atol=0)
+    info = RunDir(out).model_info()
+    assert info["averaged"] == [3, 4] and info["epoch"] == 4
+    scored = CliRunner().invoke(app, ["eval", str(out), "--split", "valid", "--json"])
+    assert json.loads(scored.output.strip().splitlines()[-1])["exact_match"] == info["valid"]["exact_match"]
+    assert len(seqlab.load(out).translate(["september 27, 1994"])) == 1  # a run like any other
+
+
+def test_average_names_what_is_missing(kept_run, tmp_path):
+    result = CliRunner().invoke(app, ["average", str(kept_run), "--last", "5", "--out", str(tmp_path / "a")])
+    assert result.exit_code == 2 and "3 kept epochs, fewer than --last 5" in result.output
+    assert not (tmp_path / "a").exists()
+    result = CliRunner().invoke(app, ["average", str(kept_run), "--last", "1", "--out", str(kept_run)])
+    assert result.exit_code == 2 and "already holds a run" in result.output

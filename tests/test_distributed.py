@@ -1,0 +1,181 @@
+"""Data-parallel training: two processes under torchrun (gloo on loopback) take the steps of one process with
+``train.accumulate: 2``; a killed process stops the job, and the run resumes under torchrun or in one process."""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+import yaml
+from conftest import small_date_config
+from safetensors.torch import load_file
+
+from seqlab.rundir import CHECKPOINT, LOG, MODEL, RunDir
+from seqlab.train.distributed import World, step_groups
+
+# torchrun beside the interpreter running the tests (the venv's)
+TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m",
+            "seqlab"]
+SEQLAB = [sys.executable, "-m", "seqlab"]
+
+# Tolerances of the two ways to the same step, in fp32: the sum of 2 gradients in one process against gloo's
+# average of them round differently (about 1e-7); Adam (ε 1e-9) divides by each gradient's running size, so a
+# weight whose gradient is that small moves by a different step. Losses stay within 1e-6, weights after one
+# epoch (19-39 steps) within 2e-3 (the step size is 4e-3).
+LOSS_RTOL, WEIGHT_ATOL = 1e-6, 2e-3
+
+
+def test_step_groups_fill_the_last_step_from_the_epochs_first_batches():
+    batches = [np.array([i]) for i in range(5)]
+    groups = step_groups(batches, 2)
+    assert [[int(b[0]) for b in g] for g in groups] == [[0, 1], [2, 3], [4, 0]]
+    assert [[int(b[0]) for b in g] for g in step_groups(batches, 1)] == [[i] for i in range(5)]
+    assert [[int(b[0]) for b in g] for g in step_groups(batches[:1], 3)] == [[0, 0, 0]]
+
+
+def test_each_rank_takes_its_slice_of_a_step():
+    group = [np.array([i]) for i in range(6)]  # 2 processes × accumulate 3
+    assert [int(b[0]) for b in World(rank=0, size=2).share(group)] == [0, 1, 2]
+    assert [int(b[0]) for b in World(rank=1, size=2).share(group)] == [3, 4, 5]
+    assert World().share(group[:1]) == group[:1]
+
+
+def _write(directory: Path, name: str, config: dict) -> Path:
+    path = directory / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+def _word_lines(path: Path, words: list[str], lines: int, length: int) -> dict:
+    """``lines`` random sentences of ``length`` of ``words`` in ``path``, split 20/20: a config's data section."""
+    rng = np.random.default_rng(len(words))
+    path.write_text("".join(" ".join(rng.choice(words, length)) + "\n" for _ in range(lines)), encoding="utf-8")
+    return {"corpus": {"format": "lines", "path": str(path)}, "split": {"valid": 20, "test": 20, "seed": 1},
+            "max_source_length": 16}
+
+
+def _date_config(directory: Path, **train: object) -> Path:
+    config = small_date_config(**train)
+    config["eval"]["valid_limit"] = 20
+    return _write(directory, "date", config)
+
+
+def _lm_config(directory: Path, **train: object) -> Path:
+    """An LSTM LM: its stream's rows shared by the processes, each group of rows with its own state."""
+    words = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran", "to", "it"]
+    return _write(directory, "lm", {
+        "seed": 2, "data": _word_lines(directory / "lm.txt", words, 300, 8), "tokens": {"source": {"level": "word"}},
+        "model": {"type": "lm", "cell": "lstm", "embedding_size": 16, "hidden_size": 16, "num_layers": 2,
+                  "dropout": 0.0},
+        "train": {"epochs": 1, "streams": 4, "time_size": 5, "schedule": "constant", "lr": 0.01,
+                  "precision": "fp32", **train}})
+
+
+def _bert_config(directory: Path, **train: object) -> Path:
+    """BERT's masked-LM pretraining (masks drawn per batch from the seed, whichever process trains the batch)."""
+    words = ["고양이", "강아지", "집에서", "밖에서", "야옹", "멍멍", "운다", "잔다"]
+    return _write(directory, "bert", {
+        "seed": 4, "data": _word_lines(directory / "bert.txt", words, 200, 5), "tokens": {"source": {"level": "word"}},
+        "model": {"type": "bert", "d_model": 32, "num_layers": 1, "num_heads": 2, "d_ff": 64, "dropout": 0.0,
+                  "attention_dropout": 0.0, "max_length": 16},
+        "train": {"epochs": 1, "batch_sentences": 8, "schedule": "constant", "lr": 3e-3, "precision": "fp32",
+                  **train}})
+
+
+def _run(command: list[str], **kwargs: object) -> subprocess.CompletedProcess:
+    env = os.environ | {"OMP_NUM_THREADS": "1", "SEQLAB_PRECISION": "fp32"}
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, **kwargs)  # type: ignore[call-overload]
+
+
+def _train(command: list[str], config: Path, out: Path, *sets: str) -> None:
+    verb = "pretrain" if "bert" in config.name else "train"
+    done = _run([*command, verb, str(config), "--out", str(out), *[a for s in sets for a in ("--set", s)]])
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def _same_training(one: Path, two: Path, exact: bool = False) -> None:
+    """The two runs' logs and final weights agree (bit for bit with ``exact``)."""
+    log_one, log_two = RunDir(one).log(), RunDir(two).log()
+    assert [r["step"] for r in log_one] == [r["step"] for r in log_two]
+    for a, b in zip(log_one, log_two):
+        assert b["train_loss"] == pytest.approx(a["train_loss"], rel=0 if exact else LOSS_RTOL)
+        assert b["valid"]["loss"] == pytest.approx(a["valid"]["loss"], rel=0 if exact else 1e-4)
+    weights_one = load_file(one / CHECKPOINT)
+    weights_two = load_file(two / CHECKPOINT)
+    for name, value in weights_one.items():
+        if name.startswith("model."):
+            if exact:
+                assert torch.equal(value, weights_two[name]), name
+            else:
+                torch.testing.assert_close(weights_two[name], value, atol=WEIGHT_ATOL, rtol=0, msg=name)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["seq2seq", "lm", "bert"])
+def test_two_processes_take_the_steps_of_one_with_accumulate_2(tmp_path, family):
+    config = {"seq2seq": _date_config, "lm": _lm_config, "bert": _bert_config}[family](tmp_path)
+    _train(SEQLAB, config, tmp_path / "one", "train.accumulate=2")
+    _train(TORCHRUN, config, tmp_path / "two")
+    _same_training(tmp_path / "one", tmp_path / "two")
+    assert (tmp_path / "two" / MODEL).exists() and not list(tmp_path.glob("two/*.tmp*"))
+
+
+def _rank_pid(rank: int, out: Path) -> int | None:
+    """The pid of torchrun's worker ``rank`` training into ``out``."""
+    for proc in Path("/proc").iterdir():
+        try:
+            environ = (proc / "environ").read_bytes().split(b"\0")
+            cmdline = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if f"RANK={rank}".encode() in environ and str(out).encode() in cmdline and b"seqlab" in cmdline:
+            return int(proc.name)
+    return None
+
+
+@pytest.mark.slow
+def test_a_killed_rank_stops_the_job_and_the_run_resumes(tmp_path):
+    config = _date_config(tmp_path, epochs=6, save_every=7)
+    _train(TORCHRUN, config, tmp_path / "whole")
+    out = tmp_path / "killed"
+    env = os.environ | {"OMP_NUM_THREADS": "1", "SEQLAB_PRECISION": "fp32"}
+    job = subprocess.Popen([*TORCHRUN, "train", str(config), "--out", str(out)], env=env,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (out / LOG).exists() or len(RunDir(out).log()) < 2:  # killed inside epoch 3
+        assert job.poll() is None and time.monotonic() < deadline, "the job ended before it could be killed"
+        time.sleep(0.05)
+    pid = _rank_pid(1, out)
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    _, stderr = job.communicate(timeout=120)
+    assert job.returncode != 0
+    assert "rank      : 1" in stderr and "SIGKILL" in stderr  # torchrun names the lost process
+    assert len(RunDir(out).log()) < 6
+
+    shutil.copytree(out, tmp_path / "alone")
+    resumed = _run([*TORCHRUN, "train", str(config), "--out", str(out), "--resume"])
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    _same_training(tmp_path / "whole", out, exact=True)
+
+    alone = _run([*SEQLAB, "train", str(config), "--out", str(tmp_path / "alone"), "--resume",
+                  "--set", "train.accumulate=2"])
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    _same_training(tmp_path / "whole", tmp_path / "alone")
+    assert "takes" not in alone.stderr  # 2 processes × 1 = 1 process × 2: no warning of a changed step
+
+
+def test_numpy_engine_and_accumulate_are_refused_together():
+    from seqlab.config import ConfigError, parse_config
+
+    with pytest.raises((ConfigError, ValueError), match="train.accumulate 1"):
+        parse_config({"data": {"corpus": {"format": "task", "task": "date", "size": 100}},
+                      "model": {"type": "rnn", "cell": "lstm", "dropout": 0.0},
+                      "train": {"engine": "numpy", "accumulate": 2}})
+
