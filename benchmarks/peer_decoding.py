@@ -3,11 +3,13 @@
     python benchmarks/peer_decoding.py RUN_DIR --data-dir ../shared/data [--split test] [--beams 1 5]
 
 The run's Transformer is exported (its weights, positional table and sizes, and the split's source
-ids) and loaded weight for weight into JoeyNMT 2.3.0 and CTranslate2 4.8.5. Those are installed
-by this script into a virtual environment of their own (``--peer-venv``, made on first use from the
-package index with the same CPU torch wheel) and run there by ``benchmarks/peers/*_decode.py``. So
-every engine decodes the same model from the same ids: differences in the outputs are differences
-in the search (or in rounding), and "same as seqlab" shows how far they go.
+ids) and loaded weight for weight into JoeyNMT 2.3.0, which this script installs into a virtual environment of
+its own (``--peer-venv``, made on first use from the package index with the same CPU torch wheel) and runs there
+by ``benchmarks/peers/joeynmt_decode.py``; and converted by ``seqlab export --to ctranslate2`` (float32 and
+int8) for CTranslate2 (seqlab's ``[export]`` extra), which decodes here through ``seqlab translate --engine
+ct2``'s path (``CT2Translator.search_ids``). So every engine decodes the same model from the same ids:
+differences in the outputs are differences in the search (or in rounding), and "same as seqlab" shows how far
+they go.
 
 Each engine decodes the whole split in batches of ``eval.batch_size`` sentences of similar length
 with at most ``eval.max_output_length`` words, after one warm-up batch, ``--repeats`` times (the best
@@ -45,8 +47,9 @@ from seqlab.precision import native_bf16, quantize_int8
 from seqlab.translator import Translator, load
 
 PEERS = Path(__file__).parent / "peers"
-PEER_PACKAGES = ["torch==2.13.0", "joeynmt==2.3.0", "importlib_metadata", "ctranslate2==4.8.5", "safetensors"]
-WORKERS = {"ctranslate2": "ctranslate2_decode.py", "joeynmt": "joeynmt_decode.py"}
+PEER_PACKAGES = ["torch==2.13.0", "joeynmt==2.3.0", "importlib_metadata", "safetensors"]
+WORKERS = {"joeynmt": "joeynmt_decode.py"}
+PEERS_HERE = ("ctranslate2",)  # decoded in this process, from seqlab's export
 
 
 def peer_python(venv: Path) -> Path:
@@ -86,19 +89,35 @@ def variants(translator: Translator) -> list[tuple[str, Translator]]:
 
 
 def seqlab_runs(translator: Translator, src: list[list[int]], beams: list[int], repeats: int) -> list[dict]:
+    return [run for setting, t in variants(translator) for run in timed_runs("seqlab", setting, t, src, beams, repeats)]
+
+
+def timed_runs(engine: str, setting: str, translator: Translator, src: list[list[int]], beams: list[int],
+               repeats: int) -> list[dict]:
+    """One translator's search over the split per beam size, after a warm-up batch, ``repeats`` times."""
     runs = []
-    for setting, t in variants(translator):
-        for beam in beams:
-            options = DecodeOptions(beam=beam)
-            t.search_ids(src[: t.config.eval.batch_size], options)  # warm-up
-            seconds, outputs = [], []
-            for _ in range(repeats):
-                start = time.perf_counter()
-                outputs = [hyps[0].tokens for hyps in t.search_ids(src, options)]
-                seconds.append(time.perf_counter() - start)
-            runs.append({"engine": "seqlab", "setting": setting, "beam": beam, "seconds": seconds,
-                         "outputs": outputs})
+    for beam in beams:
+        options = DecodeOptions(beam=beam)
+        translator.search_ids(src[: translator.config.eval.batch_size], options)  # warm-up
+        seconds, outputs = [], []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            outputs = [hyps[0].tokens for hyps in translator.search_ids(src, options)]
+            seconds.append(time.perf_counter() - start)
+        runs.append({"engine": engine, "setting": setting, "beam": beam, "seconds": seconds, "outputs": outputs})
     return runs
+
+
+def ctranslate2_runs(run_dir: str, src: list[list[int]], beams: list[int], repeats: int, work: Path) -> list[dict]:
+    """``seqlab export --to ctranslate2`` in float32 and int8, decoded through ``CT2Translator.search_ids``."""
+    import ctranslate2
+
+    from seqlab.export.ctranslate2 import export_ctranslate2, load_ct2
+
+    engine = f"CTranslate2 {ctranslate2.__version__}"
+    return [run for quantization in ("float32", "int8")
+            for run in timed_runs(engine, quantization, load_ct2(export_ctranslate2(
+                run_dir, work / f"ct2-{quantization}", quantization)), src, beams, repeats)]
 
 
 def peer_runs(python: Path, worker: str, export_dir: Path, beams: list[int], repeats: int,
@@ -142,7 +161,8 @@ def main() -> None:
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--beams", type=int, nargs="+", default=[1, 5])
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--peers", nargs="+", choices=sorted(WORKERS), default=sorted(WORKERS))
+    parser.add_argument("--peers", nargs="+", choices=sorted([*WORKERS, *PEERS_HERE]),
+                        default=sorted([*WORKERS, *PEERS_HERE]))
     parser.add_argument("--peer-venv", type=Path, default=Path(tempfile.gettempdir()) / "seqlab-peers")
     parser.add_argument("--threads", type=int, default=None)
     add_record_option(parser)
@@ -155,12 +175,14 @@ def main() -> None:
         raise SystemExit("the peers decode Transformers only; this run is an RNN")
     pairs = load_splits(translator.config.data, resolve_data_dir(args.data_dir))[args.split]
     split = EncodedSplit.build(translator, pairs, args.split)
-    python = peer_python(args.peer_venv)
     with tempfile.TemporaryDirectory() as tmp:
         export(translator, split.src, Path(tmp))
         runs = seqlab_runs(translator, split.src, args.beams, args.repeats)
-        for peer in args.peers:
-            runs += peer_runs(python, WORKERS[peer], Path(tmp), args.beams, args.repeats, translator)
+        if "ctranslate2" in args.peers:
+            runs += ctranslate2_runs(args.run_dir, split.src, args.beams, args.repeats, Path(tmp))
+        for peer in set(args.peers) & set(WORKERS):
+            runs += peer_runs(peer_python(args.peer_venv), WORKERS[peer], Path(tmp), args.beams, args.repeats,
+                              translator)
 
     model, eval_cfg = translator.config.model, translator.config.eval
     header = [

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import typer
 
-from seqlab.cli import classify, data, lm, plot, train, use, vectors
+from seqlab.cli import classify, data, export, lm, plot, train, use, vectors
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Sequence models on the CPU: word vectors, language models, seq2seq, classifiers.")
@@ -24,6 +24,7 @@ app.command()(train.train)
 app.command()(train.pretrain)
 app.command("eval")(train.evaluate_run)
 app.command()(train.average)
+app.command()(export.export)
 app.command()(use.translate)
 app.command()(use.chat)
 app.command()(use.serve)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -23,23 +23,28 @@ def translate(
     texts: Annotated[list[str] | None, typer.Argument(help="Sentences to translate.")] = None,
     input: Annotated[str | None, typer.Option("--input", "-i", help="File with one sentence per line; - for stdin.")] = None,
     int8: Int8 = False,
+    engine: Annotated[Literal["torch", "ct2"], typer.Option(
+        "--engine", help="torch: the run directory's model; ct2: a `seqlab export --to ctranslate2` directory.")]
+    = "torch",
 ) -> None:
     """Translate sentences given as arguments, or a file line by line (one line in, one line out).
 
     With --nbest or --num-samples above 1, every output is a line "INPUT_NUMBER<tab>SCORE<tab>TEXT".
     """
+    from seqlab.export.ctranslate2 import load_ct2
     from seqlab.translator import load
 
     setup_logging()
     if bool(texts) == bool(input):
         fail(ValueError("give sentences as arguments or --input FILE, not both and not neither"))
     try:
-        translator = load(run_dir, int8)
+        translator = load_ct2(run_dir) if engine == "ct2" else load(run_dir, int8)
         lines = texts or read_lines(input)  # type: ignore[arg-type]  # one of them is given
+        several = options.nbest > 1 or options.num_samples > 1
+        generated = translator.generate(lines, options)
     except (ConfigError, FileNotFoundError, ValueError) as exc:  # DataError is a ValueError
         fail(exc)
-    several = options.nbest > 1 or options.num_samples > 1
-    for number, outputs in enumerate(translator.generate(lines, options)):
+    for number, outputs in enumerate(generated):
         for output in outputs if several else outputs[:1]:
             typer.echo(f"{number}\t{output.score:.4f}\t{output.text}" if several else output.text)
 

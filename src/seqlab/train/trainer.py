@@ -164,9 +164,10 @@ class Trainer:
         steps = step_groups(self.family.batches(pos.epoch), self.parts)
         self.model.train()
         done = pos.batch // self.parts
+        hidden = None if self.progress is None else not self.progress  # None: shown only on a terminal
         bar = tqdm(total=len(steps), initial=done, desc=f"epoch {pos.epoch}", unit="step", leave=False,
-                   disable=(None if self.progress is None else not self.progress) or not self.world.is_main)
-        for group in steps[done:]:  # None: only on a terminal
+                   disable=hidden if self.world.is_main else True)
+        for group in steps[done:]:
             started = time.perf_counter()
             loss_sum, tokens = self.train_step(self.world.share(group))
             pos.loss_sum += loss_sum

@@ -1,0 +1,1 @@
+"""Trained runs for other engines: CTranslate2 (``ctranslate2``)."""
