@@ -189,7 +189,8 @@ def main() -> None:
         f"\n### Decoding next to the peers: `{args.run_dir}`, {args.split} split "
         f"({datetime.datetime.now():%Y-%m-%d %H:%M})\n",
         f"Command: `python benchmarks/peer_decoding.py {args.run_dir} --split {args.split} --beams "
-        f"{' '.join(map(str, args.beams))} --repeats {args.repeats} --peers {' '.join(args.peers)}`. {machine()}. Model: Transformer d_model "
+        f"{' '.join(map(str, args.beams))} --repeats {args.repeats} --peers {' '.join(args.peers)}`. "
+        f"{machine()}. Model: Transformer d_model "
         f"{model.d_model}, {model.num_layers}+{model.num_layers} layers, {model.num_heads} heads, d_ff {model.d_ff}, "
         f"{model.norm}-LN, vocab {translator.source.vocab_size}/{translator.target.vocab_size}; {len(split.src):,} "
         f"sentences in batches of {eval_cfg.batch_size}, at most {eval_cfg.max_output_length} words."
