@@ -10,6 +10,7 @@ import seqlab
 from seqlab.cli import app
 from seqlab.config import parse_config
 from seqlab.data import load_splits, resolve_data_dir
+from seqlab.rundir import RunDir
 from seqlab.train.trainer import Trainer
 
 ctranslate2 = pytest.importorskip("ctranslate2", reason="CTranslate2 is an optional extra: pip install -e '.[export]'")
@@ -99,3 +100,20 @@ def test_only_a_transformer_exports(tmp_path):
     Trainer(parse_config(config), tmp_path / "rnn", progress=False).fit()
     result = CliRunner().invoke(app, ["export", str(tmp_path / "rnn"), "--out", str(tmp_path / "x")])
     assert result.exit_code == 2 and "CTranslate2 runs Transformers" in result.output
+
+
+def test_serve_decodes_with_the_export(date_run, tmp_path):
+    from fastapi.testclient import TestClient
+
+    from seqlab.server import create_app
+
+    export_ctranslate2(date_run, tmp_path / "ct2")
+    client = TestClient(create_app(tmp_path / "ct2", engine="ct2"))
+    dates = ["september 27, 1994", "10/15/94"]
+    answer = client.post("/api/translate", json={"inputs": dates, "beam": 3})
+    assert answer.status_code == 200
+    assert [o["hypotheses"][0]["text"] for o in answer.json()["outputs"]] == seqlab.load(date_run).translate(dates, beam=3)
+    refused = client.post("/api/translate", json={"inputs": dates, "attention": True})
+    assert refused.status_code == 422 and "attention" in refused.json()["error"]
+    info = client.get("/api/info").json()
+    assert info["metrics"] == RunDir(date_run).model_info() | {"engine": "ctranslate2", "quantization": "float32"}

@@ -55,6 +55,7 @@ MODEL = "model.safetensors"
 CHECKPOINT = "checkpoint.safetensors"
 LOG = "log.jsonl"
 LEGACY_MODEL_INFO = "model.json"  # where runs before 2026-11-23 kept the model's description
+EXPORTED_INFO = "model_info.json"  # an export's description of its model, whose weights are another engine's
 INFO_KEY = "seqlab.info"  # the model's description in the header of model.safetensors
 VOCABULARY = "vocabulary.json"
 VECTORS = "vectors.safetensors"
@@ -183,9 +184,15 @@ class RunDir:
         model.load_state_dict(load_safetensors(path.read_bytes()))
         return self.model_info()
 
+    def save_model_info(self, info: dict[str, Any]) -> None:
+        """What an exported model is (its run's epoch, step, valid metrics and the engine), beside its weights."""
+        atomic_write(self.path / EXPORTED_INFO, json.dumps(info, ensure_ascii=False) + "\n")
+
     def model_info(self) -> dict[str, Any]:
-        """What the saved model is: its epoch, step and valid metrics."""
+        """What the saved model is: its epoch, step and valid metrics (an export's: also its engine)."""
         path = self.path / MODEL
+        if not path.exists() and (self.path / EXPORTED_INFO).exists():
+            return json.loads((self.path / EXPORTED_INFO).read_text(encoding="utf-8"))
         if not path.exists():
             raise FileNotFoundError(f"{path}: no trained model in this run directory yet (no epoch has finished)")
         with safe_open(str(path), framework="pt") as f:

@@ -85,6 +85,10 @@ class Translator:
             for source, hypotheses in zip(src, decoded)
         ]
 
+    def check_options(self, options: DecodeOptions, need_weights: bool = False) -> None:
+        """A ValueError naming what this translator's search cannot do (every option works here; an exported
+        model's engine may lack some)."""
+
     def translate_ids(self, ids: Sequence[Sequence[int]], options: DecodeOptions | None = None) -> list[str]:
         """The best output text for sources already encoded by ``encode_sources``."""
         best = [hypotheses[0].tokens for hypotheses in self.search_ids(ids, options or DecodeOptions())]

@@ -8,7 +8,7 @@ import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any, Literal, NoReturn
 
 import typer
 
@@ -21,6 +21,8 @@ DataDir = Annotated[
 
 RunArg = Annotated[Path, typer.Argument(help="A trained run directory.")]
 
+Engine = Annotated[Literal["torch", "ct2"], typer.Option(
+    "--engine", help="torch: the run directory's model; ct2: a `seqlab export --to ctranslate2` directory.")]
 Int8 = Annotated[bool, typer.Option("--int8", help="Decode with int8 linear layers (dynamic quantisation; "
                                     "docs/benchmarks.md has its speed and accuracy).", rich_help_panel="Decoding")]
 

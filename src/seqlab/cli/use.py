@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from seqlab.cli.common import Int8, RunArg, fail, read_lines, setup_logging, with_decoding
+from seqlab.cli.common import Engine, Int8, RunArg, fail, read_lines, setup_logging, with_decoding
 from seqlab.config import ConfigError
 
 if TYPE_CHECKING:
@@ -23,9 +23,7 @@ def translate(
     texts: Annotated[list[str] | None, typer.Argument(help="Sentences to translate.")] = None,
     input: Annotated[str | None, typer.Option("--input", "-i", help="File with one sentence per line; - for stdin.")] = None,
     int8: Int8 = False,
-    engine: Annotated[Literal["torch", "ct2"], typer.Option(
-        "--engine", help="torch: the run directory's model; ct2: a `seqlab export --to ctranslate2` directory.")]
-    = "torch",
+    engine: Engine = "torch",
 ) -> None:
     """Translate sentences given as arguments, or a file line by line (one line in, one line out).
 
@@ -84,6 +82,7 @@ def serve(
     host: Annotated[str, typer.Option("--host", help="Address to listen on; 0.0.0.0 opens it to the network.")]
     = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535)] = 8000,
+    engine: Engine = "torch",
 ) -> None:
     """A web page to talk to the model (http://HOST:PORT/) and its JSON API (/api/translate, /api/info, /docs);
     for a word-vector run, a page of a word's nearest neighbours and analogies (/api/similar, /api/analogy);
@@ -96,7 +95,7 @@ def serve(
 
     setup_logging()
     try:
-        web = create_app(run_dir)
+        web = create_app(run_dir, engine=engine)
     except (ConfigError, FileNotFoundError, ValueError) as exc:
         fail(exc)
     typer.echo(f"seqlab: serving {run_dir} on http://{host}:{port}/", err=True)

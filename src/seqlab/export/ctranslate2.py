@@ -70,6 +70,7 @@ def export_ctranslate2(run_dir: str | Path, out: str | Path, quantization: str =
             return spec
 
     _Converter().convert(str(out), quantization=None if quantization == "float32" else quantization, force=True)
+    RunDir(out).save_model_info(RunDir(run_dir).model_info() | {"engine": "ctranslate2", "quantization": quantization})
     RunDir(run_dir).copy_model_files(RunDir(out))  # the config last: only a whole directory is a model
     return out
 
@@ -141,15 +142,18 @@ class CT2Translator(Translator):
         self.source_names, self.target_names = vocabulary(source), vocabulary(target)
         self.target_ids = {name: i for i, name in enumerate(self.target_names)}
 
-    def search_ids(self, src: Sequence[Sequence[int]], options: DecodeOptions,
-                   need_weights: bool = False) -> list[list[Hypothesis]]:
+    def check_options(self, options: DecodeOptions, need_weights: bool = False) -> None:
         if need_weights:
             raise ValueError("the CTranslate2 engine does not return attention")
         if options.length_penalty:
-            raise ValueError("CTranslate2 divides scores by length^α, not by GNMT's penalty: use --normalize "
-                             "(α = 1) or no length penalty with --engine ct2")
+            raise ValueError("CTranslate2 divides scores by length^α, not by GNMT's penalty: use normalize "
+                             "(α = 1) or no length penalty with the ct2 engine")
         if options.length_ratio is not None:
-            raise ValueError("--length-ratio is not available with --engine ct2")
+            raise ValueError("length_ratio is not available with the ct2 engine")
+
+    def search_ids(self, src: Sequence[Sequence[int]], options: DecodeOptions,
+                   need_weights: bool = False) -> list[list[Hypothesis]]:
+        self.check_options(options, need_weights)
         tokens = [[self.source_names[i] for i in ids] for ids in src]  # <eos> included, as seqlab feeds it
         common = {"max_batch_size": self.config.eval.batch_size, "return_scores": True,
                   "max_decoding_length": options.max_length or self.config.eval.max_output_length,

@@ -60,10 +60,12 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Literal
 
 from fastapi import FastAPI
 
 from seqlab.classifier import load as load_classifier
+from seqlab.export.ctranslate2 import load_ct2
 from seqlab.language_model import load as load_lm
 from seqlab.reader import load as load_reader
 from seqlab.rundir import RunDir
@@ -79,9 +81,11 @@ from seqlab.vectors import load as load_vectors
 __all__ = ["Limits", "RequestError", "create_app"]
 
 
-def create_app(run_dir: str | Path, limits: Limits = Limits()) -> FastAPI:  # noqa: B008 (frozen)
+def create_app(run_dir: str | Path, limits: Limits = Limits(),  # noqa: B008 (frozen)
+               engine: Literal["torch", "ct2"] = "torch") -> FastAPI:
     """The app serving the run in ``run_dir``: a seq2seq model, a language model, a classifier, a span extractor or, for a
-    ``seqlab vectors train`` run, its word vectors; each kind gets its own routes."""
+    ``seqlab vectors train`` run, its word vectors; each kind gets its own routes. ``engine: ct2``: ``run_dir`` is
+    a ``seqlab export --to ctranslate2`` directory, decoded by CTranslate2 (no attention)."""
     run_dir = Path(run_dir)
     worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="seqlab-worker")  # no thread until first use
     if RunDir(run_dir).is_vectors():
@@ -101,7 +105,7 @@ def create_app(run_dir: str | Path, limits: Limits = Limits()) -> FastAPI:  # no
         app = _app(_answer_info(run_dir, reader, limits), worker)
         _add_answer_routes(app, worker, reader, limits)
     else:
-        translator = load(run_dir)
+        translator = load_ct2(run_dir) if engine == "ct2" else load(run_dir)
         app = _app(_info(run_dir, translator, limits), worker)
         _add_translate_routes(app, worker, translator, limits)
     return app

@@ -15,7 +15,7 @@ from pydantic import Field
 from seqlab.config import Config, CsvCorpus, ModelConfig, RNNConfig, TransformerConfig
 from seqlab.decoding import DecodeOptions
 from seqlab.rundir import RunDir
-from seqlab.server.app import Limits, _check_decoding, _check_inputs, _in_time
+from seqlab.server.app import Limits, RequestError, _check_decoding, _check_inputs, _in_time
 from seqlab.translator import Translation, Translator
 
 
@@ -29,17 +29,22 @@ class TranslateRequest(DecodeOptions):
 def _add_translate_routes(app: FastAPI, worker: ThreadPoolExecutor, translator: Translator, limits: Limits) -> None:
     @app.post("/api/translate")
     async def api_translate(request: TranslateRequest) -> dict[str, Any]:
-        options = _check(request, limits)
+        options = _check(request, limits, translator)
         start = time.perf_counter()
         outputs = await _in_time(_decode(worker, translator, request, options, limits), limits,
                                  "send fewer or shorter inputs, or a smaller beam")
         return {"outputs": outputs, "seconds": round(time.perf_counter() - start, 4)}
 
 
-def _check(request: TranslateRequest, limits: Limits) -> DecodeOptions:
-    """The request's DecodeOptions, once the request is within ``limits``."""
+def _check(request: TranslateRequest, limits: Limits, translator: Translator) -> DecodeOptions:
+    """The request's DecodeOptions, once the request is within ``limits`` and asks what the engine can do."""
     _check_inputs(request.inputs, limits)
-    return _check_decoding(request, limits)
+    options = _check_decoding(request, limits)
+    try:
+        translator.check_options(options, request.attention)
+    except ValueError as exc:
+        raise RequestError(422, str(exc)) from None
+    return options
 
 
 async def _decode(
