@@ -21,6 +21,8 @@ READS_TEST = {
     "classify_race.py": "scores the TF-IDF model select_tfidf.py chose and each seqlab run (best epoch on valid) "
                         "on test once",
     "pretrain_race.py": "scores each fine-tuned and scratch classifier (best epoch on valid) on test once",
+    "checkpoint_average.py": "scores the best checkpoint (by valid) and the mean of the last N epochs (N fixed "
+                             "before training) on test once each",
 }
 SELECTS = {"select_config.py", "select_decoding.py", "select_joeynmt.py", "chatbot_variants.py", "select_tfidf.py"}
 

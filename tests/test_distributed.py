@@ -179,3 +179,28 @@ def test_numpy_engine_and_accumulate_are_refused_together():
                       "model": {"type": "rnn", "cell": "lstm", "dropout": 0.0},
                       "train": {"engine": "numpy", "accumulate": 2}})
 
+
+
+def test_each_process_hands_on_the_rows_it_trains_and_their_sum_is_the_state(tmp_path):
+    """A language model's rows are shared by the processes in groups; after a resume every process holds every
+    group's state, but hands on (for the checkpoint's sum) only the groups it trains."""
+    from seqlab.config import load_config
+    from seqlab.train.family import StreamLM
+
+    config = load_config(_lm_config(tmp_path), [])
+    (tmp_path / "run").mkdir()
+    whole = StreamLM.build(config, RunDir(tmp_path / "run"), None, False, parts=4)
+    for batch in whole.batches(1)[:8]:  # two steps of 4 groups
+        whole.loss(batch)
+    state = whole.carried()
+    halves = []
+    for share in (range(0, 2), range(2, 4)):
+        process = StreamLM.build(config, RunDir(tmp_path / "run"), None, True, parts=4, share=share)
+        process.restore(state)
+        halves.append(process.carried())
+        rows = slice(share.start * process.rows, share.stop * process.rows)
+        other = slice(0, share.start * process.rows) if share.start else slice(share.stop * process.rows, None)
+        for name, tensor in halves[-1].items():
+            assert torch.equal(tensor[:, rows], state[name][:, rows]) and not tensor[:, other].any()
+    for name in state:
+        assert torch.equal(halves[0][name] + halves[1][name], state[name])

@@ -24,12 +24,14 @@ __all__ = ["Classification", "Family", "MaskedLM", "Seq2seq", "SpanExtraction", 
            "epoch_batches", "take_pretrained_encoder"]
 
 
-def build_family(config: Config, run: RunDir, data_dir: str | Path | None, resume: bool, parts: int = 1) -> Family:
+def build_family(config: Config, run: RunDir, data_dir: str | Path | None, resume: bool, parts: int = 1,
+                 share: range | None = None) -> Family:
     """The family that trains ``config.model``: a language model (``lm``, ``transformer_lm``), a classifier
     (``encoder``), BERT's pretraining (``bert``), a span extractor (``span``) or a seq2seq model (the others).
-    ``parts``: batches per step (processes × ``train.accumulate``), which cut a language model's rows."""
+    ``parts``: batches per step (processes × ``train.accumulate``), which cut a language model's rows; ``share``:
+    which of them this process trains."""
     if config.is_language_model:
-        return StreamLM.build(config, run, data_dir, resume, parts)
+        return StreamLM.build(config, run, data_dir, resume, parts, share)
     if config.is_classifier:
         return Classification.build(config, run, data_dir, resume)
     if config.is_masked_lm:

@@ -32,19 +32,20 @@ class StreamLM:
     unit = "tokens"
 
     def __init__(self, config: Config, lm: LanguageModel, train_stream: np.ndarray, valid: list[str],
-                 parts: int = 1) -> None:
+                 parts: int = 1, share: range | None = None) -> None:
         self.config = config
         self.lm = lm
         self.model = lm.model
         self.inputs, self.targets = tbptt_batches(train_stream, config.train.streams, config.train.time_size)  # (K, B, T)
         self.valid = valid
         self.parts = parts
+        self.share = share or range(parts)  # the groups this process trains
         self.rows = config.train.streams // parts  # rows per group
         self.states: dict[int, LMState] = {}  # each group's state
 
     @classmethod
     def build(cls, config: Config, run: RunDir, data_dir: str | Path | None, resume: bool,
-              parts: int = 1) -> StreamLM:
+              parts: int = 1, share: range | None = None) -> StreamLM:
         assert isinstance(config.model, LMConfig | TransformerLMConfig)
         if config.train.streams % parts:
             raise ConfigError(f"train.streams ({config.train.streams}) must be a multiple of the processes × "
@@ -56,7 +57,7 @@ class StreamLM:
             tokenizer = Tokenizer.train(splits["train"], config.tokens.source)
             run.save_tokenizers(tokenizer, tokenizer)
         lm = LanguageModel(build_lm(config.model, tokenizer.vocab_size), tokenizer, config)
-        return cls(config, lm, lm.stream(splits["train"]), splits["valid"], parts)
+        return cls(config, lm, lm.stream(splits["train"]), splits["valid"], parts, share)
 
     def describe(self) -> str:
         batches, rows, steps = self.inputs.shape
@@ -97,9 +98,9 @@ class StreamLM:
     def carried(self) -> dict[str, torch.Tensor]:
         """The state of all rows (``h0``, ``c0`` ...: (layers, B, H)); a group this process does not train is
         zeros, so that the processes' sum is the whole state (``World.sum_tensors``)."""
-        if not self.states:
+        named = {g: flatten_state(state) for g, state in self.states.items() if g in self.share}
+        if not named:
             return {}
-        named = {g: flatten_state(state) for g, state in self.states.items()}
         template = next(iter(named.values()))
         return {name: torch.cat([named[g][name] if g in named else torch.zeros_like(t) for g in range(self.parts)],
                                 dim=1) for name, t in template.items()}
