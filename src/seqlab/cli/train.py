@@ -53,9 +53,9 @@ def _fit(config: Path, overrides: list[str] | None, out: Path | None, resume: bo
                               f"{config}: seqlab pretrain trains model.type bert, not {cfg.model.type}")
         best = Trainer(cfg, run_dir, data_dir, resume=resume, world=world).fit()
     except (ConfigError, DataError, FileNotFoundError) as exc:
+        world.close(finished=False)
         fail(exc)
-    finally:
-        world.close()
+    world.close()
     if not world.is_main:
         return
     typer.echo(f"best epoch {best['epoch']}: {_valid_line(best['valid'])} — saved in {run_dir}", err=True)
