@@ -63,10 +63,14 @@ class World:
         if self.size > 1:
             dist.barrier()
 
+    def positions(self, accumulate: int) -> range:
+        """Where this rank's batches lie in a step of ``size × accumulate``: the rank-th slice."""
+        return range(self.rank * accumulate, (self.rank + 1) * accumulate)
+
     def share(self, group: list[np.ndarray]) -> list[np.ndarray]:
-        """This rank's batches of one step's ``group`` (``size × accumulate`` batches): the rank-th slice."""
-        per_rank = len(group) // self.size
-        return group[self.rank * per_rank : (self.rank + 1) * per_rank]
+        """This rank's batches of one step's ``group``."""
+        mine = self.positions(len(group) // self.size)
+        return group[mine.start : mine.stop]
 
     def sum(self, values: list[float]) -> list[float]:
         """Each value summed over the processes (every process gets the sums)."""

@@ -90,8 +90,7 @@ class Trainer:
 
     def _build_family(self, data_dir: str | Path | None, resume: bool) -> Family:
         """Rank 0 builds the family first (it learns and saves the tokenizers); the others then read them back."""
-        accumulate = self.config.train.accumulate
-        share = range(self.world.rank * accumulate, (self.world.rank + 1) * accumulate)  # as World.share cuts a step
+        share = self.world.positions(self.config.train.accumulate)  # a language model's row groups this rank trains
         family = build_family(self.config, self.run, data_dir, resume, self.parts, share) if self.world.is_main else None
         self.world.barrier()
         return family or build_family(self.config, self.run, data_dir, True, self.parts, share)
