@@ -1,4 +1,4 @@
-"""Decoding speed next to the peers, in one run, on one model: seqlab, JoeyNMT and CTranslate2.
+"""Decoding speed next to the peers, in one run, on one model: seqlab, JoeyNMT, CTranslate2 and ONNX Runtime.
 
     python benchmarks/peer_decoding.py RUN_DIR --data-dir ../shared/data [--split test] [--beams 1 5]
 
@@ -7,7 +7,9 @@ ids) and loaded weight for weight into JoeyNMT 2.3.0, which this script installs
 its own (``--peer-venv``, made on first use from the package index with the same CPU torch wheel) and runs there
 by ``benchmarks/peers/joeynmt_decode.py``; and converted by ``seqlab export --to ctranslate2`` (float32 and
 int8) for CTranslate2 (seqlab's ``[export]`` extra), which decodes here through ``seqlab translate --engine
-ct2``'s path (``CT2Translator.search_ids``). So every engine decodes the same model from the same ids:
+ct2``'s path (``CT2Translator.search_ids``), and by ``seqlab export --to onnx`` (float32 and int8) for ONNX
+Runtime, whose two graphs seqlab's own search drives (``seqlab translate --engine onnx``). So every engine
+decodes the same model from the same ids:
 differences in the outputs are differences in the search (or in rounding), and "same as seqlab" shows how far
 they go.
 
@@ -19,7 +21,7 @@ every sentence: seqlab and CTranslate2 sort by length inside that time, JoeyNMT 
 file order) is handed the sources sorted by length. Loading the model and the data, converting the
 weights and turning ids into text are outside every timer. seqlab runs in fp32, bf16 autocast (where the CPU
 has native bf16) and with int8 linear layers;
-CTranslate2 in float32 and int8 (it has no bf16 on CPU); JoeyNMT in float32 (its CPU autocast is
+CTranslate2 and ONNX Runtime in float32 and int8 (neither has bf16 on CPU); JoeyNMT in float32 (its CPU autocast is
 float16). The table goes to stdout, and with ``--record FILE`` is appended there.
 """
 
@@ -49,7 +51,7 @@ from seqlab.translator import Translator, load
 PEERS = Path(__file__).parent / "peers"
 PEER_PACKAGES = ["torch==2.13.0", "joeynmt==2.3.0", "importlib_metadata", "safetensors"]
 WORKERS = {"joeynmt": "joeynmt_decode.py"}
-PEERS_HERE = ("ctranslate2",)  # decoded in this process, from seqlab's export
+EXPORTS = {"ctranslate2": ("ctranslate2", "ct2"), "onnxruntime": ("onnx", "onnx")}  # decoded here, from seqlab's export
 
 
 def peer_python(venv: Path) -> Path:
@@ -108,16 +110,19 @@ def timed_runs(engine: str, setting: str, translator: Translator, src: list[list
     return runs
 
 
-def ctranslate2_runs(run_dir: str, src: list[list[int]], beams: list[int], repeats: int, work: Path) -> list[dict]:
-    """``seqlab export --to ctranslate2`` in float32 and int8, decoded through ``CT2Translator.search_ids``."""
-    import ctranslate2
+def export_runs(peer: str, run_dir: str, src: list[list[int]], beams: list[int], repeats: int,
+                work: Path) -> list[dict]:
+    """``seqlab export --to ctranslate2|onnx`` in float32 and int8, decoded through ``seqlab translate --engine
+    ct2|onnx``'s path (``CT2Translator.search_ids``; seqlab's search over ``OnnxSeq2seq``)."""
+    import importlib
 
-    from seqlab.export.ctranslate2 import export_ctranslate2, load_ct2
+    from seqlab.export import export, load_translator
 
-    engine = f"CTranslate2 {ctranslate2.__version__}"
+    to, engine = EXPORTS[peer]
+    name = f"{peer} {importlib.import_module(peer).__version__}"
     return [run for quantization in ("float32", "int8")
-            for run in timed_runs(engine, quantization, load_ct2(export_ctranslate2(
-                run_dir, work / f"ct2-{quantization}", quantization)), src, beams, repeats)]
+            for run in timed_runs(name, quantization, load_translator(export(
+                run_dir, work / f"{to}-{quantization}", to, quantization), engine), src, beams, repeats)]
 
 
 def peer_runs(python: Path, worker: str, export_dir: Path, beams: list[int], repeats: int,
@@ -161,8 +166,7 @@ def main() -> None:
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--beams", type=int, nargs="+", default=[1, 5])
     parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--peers", nargs="+", choices=sorted([*WORKERS, *PEERS_HERE]),
-                        default=sorted([*WORKERS, *PEERS_HERE]))
+    parser.add_argument("--peers", nargs="+", choices=sorted([*WORKERS, *EXPORTS]), default=sorted([*WORKERS, *EXPORTS]))
     parser.add_argument("--peer-venv", type=Path, default=Path(tempfile.gettempdir()) / "seqlab-peers")
     parser.add_argument("--threads", type=int, default=None)
     add_record_option(parser)
@@ -178,8 +182,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         export(translator, split.src, Path(tmp))
         runs = seqlab_runs(translator, split.src, args.beams, args.repeats)
-        if "ctranslate2" in args.peers:
-            runs += ctranslate2_runs(args.run_dir, split.src, args.beams, args.repeats, Path(tmp))
+        for peer in sorted(set(args.peers) & set(EXPORTS)):
+            runs += export_runs(peer, args.run_dir, split.src, args.beams, args.repeats, Path(tmp))
         for peer in set(args.peers) & set(WORKERS):
             runs += peer_runs(peer_python(args.peer_venv), WORKERS[peer], Path(tmp), args.beams, args.repeats,
                               translator)

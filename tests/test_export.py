@@ -1,8 +1,10 @@
-"""CTranslate2 export: a seqlab Transformer converted weight for weight decodes as seqlab does."""
+"""Exports: a seqlab Transformer converted for CTranslate2, or traced into ONNX graphs, decodes as seqlab does."""
 
+import gzip
 from pathlib import Path
 
 import pytest
+import torch
 from conftest import small_date_config
 from typer.testing import CliRunner
 
@@ -13,9 +15,36 @@ from seqlab.data import load_splits, resolve_data_dir
 from seqlab.rundir import RunDir
 from seqlab.train.trainer import Trainer
 
-ctranslate2 = pytest.importorskip("ctranslate2", reason="CTranslate2 is an optional extra: pip install -e '.[export]'")
+OPTIONAL = "an optional extra: pip install -e '.[export]'"
+ENGINES = {  # engine: (what `seqlab export --to` names, the package it needs)
+    "ct2": ("ctranslate2", "ctranslate2"),
+    "onnx": ("onnx", "onnxruntime"),
+}
 
-from seqlab.export.ctranslate2 import export_ctranslate2, load_ct2  # noqa: E402
+
+@pytest.fixture(params=sorted(ENGINES))
+def engine(request) -> str:
+    pytest.importorskip(ENGINES[request.param][1], reason=f"{ENGINES[request.param][1]} is {OPTIONAL}")
+    if request.param == "onnx":
+        pytest.importorskip("onnxscript", reason=f"onnxscript (torch's ONNX exporter) is {OPTIONAL}")
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """export(run, engine, quantization) -> the export's directory, made once per module."""
+    from seqlab.export import export
+
+    made: dict[tuple, Path] = {}
+
+    def make(run: Path, engine: str, quantization: str = "float32") -> Path:
+        key = (run, engine, quantization)
+        if key not in made:
+            made[key] = export(run, tmp_path_factory.mktemp(f"{engine}-{quantization}") / "export",
+                               ENGINES[engine][0], quantization)
+        return made[key]
+
+    return make
 
 
 def _train(directory: Path, **model: object) -> Path:
@@ -35,30 +64,80 @@ def date_run(request, tmp_path_factory) -> Path:
     return _train(tmp_path_factory.mktemp(request.param), **model)
 
 
+@pytest.fixture(scope="module")
+def translation_run(tmp_path_factory) -> tuple[Path, list[str]]:
+    """A small German -> English Transformer (2+2 layers, one BPE vocabulary of 1,000 pieces, tied output) trained
+    on 3,000 Multi30k pairs, and 200 valid sentences to decode."""
+    from conftest import SHARED_DATA
+
+    if not SHARED_DATA.is_dir():
+        pytest.skip("../shared/data is absent: data-bound acceptance test skipped")
+    work = tmp_path_factory.mktemp("multi30k")
+    for lang in ("de", "en"):
+        with gzip.open(SHARED_DATA / f"multi30k/train.{lang}.gz", "rt", encoding="utf-8") as f:
+            lines = [next(f) for _ in range(3200)]
+        (work / f"train.{lang}").write_text("".join(lines[:3000]), encoding="utf-8")
+        (work / f"valid.{lang}").write_text("".join(lines[3000:]), encoding="utf-8")
+    config = parse_config({
+        "seed": 1,
+        "data": {"train": {"format": "aligned", "source": "train.de", "target": "train.en"},
+                 "valid": {"format": "aligned", "source": "valid.de", "target": "valid.en"},
+                 "max_source_length": 60, "max_target_length": 60},
+        "tokens": {"shared": True, "source": {"level": "bpe", "vocab_size": 1000}},
+        "model": {"d_model": 64, "num_layers": 2, "num_heads": 4, "d_ff": 128, "dropout": 0.1, "tie_output": True,
+                  "max_length": 64},
+        "train": {"epochs": 6, "batch_tokens": 2000, "warmup": 100, "lr_scale": 1.0, "precision": "fp32",
+                  "best_metric": "loss"},
+        "eval": {"max_output_length": 40},
+    })
+    run = work / "run"
+    Trainer(config, run, data_dir=work, progress=False).fit()
+    return run, (work / "valid.de").read_text(encoding="utf-8").splitlines()
+
+
 def _sources(run: Path) -> list[str]:
     translator = seqlab.load(run)
     return [source for source, _ in load_splits(translator.config.data, resolve_data_dir(None))["valid"]]
 
 
-@pytest.mark.parametrize("beam", [1, 5])
-def test_ctranslate2_decodes_as_seqlab_does(date_run, tmp_path, beam):
-    export_ctranslate2(date_run, tmp_path / "ct2")
-    sources = _sources(date_run)
-    ours = seqlab.load(date_run).generate(sources, beam=beam, nbest=beam)
-    theirs = load_ct2(tmp_path / "ct2").generate(sources, beam=beam, nbest=beam)
+def _same_as_seqlab(run: Path, export_dir: Path, engine: str, sources: list[str], beam: int,
+                    nbest_share: float | None) -> None:
+    """The best outputs equal seqlab's on >= 99 % of the sources; the n-best sets on ``nbest_share`` of them."""
+    from seqlab.export import load_translator
+
+    ours = seqlab.load(run).generate(sources, beam=beam, nbest=beam)
+    theirs = load_translator(export_dir, engine).generate(sources, beam=beam, nbest=beam)
     same = sum(a[0].text == b[0].text for a, b in zip(ours, theirs))
     assert same >= 0.99 * len(sources), f"{same} of {len(sources)} the same"
-    if beam > 1:
-        # the same n-best lists; near-ties below the best may swap places: CTranslate2 renormalises each step's
-        # softmax over the tokens it may choose (not <pad>, <s>), seqlab does not (a small model gives them a little)
-        assert sum({h.text for h in a} == {h.text for h in b} for a, b in zip(ours, theirs)) >= 0.95 * len(sources)
+    if beam > 1 and nbest_share is not None:
+        same = sum({h.text for h in a} == {h.text for h in b} for a, b in zip(ours, theirs))
+        assert same >= nbest_share * len(sources), f"{same} of {len(sources)} n-best sets the same"
 
 
-def test_ctranslate2_scores_an_output_as_seqlab_does(date_run, tmp_path):
+# n-best sets: ONNX Runtime runs seqlab's own search, so only rounding (1e-6) tells them apart; CTranslate2
+# renormalises each step's softmax over the tokens it may choose (not <pad>, <s>), seqlab does not, so near-ties
+# below the best may swap places, the more the weaker the model (the small translation model: 93 % the same)
+NBEST_SHARE = {"onnx": 0.99, "ct2": 0.95}
+
+
+@pytest.mark.parametrize("beam", [1, 5])
+def test_an_export_decodes_as_seqlab_does(date_run, engine, exported, beam):
+    _same_as_seqlab(date_run, exported(date_run, engine), engine, _sources(date_run), beam, NBEST_SHARE[engine])
+
+
+@pytest.mark.parametrize("beam", [1, 5])
+def test_an_exported_translation_model_decodes_as_seqlab_does(translation_run, engine, exported, beam):
+    run, sources = translation_run
+    _same_as_seqlab(run, exported(run, engine), engine, sources, beam, NBEST_SHARE[engine] if engine == "onnx" else None)
+
+
+def test_ctranslate2_scores_an_output_as_seqlab_does(date_run, exported):
     """The converted weights are the model's: CTranslate2's log-probability of seqlab's greedy output (every
     token, </s> included, nothing suppressed) is seqlab's."""
-    export_ctranslate2(date_run, tmp_path / "ct2")
-    ct2 = load_ct2(tmp_path / "ct2")
+    pytest.importorskip("ctranslate2", reason=f"ctranslate2 is {OPTIONAL}")
+    from seqlab.export.ctranslate2 import load_ct2
+
+    ct2 = load_ct2(exported(date_run, "ct2"))
     sources = _sources(date_run)[:30]
     ours = [outputs[0] for outputs in seqlab.load(date_run).generate(sources)]
     src = [[ct2.source_names[i] for i in ids] for ids in ct2.encode_sources(sources)]
@@ -68,52 +147,103 @@ def test_ctranslate2_scores_an_output_as_seqlab_does(date_run, tmp_path):
         assert sum(s.log_probs) == pytest.approx(h.log_prob, abs=1e-3)
 
 
-def test_an_int8_export_is_smaller_and_stays_close(date_run, tmp_path):
-    export_ctranslate2(date_run, tmp_path / "fp32")
-    export_ctranslate2(date_run, tmp_path / "int8", quantization="int8")
+def test_onnx_gives_seqlab_scores_attention_and_samples(date_run, exported):
+    """seqlab's search drives the ONNX graphs, so every option works there, with the model's own numbers: the
+    log-probabilities and cross-attention of the best outputs, GNMT's length penalty, seeded samples."""
+    pytest.importorskip("onnxruntime", reason=f"onnxruntime is {OPTIONAL}")
+    from seqlab.export.onnx import load_onnx
+
+    ours, theirs = seqlab.load(date_run), load_onnx(exported(date_run, "onnx"))
+    sources = _sources(date_run)[:40]
+    for a, b in zip(ours.generate(sources, need_weights=True), theirs.generate(sources, need_weights=True)):
+        assert a[0].text == b[0].text and b[0].log_prob == pytest.approx(a[0].log_prob, abs=1e-4)
+        assert b[0].attention.shape == a[0].attention.shape  # (output pieces + <eos>, layers, heads, source pieces)
+        torch.testing.assert_close(b[0].attention, a[0].attention, atol=1e-4, rtol=0)
+    penalty = {"beam": 4, "nbest": 4, "length_penalty": 0.6}
+    assert ([[h.text for h in out] for out in theirs.generate(sources, **penalty)]
+            == [[h.text for h in out] for out in ours.generate(sources, **penalty)])
+    sampled = {"sample": True, "temperature": 0.7, "num_samples": 3, "seed": 5}
+    assert ([[h.text for h in out] for out in theirs.generate(sources, **sampled)]
+            == [[h.text for h in out] for out in ours.generate(sources, **sampled)])
+
+
+def _weight_bytes(export_dir: Path, engine: str) -> int:
+    """The size of CTranslate2's model.bin; the bytes of the ONNX graphs' weights (in a model this small the graphs'
+    nodes and shapes weigh more than its weights)."""
+    if engine == "ct2":
+        return (export_dir / "model.bin").stat().st_size
+    import onnx
+    from onnx.numpy_helper import to_array
+
+    return sum(to_array(t).nbytes for path in export_dir.glob("*.onnx") for t in onnx.load(path).graph.initializer)
+
+
+def test_an_int8_export_is_smaller_and_stays_close(date_run, engine, exported):
+    from seqlab.export import load_translator
+
     sources = _sources(date_run)
     ours = seqlab.load(date_run).translate(sources)
-    int8 = load_ct2(tmp_path / "int8").translate(sources)
+    int8 = load_translator(exported(date_run, engine, "int8"), engine).translate(sources)
     assert sum(a == b for a, b in zip(ours, int8)) >= 0.9 * len(sources)
-    size = {name: (tmp_path / name / "model.bin").stat().st_size for name in ("fp32", "int8")}
-    assert size["int8"] < 0.5 * size["fp32"]  # 1 byte a weight instead of 4, scales and vocabularies beside
+    fp32 = _weight_bytes(exported(date_run, engine), engine)
+    assert _weight_bytes(exported(date_run, engine, "int8"), engine) < 0.5 * fp32  # 1 byte a weight, not 4
 
 
-def test_the_commands_export_and_translate(date_run, tmp_path):
-    out = tmp_path / "ct2"
-    result = CliRunner().invoke(app, ["export", str(date_run), "--to", "ctranslate2", "--out", str(out)])
+def test_the_commands_export_and_translate(date_run, engine, tmp_path):
+    out = tmp_path / "export"
+    to = ENGINES[engine][0]
+    result = CliRunner().invoke(app, ["export", str(date_run), "--to", to, "--out", str(out)])
     assert result.exit_code == 0, result.output
     dates = ["september 27, 1994", "10/15/94"]
-    result = CliRunner().invoke(app, ["translate", str(out), "--engine", "ct2", *dates])
+    result = CliRunner().invoke(app, ["translate", str(out), "--engine", engine, *dates])
     assert result.exit_code == 0, result.output
     assert result.output.split() == seqlab.load(date_run).translate(dates)
-    again = CliRunner().invoke(app, ["export", str(date_run), "--out", str(out)])
+    again = CliRunner().invoke(app, ["export", str(date_run), "--to", to, "--out", str(out)])
     assert again.exit_code == 2 and "already holds a model" in again.output
-    penalty = CliRunner().invoke(app, ["translate", str(out), "--engine", "ct2", "--beam", "3",
-                                       "--length-penalty", "0.6", *dates])
+    int8 = CliRunner().invoke(app, ["translate", str(out), "--engine", engine, "--int8", *dates])
+    assert int8.exit_code == 2 and "quantised when it is made" in int8.output
+
+
+def test_ctranslate2_refuses_gnmt_length_penalty_in_one_line(date_run, exported):
+    pytest.importorskip("ctranslate2", reason=f"ctranslate2 is {OPTIONAL}")
+    penalty = CliRunner().invoke(app, ["translate", str(exported(date_run, "ct2")), "--engine", "ct2", "--beam", "3",
+                                       "--length-penalty", "0.6", "10/15/94"])
     assert penalty.exit_code == 2 and "GNMT" in penalty.output
 
 
-def test_only_a_transformer_exports(tmp_path):
+def test_onnx_errors_are_one_line(date_run, tmp_path):
+    pytest.importorskip("onnxruntime", reason=f"onnxruntime is {OPTIONAL}")
+    wrong = CliRunner().invoke(app, ["translate", str(date_run), "--engine", "onnx", "10/15/94"])
+    assert wrong.exit_code == 2 and "no ONNX model" in wrong.output
+    bad = CliRunner().invoke(app, ["export", str(date_run), "--to", "onnx", "--quantization", "int16",
+                                   "--out", str(tmp_path / "x")])
+    assert bad.exit_code == 2 and "float32 or int8" in bad.output and not (tmp_path / "x").exists()
+
+
+def test_only_a_transformer_exports(engine, tmp_path):
     config = small_date_config(epochs=1)
     config["model"] = {"type": "rnn", "cell": "gru", "embedding_size": 8, "hidden_size": 16}
     Trainer(parse_config(config), tmp_path / "rnn", progress=False).fit()
-    result = CliRunner().invoke(app, ["export", str(tmp_path / "rnn"), "--out", str(tmp_path / "x")])
-    assert result.exit_code == 2 and "CTranslate2 runs Transformers" in result.output
+    result = CliRunner().invoke(app, ["export", str(tmp_path / "rnn"), "--to", ENGINES[engine][0],
+                                      "--out", str(tmp_path / "x")])
+    assert result.exit_code == 2 and "Transformer" in result.output and "model.type rnn" in result.output
 
 
-def test_serve_decodes_with_the_export(date_run, tmp_path):
+def test_serve_decodes_with_the_export(date_run, engine, exported):
     from fastapi.testclient import TestClient
 
     from seqlab.server import create_app
 
-    export_ctranslate2(date_run, tmp_path / "ct2")
-    client = TestClient(create_app(tmp_path / "ct2", engine="ct2"))
+    client = TestClient(create_app(exported(date_run, engine), engine=engine))
     dates = ["september 27, 1994", "10/15/94"]
     answer = client.post("/api/translate", json={"inputs": dates, "beam": 3})
     assert answer.status_code == 200
     assert [o["hypotheses"][0]["text"] for o in answer.json()["outputs"]] == seqlab.load(date_run).translate(dates, beam=3)
-    refused = client.post("/api/translate", json={"inputs": dates, "attention": True})
-    assert refused.status_code == 422 and "attention" in refused.json()["error"]
+    attention = client.post("/api/translate", json={"inputs": dates, "attention": True})
+    if engine == "ct2":
+        assert attention.status_code == 422 and "attention" in attention.json()["error"]
+    else:  # seqlab's search over the ONNX graphs returns the cross-attention
+        assert attention.status_code == 200 and "attention" in attention.json()["outputs"][0]["hypotheses"][0]
     info = client.get("/api/info").json()
-    assert info["metrics"] == RunDir(date_run).model_info() | {"engine": "ctranslate2", "quantization": "float32"}
+    name = {"ct2": "ctranslate2", "onnx": "onnxruntime"}[engine]
+    assert info["metrics"] == RunDir(date_run).model_info() | {"engine": name, "quantization": "float32"}

@@ -19,7 +19,7 @@ import torch
 from seqlab import precision
 from seqlab.config import Config, EncoderConfig
 from seqlab.data.batching import chunks, pad, truncate
-from seqlab.model import EncoderClassifier, build_classifier
+from seqlab.model import EncoderClassifier, build_classifier, evaluating
 from seqlab.rundir import RunDir
 from seqlab.specials import EOS, SOS
 from seqlab.tokenizer import Tokenizer
@@ -65,15 +65,11 @@ class Classifier:
         """(inputs, classes) softmax of encoded inputs, in batches of ``eval.batch_size`` inputs of similar length."""
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         out = np.zeros((len(ids), len(self.labels)), dtype=np.float64)
-        was_training = self.model.training
-        self.model.eval()
-        try:
+        with evaluating(self.model):
             for chunk in chunks(order, self.config.eval.batch_size):
                 with self.autocast():
                     logits = self.model(pad([ids[i] for i in chunk]))  # (batch, classes)
                 out[chunk] = torch.softmax(logits.float(), -1).numpy()
-        finally:
-            self.model.train(was_training)
         return out
 
     def predict(self, texts: Sequence[str]) -> list[str]:
@@ -97,16 +93,12 @@ class Classifier:
         """(inputs, classes) softmax and each input's attention (layers, heads, len, len), one input at a time."""
         probabilities = np.zeros((len(ids), len(self.labels)), dtype=np.float64)
         weights: list[torch.Tensor | None] = []
-        was_training = self.model.training
-        self.model.eval()
-        try:
+        with evaluating(self.model):
             for i, row in enumerate(ids):
                 with self.autocast():
                     logits, layers = self.model.classify(torch.tensor([row]), need_weights=True)  # (1, classes)
                 probabilities[i] = torch.softmax(logits[0].float(), -1).numpy()
                 weights.append(torch.stack([w[0].float() for w in layers]))
-        finally:
-            self.model.train(was_training)
         return probabilities, weights
 
 

@@ -18,6 +18,7 @@ from seqlab.data.squad import Question
 from seqlab.decoding import DecodeOptions
 from seqlab.loss import token_nll_sum
 from seqlab.metrics import classification_scores, corpus_bleu, exact_match, span_scores
+from seqlab.model import evaluating
 from seqlab.reader import Encoded, Reader, answer_spans
 from seqlab.translator import Translator
 
@@ -47,18 +48,14 @@ class EncodedSplit:
 def teacher_forced_loss(translator: Translator, split: EncodedSplit, batch_tokens: int) -> float:
     """Mean cross-entropy per target token (no label smoothing)."""
     model = translator.model
-    was_training = model.training
-    model.eval()
     total, tokens = 0.0, 0
-    try:
+    with evaluating(model):
         for indices in length_batches([len(s) for s in split.src], [len(t) for t in split.trg], batch_tokens, seed=0):
             batch = collate([split.src[i] for i in indices], [split.trg[i] for i in indices])
             with translator.autocast():
                 logits = model(batch.src, batch.trg_in)
             total += float(token_nll_sum(logits, batch.trg_out))
             tokens += batch.num_target_tokens
-    finally:
-        model.train(was_training)
     return total / max(tokens, 1)
 
 

@@ -24,6 +24,7 @@ from seqlab import precision
 from seqlab.config import BertConfig, Config
 from seqlab.data.batching import chunks, pad
 from seqlab.data.masking import IGNORE, mask_tokens, pair, single
+from seqlab.model import evaluating
 from seqlab.model.bert import Bert
 from seqlab.rundir import RunDir
 from seqlab.specials import MASK
@@ -113,16 +114,12 @@ class MaskedLanguageModel:
     def scores(self, examples: Examples, seed: int = 0) -> dict[str, Any]:
         """{'loss' (masked-LM nats per predicted token), 'perplexity', 'mlm_accuracy' (%), 'predicted'} and with
         next-sentence prediction 'nsp_accuracy' (%), over masks drawn from ``seed``."""
-        was_training = self.model.training
-        self.model.eval()
         rng = np.random.default_rng(seed)
         total = {"mlm_sum": 0.0, "predicted": 0, "right": 0, "nsp_sum": 0.0, "nsp_right": 0}
-        try:
+        with evaluating(self.model):
             for rows in chunks(list(range(len(examples.ids))), self.config.eval.batch_size):
                 for key, value in self.losses(examples, rows, rng).items():
                     total[key] += float(value)
-        finally:
-            self.model.train(was_training)
         loss = total["mlm_sum"] / max(total["predicted"], 1)
         out = {"loss": loss, "perplexity": math.exp(min(loss, 50.0)),
                "mlm_accuracy": 100 * total["right"] / max(total["predicted"], 1), "predicted": int(total["predicted"])}

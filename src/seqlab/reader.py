@@ -24,6 +24,7 @@ from seqlab import precision
 from seqlab.config import Config, SpanConfig
 from seqlab.data.batching import chunks, pad, truncate
 from seqlab.data.squad import Question
+from seqlab.model import evaluating
 from seqlab.model.span import EncoderSpan, best_spans
 from seqlab.rundir import RunDir
 from seqlab.specials import EOS, SOS
@@ -107,9 +108,7 @@ class Reader:
         length."""
         order = sorted(range(len(rows)), key=lambda i: len(rows[i].ids))
         out: list[tuple[np.ndarray, np.ndarray]] = [(np.empty(0), np.empty(0))] * len(rows)
-        was_training = self.model.training
-        self.model.eval()
-        try:
+        with evaluating(self.model):
             for chunk in chunks(order, self.config.eval.batch_size):
                 with self.autocast():
                     start, end = self.model(*self.batch([rows[i] for i in chunk]))  # (batch, len)
@@ -117,8 +116,6 @@ class Reader:
                 for k, i in enumerate(chunk):
                     length = len(rows[i].ids)
                     out[i] = start[k, :length].numpy(), end[k, :length].numpy()
-        finally:
-            self.model.train(was_training)
         return out
 
     def spans(self, rows: Sequence[Encoded], probabilities: Sequence[tuple[np.ndarray, np.ndarray]]

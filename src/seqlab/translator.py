@@ -19,7 +19,7 @@ from seqlab import precision
 from seqlab.config import Config
 from seqlab.data.batching import chunks, pad, source_ids, truncate
 from seqlab.decoding import DecodeOptions, Hypothesis, search
-from seqlab.model import Seq2seq, build_model
+from seqlab.model import Seq2seq, build_model, evaluating
 from seqlab.rundir import RunDir
 from seqlab.specials import PAD
 from seqlab.tokenizer import Tokenizer
@@ -100,17 +100,13 @@ class Translator:
         """Decode encoded sources in batches of similar length (``eval.batch_size`` sentences)."""
         order = sorted(range(len(src)), key=lambda i: len(src[i]))
         outputs: list[list[Hypothesis]] = [[] for _ in src]
-        was_training = self.model.training
-        self.model.eval()
-        try:
+        with evaluating(self.model):
             for chunk in chunks(order, self.config.eval.batch_size):
                 with self.autocast():
                     decoded = search(self.model, pad([src[i] for i in chunk]), options,
                                      self.config.eval.max_output_length, need_weights)
                 for index, hypotheses in zip(chunk, decoded):
                     outputs[index] = hypotheses
-        finally:
-            self.model.train(was_training)
         return outputs
 
 

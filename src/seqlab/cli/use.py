@@ -29,14 +29,13 @@ def translate(
 
     With --nbest or --num-samples above 1, every output is a line "INPUT_NUMBER<tab>SCORE<tab>TEXT".
     """
-    from seqlab.export.ctranslate2 import load_ct2
-    from seqlab.translator import load
+    from seqlab.export import load_translator
 
     setup_logging()
     if bool(texts) == bool(input):
         fail(ValueError("give sentences as arguments or --input FILE, not both and not neither"))
     try:
-        translator = load_ct2(run_dir) if engine == "ct2" else load(run_dir, int8)
+        translator = load_translator(run_dir, engine, int8)
         lines = texts or read_lines(input)  # type: ignore[arg-type]  # one of them is given
         several = options.nbest > 1 or options.num_samples > 1
         generated = translator.generate(lines, options)

@@ -7,6 +7,9 @@ A classifier (``build_classifier``) maps ``model(src)`` -> logits (batch, classe
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 from torch import nn
 
 from seqlab.config import BertConfig, EncoderConfig, LMConfig, ModelConfig, SpanConfig, TransformerConfig, TransformerLMConfig
@@ -23,6 +26,21 @@ Seq2seq = Transformer | RNNSeq2seq
 def num_parameters(model: nn.Module) -> int:
     """Trainable numbers in the model; a tied weight counts once."""
     return sum(p.numel() for p in model.parameters())
+
+
+@contextlib.contextmanager
+def evaluating(model: object) -> Iterator[None]:
+    """The model in eval mode (no dropout) inside the block, its own mode restored after; a model that is no
+    ``nn.Module`` (an exported graph) has no modes."""
+    if not isinstance(model, nn.Module):
+        yield
+        return
+    was_training = model.training
+    model.eval()
+    try:
+        yield
+    finally:
+        model.train(was_training)
 
 
 def build_model(cfg: ModelConfig, src_vocab: int, trg_vocab: int) -> Seq2seq:
@@ -60,4 +78,4 @@ def build_lm(cfg: LMConfig | TransformerLMConfig, vocab: int) -> RNNLM | Transfo
 
 
 __all__ = ["EncoderClassifier", "RNNLM", "RNNSeq2seq", "Seq2seq", "Transformer", "TransformerLM", "build_classifier",
-           "build_lm", "build_model", "num_parameters"]
+           "build_lm", "build_model", "evaluating", "num_parameters"]

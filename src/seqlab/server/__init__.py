@@ -60,12 +60,11 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Literal
 
 from fastapi import FastAPI
 
 from seqlab.classifier import load as load_classifier
-from seqlab.export.ctranslate2 import load_ct2
+from seqlab.export import Engine, load_translator
 from seqlab.language_model import load as load_lm
 from seqlab.reader import load as load_reader
 from seqlab.rundir import RunDir
@@ -75,17 +74,17 @@ from seqlab.server.classify import _add_classify_routes, _classify_info
 from seqlab.server.lm import _add_lm_routes, _lm_info
 from seqlab.server.translate import _add_translate_routes, _info
 from seqlab.server.vectors import _add_vectors_routes, _vectors_info
-from seqlab.translator import load
 from seqlab.vectors import load as load_vectors
 
 __all__ = ["Limits", "RequestError", "create_app"]
 
 
 def create_app(run_dir: str | Path, limits: Limits = Limits(),  # noqa: B008 (frozen)
-               engine: Literal["torch", "ct2"] = "torch") -> FastAPI:
+               engine: Engine = "torch") -> FastAPI:
     """The app serving the run in ``run_dir``: a seq2seq model, a language model, a classifier, a span extractor or, for a
-    ``seqlab vectors train`` run, its word vectors; each kind gets its own routes. ``engine: ct2``: ``run_dir`` is
-    a ``seqlab export --to ctranslate2`` directory, decoded by CTranslate2 (no attention)."""
+    ``seqlab vectors train`` run, its word vectors; each kind gets its own routes. ``engine: ct2`` or ``onnx``:
+    ``run_dir`` is a ``seqlab export --to ctranslate2`` (no attention) or ``--to onnx`` directory, decoded by
+    CTranslate2 or ONNX Runtime."""
     run_dir = Path(run_dir)
     worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="seqlab-worker")  # no thread until first use
     if RunDir(run_dir).is_vectors():
@@ -105,7 +104,7 @@ def create_app(run_dir: str | Path, limits: Limits = Limits(),  # noqa: B008 (fr
         app = _app(_answer_info(run_dir, reader, limits), worker)
         _add_answer_routes(app, worker, reader, limits)
     else:
-        translator = load_ct2(run_dir) if engine == "ct2" else load(run_dir)
+        translator = load_translator(run_dir, engine)
         app = _app(_info(run_dir, translator, limits), worker)
         _add_translate_routes(app, worker, translator, limits)
     return app
