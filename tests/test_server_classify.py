@@ -131,7 +131,7 @@ def test_a_classifier_run_loads_no_translator(tiny_classifier, monkeypatch):
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("a classifier run loaded a translator")
 
-    monkeypatch.setattr(seqlab.server, "load", refuse)
+    monkeypatch.setattr(seqlab.server, "load_translator", refuse)
     assert any(getattr(r, "path", None) == "/api/classify" for r in create_app(tiny_classifier).routes)
 
 

@@ -181,7 +181,7 @@ def test_an_lm_run_loads_no_translator(lm_run, monkeypatch):
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("a language-model run loaded a translator")
 
-    monkeypatch.setattr(seqlab.server, "load", refuse)
+    monkeypatch.setattr(seqlab.server, "load_translator", refuse)
     assert any(getattr(r, "path", None) == "/api/generate" for r in create_app(lm_run).routes)
 
 

@@ -119,7 +119,7 @@ def test_a_vectors_run_loads_no_translator(vectors_run, monkeypatch):
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("a vectors run loaded a translator")
 
-    monkeypatch.setattr(seqlab.server, "load", refuse)
+    monkeypatch.setattr(seqlab.server, "load_translator", refuse)
     assert any(getattr(r, "path", None) == "/api/similar" for r in create_app(vectors_run).routes)
 
 

@@ -19,7 +19,7 @@ import torch
 from seqlab import precision
 from seqlab.config import Config, EncoderConfig
 from seqlab.data.batching import chunks, pad, truncate
-from seqlab.model import EncoderClassifier, build_classifier, evaluating
+from seqlab.model import EncoderClassifier, build_classifier, device_of, evaluating, placed
 from seqlab.rundir import RunDir
 from seqlab.specials import EOS, SOS
 from seqlab.tokenizer import Tokenizer
@@ -43,7 +43,12 @@ class Classifier:
         self.config = config
 
     def autocast(self) -> contextlib.AbstractContextManager:
-        return precision.autocast(self.config.train.precision)
+        return precision.autocast(self.config.train.precision, self.device.type)
+
+    @property
+    def device(self) -> torch.device:
+        """Where the model runs (``train.device``); its inputs go there."""
+        return device_of(self.model)
 
     def encode(self, texts: Sequence[str], what: str = "input") -> list[list[int]]:
         """``<sos>`` + token ids + ``<eos>``, the tokens cut to ``data.max_source_length - 2`` (with a warning)."""
@@ -68,8 +73,8 @@ class Classifier:
         with evaluating(self.model):
             for chunk in chunks(order, self.config.eval.batch_size):
                 with self.autocast():
-                    logits = self.model(pad([ids[i] for i in chunk]))  # (batch, classes)
-                out[chunk] = torch.softmax(logits.float(), -1).numpy()
+                    logits = self.model(pad([ids[i] for i in chunk]).to(self.device))  # (batch, classes)
+                out[chunk] = torch.softmax(logits.float(), -1).cpu().numpy()
         return out
 
     def predict(self, texts: Sequence[str]) -> list[str]:
@@ -96,9 +101,10 @@ class Classifier:
         with evaluating(self.model):
             for i, row in enumerate(ids):
                 with self.autocast():
-                    logits, layers = self.model.classify(torch.tensor([row]), need_weights=True)  # (1, classes)
-                probabilities[i] = torch.softmax(logits[0].float(), -1).numpy()
-                weights.append(torch.stack([w[0].float() for w in layers]))
+                    logits, layers = self.model.classify(torch.tensor([row], device=self.device),
+                                                         need_weights=True)  # (1, classes)
+                probabilities[i] = torch.softmax(logits[0].float(), -1).cpu().numpy()
+                weights.append(torch.stack([w[0].float() for w in layers]).cpu())
         return probabilities, weights
 
 
@@ -118,4 +124,4 @@ def load(run_dir: str | Path) -> Classifier:
     labels = run.labels()
     model = build_classifier(config.model, tokenizer.vocab_size, len(labels))
     run.load_model(model)
-    return Classifier(model.eval(), tokenizer, labels, config)
+    return Classifier(placed(model.eval(), config.train.device), tokenizer, labels, config)

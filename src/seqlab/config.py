@@ -424,8 +424,12 @@ class TrainConfig(_Strict):
     label_smoothing: float = Field(0.0, ge=0, lt=1)
     clip_norm: float | None = Field(1.0, gt=0)
     precision: Literal["auto", "bf16", "fp32"] = Field(
-        "auto", description="auto/bf16: bf16 autocast (fp32 master weights) where the CPU has native bf16, else fp32"
+        "auto", description="auto/bf16: bf16 autocast (fp32 master weights) where the CPU has native bf16, else fp32; "
+                            "on a CUDA GPU bf16, or fp16 with a gradient scaler where it has no bf16"
     )
+    device: Literal["auto", "cpu", "cuda"] = Field(
+        "auto", description="where the model trains and decodes: auto is a CUDA GPU where PyTorch sees one, else the "
+                            "CPU (decided on the machine that runs it)")
     best_metric: Literal["exact_match", "bleu", "loss", "accuracy", "macro_f1", "f1"] | None = Field(
         None, description="valid score that picks the best model, ties broken by the lower valid loss; default: "
                           "bleu, loss for language models, macro_f1 for classifiers, f1 for span extraction")
@@ -550,6 +554,8 @@ class Config(_Strict):
             needs.append("train.label_smoothing 0")
         if self.train.accumulate > 1:
             needs.append("train.accumulate 1 (one process, one batch a step)")
+        if self.train.device == "cuda":
+            needs.append("train.device auto or cpu (NumPy computes on the CPU)")
         if needs:
             raise ValueError(f"train.engine numpy needs {', '.join(needs)}")
         return self

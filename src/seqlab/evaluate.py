@@ -51,7 +51,7 @@ def teacher_forced_loss(translator: Translator, split: EncodedSplit, batch_token
     total, tokens = 0.0, 0
     with evaluating(model):
         for indices in length_batches([len(s) for s in split.src], [len(t) for t in split.trg], batch_tokens, seed=0):
-            batch = collate([split.src[i] for i in indices], [split.trg[i] for i in indices])
+            batch = collate([split.src[i] for i in indices], [split.trg[i] for i in indices]).to(translator.device)
             with translator.autocast():
                 logits = model(batch.src, batch.trg_in)
             total += float(token_nll_sum(logits, batch.trg_out))

@@ -28,7 +28,7 @@ from seqlab.config import Config, LMConfig, TransformerLMConfig
 from seqlab.data.batching import pad
 from seqlab.decoding import DecodeOptions, Hypothesis, search
 from seqlab.loss import token_nll_sum
-from seqlab.model import RNNLM, TransformerLM, build_lm
+from seqlab.model import RNNLM, TransformerLM, build_lm, device_of, placed
 from seqlab.rundir import RunDir
 from seqlab.specials import EOS
 from seqlab.tokenizer import Tokenizer
@@ -41,7 +41,12 @@ class LanguageModel:
         self.config = config
 
     def autocast(self) -> contextlib.AbstractContextManager:
-        return precision.autocast(self.config.train.precision)
+        return precision.autocast(self.config.train.precision, self.device.type)
+
+    @property
+    def device(self) -> torch.device:
+        """Where the model runs (``train.device``); its inputs go there."""
+        return device_of(self.model)
 
     def stream(self, texts: Sequence[str]) -> np.ndarray:
         """The texts as one stream of ids: ``<eos>``, then each text's tokens followed by ``<eos>``."""
@@ -53,7 +58,7 @@ class LanguageModel:
         """{'loss' (nats per token), 'perplexity', 'tokens'} over the whole stream of ``texts``, read in one row
         with the RNN's state carried from chunk to chunk (nothing dropped, nothing cut). A Transformer reads it
         in windows of ``train.time_size``, the context it was trained with, each window from its start."""
-        stream = torch.from_numpy(self.stream(texts))
+        stream = torch.from_numpy(self.stream(texts)).to(self.device)
         if isinstance(self.model, TransformerLM):
             chunk = self.config.train.time_size
         self.model.eval()
@@ -82,7 +87,8 @@ class LanguageModel:
         with self.autocast():
             for length in sorted({len(p) for p in prompts}):  # a batch of prompts of one length (the Transformer's cache)
                 group = [i for i, p in enumerate(prompts) if len(p) == length]
-                searched = search(self.model, pad([prompts[i] for i in group]), options, self.config.eval.max_output_length)
+                searched = search(self.model, pad([prompts[i] for i in group]).to(self.device), options,
+                                  self.config.eval.max_output_length)
                 for i, hypotheses in zip(group, searched):
                     found[i] = hypotheses
         # A hypothesis shorter than its length limit stopped at <eos> (whose probability its log_prob includes).
@@ -112,8 +118,8 @@ class LanguageModel:
         results: list[list[float]] = []
         for first in range(0, len(sequences), rows):
             chunk = sequences[first : first + rows]
-            x = pad([s[:-1] or [EOS] for s in chunk])  # (B, T); the padding at the end changes nothing before it
-            t = pad([s[1:] for s in chunk])
+            x = pad([s[:-1] or [EOS] for s in chunk]).to(self.device)  # (B, T); the end's padding changes nothing
+            t = pad([s[1:] for s in chunk]).to(self.device)
             with self.autocast():
                 logits, _ = self.model(x)
             picked = torch.log_softmax(logits.float(), dim=-1)[:, : t.size(1)].gather(2, t[:, :, None]).squeeze(2)
@@ -128,8 +134,8 @@ class LanguageModel:
         self.model.eval()
         results = []
         for ids in self.tokenizer.encode(list(texts)):
-            x = torch.tensor([[EOS, *ids]])
-            t = torch.tensor([[*ids, EOS]])
+            x = torch.tensor([[EOS, *ids]], device=self.device)
+            t = torch.tensor([[*ids, EOS]], device=self.device)
             with self.autocast():
                 logits, _ = self.model(x)
             log_prob = -float(token_nll_sum(logits, t))
@@ -162,4 +168,4 @@ def load(run_dir: str | Path) -> LanguageModel:
     tokenizer, _ = run.tokenizers()
     model = build_lm(config.model, tokenizer.vocab_size)
     run.load_model(model)
-    return LanguageModel(model.eval(), tokenizer, config)
+    return LanguageModel(placed(model.eval(), config.train.device), tokenizer, config)

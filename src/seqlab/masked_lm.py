@@ -24,7 +24,7 @@ from seqlab import precision
 from seqlab.config import BertConfig, Config
 from seqlab.data.batching import chunks, pad
 from seqlab.data.masking import IGNORE, mask_tokens, pair, single
-from seqlab.model import evaluating
+from seqlab.model import device_of, evaluating, placed
 from seqlab.model.bert import Bert
 from seqlab.rundir import RunDir
 from seqlab.specials import MASK
@@ -60,7 +60,12 @@ class MaskedLanguageModel:
         self.bert: BertConfig = config.model
 
     def autocast(self) -> contextlib.AbstractContextManager:
-        return precision.autocast(self.config.train.precision)
+        return precision.autocast(self.config.train.precision, self.device.type)
+
+    @property
+    def device(self) -> torch.device:
+        """Where the model runs (``train.device``); its inputs go there."""
+        return device_of(self.model)
 
     # --- inputs -------------------------------------------------------------------------------------------
 
@@ -93,20 +98,20 @@ class MaskedLanguageModel:
         """The summed masked-LM loss of ``rows`` with masks drawn by ``rng``, the predicted tokens, how many of them
         the model got right, and with next-sentence prediction its summed loss and right answers."""
         ids = pad([examples.ids[i] for i in rows]).numpy()
-        segments = pad([examples.segments[i] for i in rows])
+        segments = pad([examples.segments[i] for i in rows]).to(self.device)
         inputs, labels = mask_tokens(ids, rng, self.bert.mask_probability, self.bert.mask_split,
                                      (self.tokenizer.first_ordinary_id, self.tokenizer.vocab_size))
-        where = torch.from_numpy(labels != IGNORE)  # (batch, len)
-        targets = torch.from_numpy(labels)[where]  # (predicted,)
+        where = torch.from_numpy(labels != IGNORE).to(self.device)  # (batch, len)
+        targets = torch.from_numpy(labels).to(self.device)[where]  # (predicted,)
         with self.autocast():
-            hidden = self.model.encode(torch.from_numpy(inputs), segments)  # (batch, len, d)
+            hidden = self.model.encode(torch.from_numpy(inputs).to(self.device), segments)  # (batch, len, d)
             logits = self.model.masked_logits(hidden, where)  # (predicted, vocab)
         out = {"mlm_sum": F.cross_entropy(logits.float(), targets, reduction="sum"), "predicted": len(targets),
                "right": int((logits.argmax(-1) == targets).sum())}
         if examples.next_labels is not None:
             with self.autocast():
                 nsp = self.model.next_sentence_logits(hidden).float()  # (batch, 2)
-            truth = torch.tensor([examples.next_labels[i] for i in rows])
+            truth = torch.tensor([examples.next_labels[i] for i in rows], device=self.device)
             out |= {"nsp_sum": F.cross_entropy(nsp, truth, reduction="sum"), "nsp_right": int((nsp.argmax(-1) == truth).sum())}
         return out
 
@@ -145,7 +150,7 @@ class MaskedLanguageModel:
         for text in texts:
             if MASK_MARK not in text:
                 raise ValueError(f"no {MASK_MARK} in {text!r}: mark the tokens to fill in with {MASK_MARK}")
-            ids = torch.tensor([self.encode_masked(text)])
+            ids = torch.tensor([self.encode_masked(text)], device=self.device)
             where = ids == MASK
             with self.autocast():
                 logits = self.model.masked_logits(self.model.encode(ids), where)  # (masks, vocab)
@@ -169,4 +174,4 @@ def load(run_dir: str | Path) -> MaskedLanguageModel:
     tokenizer, _ = run.tokenizers()
     model = Bert(config.model, tokenizer.vocab_size)
     run.load_model(model)
-    return MaskedLanguageModel(model.eval(), tokenizer, config)
+    return MaskedLanguageModel(placed(model.eval(), config.train.device), tokenizer, config)

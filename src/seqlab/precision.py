@@ -1,4 +1,9 @@
-"""Numeric precision: bf16 autocast where the CPU multiplies bf16 natively, fp32 elsewhere.
+"""The device a model runs on, and its numeric precision there: bf16 autocast where the CPU multiplies bf16
+natively, fp32 elsewhere; on a CUDA GPU bf16, or fp16 with a gradient scaler where the GPU has no bf16.
+
+``train.device`` (``auto``, ``cpu``, ``cuda``) is decided where the model runs, as the precision is: ``auto`` is
+the GPU ``torch.cuda`` sees (under ``torchrun`` the one of the process's ``LOCAL_RANK``), else the CPU; a run
+trained on a GPU decodes on a machine without one, on its CPU.
 
 Under bf16 autocast (``train.precision: bf16``) matrix products run in bfloat16 while
 the master weights, the optimizer and the loss stay in float32. On CPUs with AVX-512
@@ -45,6 +50,7 @@ log = logging.getLogger("seqlab")
 
 ENV = "SEQLAB_PRECISION"
 PRECISIONS = ("fp32", "bf16")
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}  # autocast's lower precisions (fp16: CUDA without bf16)
 # /proc/cpuinfo flags of hardware bf16 products: AVX-512 BF16 (vdpbf16ps) and AMX tiles.
 BF16_FLAGS = ("avx512_bf16", "amx_bf16", "amx_tile")
 
@@ -79,10 +85,24 @@ def forced() -> str | None:
     return value
 
 
-def resolve(precision: str) -> str:
-    """What ``auto``, ``bf16`` or ``fp32`` means on this CPU (or as ``SEQLAB_PRECISION`` forces it)."""
+def device(name: str) -> torch.device:
+    """What ``train.device`` ``auto``, ``cpu`` or ``cuda`` means here: ``auto`` is CUDA where PyTorch sees a GPU;
+    a CUDA device is the one of this process's ``LOCAL_RANK`` (torchrun), else the first."""
+    if name == "cpu" or (name == "auto" and not torch.cuda.is_available()):
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise ConfigError("train.device cuda: PyTorch sees no CUDA device here (torch.cuda.is_available() is False); "
+                          "use train.device auto or cpu")
+    return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+
+
+def resolve(precision: str, device_type: str = "cpu") -> str:
+    """What ``auto``, ``bf16`` or ``fp32`` means on this CPU (or as ``SEQLAB_PRECISION`` forces it), or on a CUDA
+    GPU: bf16 where it has bf16, else fp16 (trained with a gradient scaler)."""
     if precision == "fp32":
         return "fp32"
+    if device_type == "cuda":
+        return forced() or ("bf16" if torch.cuda.is_bf16_supported() else "fp16")
     choice = forced() or ("bf16" if native_bf16() else "fp32")
     if precision == "bf16" and choice == "fp32":
         _warn_not_bf16(forced() is not None)
@@ -106,9 +126,16 @@ def _warn_not_bf16(by_environment: bool) -> None:
                     "times slower than fp32; running in fp32")
 
 
-def autocast(precision: str) -> contextlib.AbstractContextManager:
-    """bf16 autocast on the CPU when ``precision`` resolves to bf16, else a no-op."""
-    return torch.autocast("cpu", dtype=torch.bfloat16, enabled=resolve(precision) == "bf16")
+def autocast(precision: str, device_type: str = "cpu") -> contextlib.AbstractContextManager:
+    """Autocast on the device (``cpu`` or ``cuda``) in what ``precision`` resolves to there; a no-op for fp32."""
+    resolved = resolve(precision, device_type)
+    return torch.autocast(device_type, dtype=DTYPES.get(resolved, torch.bfloat16), enabled=resolved != "fp32")
+
+
+def grad_scaler(precision: str, device_type: str = "cpu") -> torch.amp.GradScaler:
+    """The gradient scaler fp16 training needs (its small range underflows gradients); disabled, and a no-op, for
+    bf16 and fp32."""
+    return torch.amp.GradScaler(device_type, enabled=resolve(precision, device_type) == "fp16")
 
 
 def quantize_int8(model: M) -> M:

@@ -24,7 +24,7 @@ from seqlab import precision
 from seqlab.config import Config, SpanConfig
 from seqlab.data.batching import chunks, pad, truncate
 from seqlab.data.squad import Question
-from seqlab.model import evaluating
+from seqlab.model import device_of, evaluating, placed
 from seqlab.model.span import EncoderSpan, best_spans
 from seqlab.rundir import RunDir
 from seqlab.specials import EOS, SOS
@@ -70,7 +70,12 @@ class Reader:
         self.config = config
 
     def autocast(self) -> contextlib.AbstractContextManager:
-        return precision.autocast(self.config.train.precision)
+        return precision.autocast(self.config.train.precision, self.device.type)
+
+    @property
+    def device(self) -> torch.device:
+        """Where the model runs (``train.device``); its inputs go there."""
+        return device_of(self.model)
 
     def encode(self, questions: Sequence[str], contexts: Sequence[str], what: str = "input") -> list[Encoded]:
         """Each (question, context) as the model's input; a warning counts the contexts cut to fit."""
@@ -100,7 +105,8 @@ class Reader:
         positions = torch.arange(ids.size(1))
         firsts = torch.tensor([row.first for row in rows]).unsqueeze(1)
         lasts = torch.tensor([row.first + len(row.offsets) for row in rows]).unsqueeze(1)
-        return ids, segments, (positions >= firsts) & (positions < lasts)
+        context = (positions >= firsts) & (positions < lasts)
+        return ids.to(self.device), segments.to(self.device), context.to(self.device)
 
     @torch.no_grad()
     def log_probabilities(self, rows: Sequence[Encoded]) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -115,7 +121,7 @@ class Reader:
                 start, end = start.log_softmax(-1), end.log_softmax(-1)
                 for k, i in enumerate(chunk):
                     length = len(rows[i].ids)
-                    out[i] = start[k, :length].numpy(), end[k, :length].numpy()
+                    out[i] = start[k, :length].cpu().numpy(), end[k, :length].cpu().numpy()
         return out
 
     def spans(self, rows: Sequence[Encoded], probabilities: Sequence[tuple[np.ndarray, np.ndarray]]
@@ -165,4 +171,4 @@ def load(run_dir: str | Path) -> Reader:
     tokenizer, _ = run.tokenizers()
     model = EncoderSpan(config.model, tokenizer.vocab_size)
     run.load_model(model)
-    return Reader(model.eval(), tokenizer, config)
+    return Reader(placed(model.eval(), config.train.device), tokenizer, config)

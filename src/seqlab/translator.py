@@ -19,7 +19,7 @@ from seqlab import precision
 from seqlab.config import Config
 from seqlab.data.batching import chunks, pad, source_ids, truncate
 from seqlab.decoding import DecodeOptions, Hypothesis, search
-from seqlab.model import Seq2seq, build_model, evaluating
+from seqlab.model import Seq2seq, build_model, device_of, evaluating, placed
 from seqlab.rundir import RunDir
 from seqlab.specials import PAD
 from seqlab.tokenizer import Tokenizer
@@ -34,9 +34,14 @@ class Translator:
         self.int8 = int8  # the model's linear layers are int8 (``precision.quantize_int8``)
 
     def autocast(self) -> contextlib.AbstractContextManager:
-        """bf16 autocast when ``train.precision`` resolves to it on this CPU (see ``seqlab.precision``);
+        """Autocast in what ``train.precision`` resolves to on the model's device (see ``seqlab.precision``);
         never for an int8 model, whose quantised layers take fp32 inputs."""
-        return precision.autocast("fp32" if self.int8 else self.config.train.precision)
+        return precision.autocast("fp32" if self.int8 else self.config.train.precision, self.device.type)
+
+    @property
+    def device(self) -> torch.device:
+        """Where the model runs (``train.device``); its inputs go there."""
+        return device_of(self.model)
 
     def encode_sources(self, texts: Sequence[str], what: str = "input") -> list[list[int]]:
         """Token ids + <eos>, cut to ``data.max_source_length`` (a warning counts the cuts); or as
@@ -103,7 +108,7 @@ class Translator:
         with evaluating(self.model):
             for chunk in chunks(order, self.config.eval.batch_size):
                 with self.autocast():
-                    decoded = search(self.model, pad([src[i] for i in chunk]), options,
+                    decoded = search(self.model, pad([src[i] for i in chunk]).to(self.device), options,
                                      self.config.eval.max_output_length, need_weights)
                 for index, hypotheses in zip(chunk, decoded):
                     outputs[index] = hypotheses
@@ -136,5 +141,6 @@ def load(run_dir: str | Path, int8: bool = False) -> Translator:
     source, target = run.tokenizers()
     model = build_model(config.model, source.vocab_size, target.vocab_size)
     run.load_model(model)
-    model = precision.quantize_int8(model.eval()) if int8 else model.eval()
+    # int8 layers run on the CPU; otherwise the model decodes where train.device says, as it trained
+    model = precision.quantize_int8(model.eval()) if int8 else placed(model.eval(), config.train.device)
     return Translator(model, source, target, config, int8)

@@ -41,6 +41,10 @@ class Batch:
     def num_target_tokens(self) -> int:
         return int((self.trg_out != PAD).sum())
 
+    def to(self, device: torch.device) -> Batch:
+        """The batch on ``device`` (the model's)."""
+        return Batch(self.src.to(device), self.trg_in.to(device), self.trg_out.to(device))
+
 
 def pad(seqs: Sequence[Sequence[int]]) -> torch.Tensor:
     """Right-pad id lists with PAD into a (batch, max_len) tensor."""

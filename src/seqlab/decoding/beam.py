@@ -52,14 +52,15 @@ def beam_search(
     """src (batch, src_len), limits (batch,) -> the ``nbest`` best hypotheses of every sentence, best first."""
     if not 1 <= nbest <= beam_size:
         raise ValueError(f"nbest ({nbest}) must be between 1 and the beam size ({beam_size})")
-    batch, k = src.size(0), beam_size
+    batch, k, device = src.size(0), beam_size, src.device  # every tensor lives where the model's input does
+    limits = limits.to(device)
     finished: list[list[Hypothesis]] = [[] for _ in range(batch)]
-    alive = torch.arange(batch)  # the sentences still searched, in the order of the rows below
+    alive = torch.arange(batch, device=device)  # the sentences still searched, in the order of the rows below
     state = model.start(src).select(alive.repeat_interleave(k))  # row b·k + j: beam j of sentence b
-    ids = torch.full((batch * k,), SOS, dtype=torch.long)
-    scores = torch.full((batch, k), -torch.inf)  # (alive, k) log-probabilities of the beams, best first
+    ids = torch.full((batch * k,), SOS, dtype=torch.long, device=device)
+    scores = torch.full((batch, k), -torch.inf, device=device)  # (alive, k) log-probabilities of the beams, best first
     scores[:, 0] = 0.0  # at the start only one beam is real
-    history = torch.zeros(batch, k, 0, dtype=torch.long)  # (alive, k, steps): the beams' words
+    history = torch.zeros(batch, k, 0, dtype=torch.long, device=device)  # (alive, k, steps): the beams' words
     attention = None  # (alive, k, steps, layers, heads, src_len) when need_weights
     for t in range(int(limits.max())):
         logits, state, w = model.step(ids, state, need_weights)
@@ -86,7 +87,7 @@ def beam_search(
             log_prob = float(top[i, j])
             finished[b].append(Hypothesis(
                 tokens, log_prob, log_prob / float(length_penalty(t + 1, alpha, normalize)),
-                None if attention is None else attention[i, source],
+                None if attention is None else attention[i, source].cpu(),
             ))
 
         # the next beams: the best k candidates that do not end in <eos>
@@ -95,7 +96,7 @@ def beam_search(
         scores, beam, word = top.gather(1, keep), beam.gather(1, keep), word.gather(1, keep)
         history = torch.cat([history.gather(1, beam[:, :, None].expand(-1, -1, t)), word[:, :, None]], dim=2)
         if attention is not None:
-            attention = attention[torch.arange(n)[:, None], beam]
+            attention = attention[torch.arange(n, device=device)[:, None], beam]
 
         # done: at the limit, or nbest finished and no beam can beat the worst of them
         best_possible = scores[:, 0] / length_penalty(limits[alive], alpha, normalize)

@@ -29,12 +29,13 @@ def decode_left_to_right(
 ) -> list[Hypothesis]:
     """src (batch, src_len), limits (batch,): the most words each sentence may produce.
     Returns one hypothesis per sentence; its score is the model's log-probability."""
-    batch = src.size(0)
+    batch, device = src.size(0), src.device  # every tensor lives where the model's input does
+    limits = limits.to(device)
     state = model.start(src)
-    rows = torch.arange(batch)  # the sentence in each row of the state
-    ids = torch.full((batch,), SOS, dtype=torch.long)
-    done = torch.zeros(batch, dtype=torch.bool)  # per row
-    total = torch.zeros(batch)  # per sentence: summed log-probabilities of the chosen words
+    rows = torch.arange(batch, device=device)  # the sentence in each row of the state
+    ids = torch.full((batch,), SOS, dtype=torch.long, device=device)
+    done = torch.zeros(batch, dtype=torch.bool, device=device)  # per row
+    total = torch.zeros(batch, device=device)  # per sentence: summed log-probabilities of the chosen words
     steps = []  # per step: the sentences still going, their words (live,) and weights (live, layers, heads, src_len)
     for t in range(int(limits.max())):
         logits, state, w = model.step(ids, state, need_weights)
@@ -50,19 +51,19 @@ def decode_left_to_right(
             keep = (~done).nonzero().squeeze(1)
             state, rows, ids, done = state.select(keep), rows[keep], ids[keep], done[keep]
 
-    words = torch.full((batch, len(steps)), PAD, dtype=torch.long)  # (batch, steps), PAD after a sentence ends
+    words = torch.full((batch, len(steps)), PAD, dtype=torch.long, device=device)  # (batch, steps), PAD after the end
     attention = None
     for t, (live, chosen, w) in enumerate(steps):
         words[live, t] = chosen
         if w is not None:
             if attention is None:
-                attention = torch.zeros(batch, len(steps), *w.shape[1:])  # (batch, steps, layers, heads, src_len)
+                attention = torch.zeros(batch, len(steps), *w.shape[1:], device=device)  # (batch, steps, layers, heads, src)
             attention[live, t] = w.float()
     hypotheses = []
     for i, row in enumerate(words.tolist()):
         length = row.index(PAD) if PAD in row else len(row)  # steps taken, <eos> included
         tokens = row[: length - 1] if row[length - 1] == EOS else row[:length]
-        weights = None if attention is None else attention[i, :length]
+        weights = None if attention is None else attention[i, :length].cpu()
         hypotheses.append(Hypothesis(tokens, float(total[i]), float(total[i]), weights))
     return hypotheses
 

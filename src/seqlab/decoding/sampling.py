@@ -33,7 +33,8 @@ def sampler(temperature: float, top_k: int, top_p: float, generator: torch.Gener
             probs = ordered.softmax(dim=-1)
             outside = probs.cumsum(dim=-1) - probs >= top_p  # the mass before this word already reaches p
             scores = scores.scatter(1, order, ordered.masked_fill(outside, -torch.inf))
-        return torch.multinomial(scores.softmax(dim=-1), 1, generator=generator).squeeze(1)
+        # drawn on the CPU, so that a seed gives the same samples on every device
+        return torch.multinomial(scores.softmax(dim=-1).cpu(), 1, generator=generator).squeeze(1).to(scores.device)
 
     return pick
 
@@ -52,7 +53,7 @@ def sample(
     """``num_samples`` sampled outputs per sentence of src (batch, src_len); scores are the model's
     log-probabilities (at temperature 1, whatever temperature drew them)."""
     generator = torch.Generator().manual_seed(seed)
-    rows = torch.arange(src.size(0)).repeat_interleave(num_samples)  # each sentence num_samples times
-    drawn = decode_left_to_right(model, src[rows], limits[rows], sampler(temperature, top_k, top_p, generator),
+    rows = torch.arange(src.size(0), device=src.device).repeat_interleave(num_samples)  # each sentence num_samples times
+    drawn = decode_left_to_right(model, src[rows], limits.to(src.device)[rows], sampler(temperature, top_k, top_p, generator),
                                  need_weights)
     return [drawn[i : i + num_samples] for i in range(0, len(drawn), num_samples)]

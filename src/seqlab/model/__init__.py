@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from typing import TypeVar
 
+import torch
 from torch import nn
 
+from seqlab import precision
 from seqlab.config import BertConfig, EncoderConfig, LMConfig, ModelConfig, SpanConfig, TransformerConfig, TransformerLMConfig
 from seqlab.model.classifier import EncoderClassifier
 from seqlab.model.init import book_init
@@ -21,11 +24,25 @@ from seqlab.model.transformer import Transformer
 from seqlab.model.transformer_lm import TransformerLM
 
 Seq2seq = Transformer | RNNSeq2seq
+M = TypeVar("M", bound=nn.Module)
 
 
 def num_parameters(model: nn.Module) -> int:
     """Trainable numbers in the model; a tied weight counts once."""
     return sum(p.numel() for p in model.parameters())
+
+
+def device_of(model: object) -> torch.device:
+    """Where a model's weights are (its inputs go there too); the CPU for one that is no ``nn.Module``."""
+    if isinstance(model, nn.Module):
+        for parameter in model.parameters():
+            return parameter.device
+    return torch.device("cpu")
+
+
+def placed(model: M, device: str) -> M:
+    """``model`` on what ``train.device`` (auto, cpu, cuda) means on this machine (``precision.device``)."""
+    return model.to(precision.device(device))
 
 
 @contextlib.contextmanager
@@ -78,4 +95,4 @@ def build_lm(cfg: LMConfig | TransformerLMConfig, vocab: int) -> RNNLM | Transfo
 
 
 __all__ = ["EncoderClassifier", "RNNLM", "RNNSeq2seq", "Seq2seq", "Transformer", "TransformerLM", "build_classifier",
-           "build_lm", "build_model", "evaluating", "num_parameters"]
+           "build_lm", "build_model", "device_of", "evaluating", "num_parameters", "placed"]

@@ -2,9 +2,9 @@
 
 ``torchrun --nproc-per-node N -m seqlab train CONFIG`` starts N copies of the command with ``RANK``,
 ``WORLD_SIZE`` and the rendezvous in their environment; ``World.from_env`` joins them into one process group
-(gloo on the CPU, NCCL on CUDA devices). Every process builds the same model and reads the same epoch's batches,
-fixed by (seed, epoch); one optimisation step takes ``N × train.accumulate`` consecutive batches, of which rank
-r trains on the r-th ``train.accumulate`` (``step_groups``, ``World.share``). PyTorch's
+(gloo for tensors on the CPU, NCCL for those on CUDA devices). Every process builds the same model and reads the
+same epoch's batches, fixed by (seed, epoch); one optimisation step takes ``N × train.accumulate`` consecutive
+batches, of which rank r trains on the r-th ``train.accumulate`` (``step_groups``, ``World.share``). PyTorch's
 ``DistributedDataParallel`` (``wrap``) averages the gradients over the processes, so N processes take the
 steps that one process takes with ``train.accumulate: N`` (the mean of the batches' mean losses). Only rank 0
 writes the run directory; the others wait for it where they read what it wrote.
@@ -39,13 +39,16 @@ class World:
         return self.rank == 0
 
     @classmethod
-    def from_env(cls, device: torch.device | None = None) -> World:
-        """The world ``torchrun`` started (``WORLD_SIZE`` > 1): joins its process group (NCCL for a CUDA
-        ``device``, gloo otherwise); else one process."""
+    def from_env(cls) -> World:
+        """The world ``torchrun`` started (``WORLD_SIZE`` > 1): joins its process group (gloo; where PyTorch sees
+        GPUs, NCCL for CUDA tensors beside it, each process on the GPU of its ``LOCAL_RANK``); else one process."""
         size = int(os.environ.get("WORLD_SIZE", "1"))
         if size == 1:
             return cls()
-        backend = "nccl" if device is not None and device.type == "cuda" else "gloo"
+        backend = "gloo"
+        if torch.cuda.is_available():
+            torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+            backend = "cpu:gloo,cuda:nccl"
         if not dist.is_initialized():
             # torchrun ends the job when a process dies; the timeout bounds a wait on rank 0's validation
             dist.init_process_group(backend, timeout=datetime.timedelta(minutes=30))
@@ -114,9 +117,11 @@ class World:
         step = StepLoss(model, loss)
         if self.size == 1:
             return step
+        device = next(model.parameters()).device
         # every parameter gets a gradient in every step (a model builds no layer it does not use), and no buffer
         # changes in training (positional tables), so none is broadcast again at every forward
-        return nn.parallel.DistributedDataParallel(step, forward_sync_buffers=False)
+        return nn.parallel.DistributedDataParallel(step, device_ids=[device] if device.type == "cuda" else None,
+                                                   forward_sync_buffers=False)
 
 
 class StepLoss(nn.Module):

@@ -39,11 +39,20 @@ def apply_gradients(
     optimizer: torch.optim.Optimizer,
     scheduler: torch.optim.lr_scheduler.LRScheduler | None,
     clip_norm: float | None,
+    scaler: torch.amp.GradScaler | None = None,
 ) -> None:
-    """Clip the gradient norm, step Adam and the schedule, and clear the gradients."""
+    """Clip the gradient norm, step Adam and the schedule, and clear the gradients. With fp16's gradient
+    ``scaler`` (``precision.grad_scaler``): the gradients are unscaled before clipping, and a step whose gradients
+    overflowed is skipped while the scale shrinks."""
+    if scaler is not None:
+        scaler.unscale_(optimizer)
     if clip_norm:
         torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
-    optimizer.step()
+    if scaler is not None:
+        scaler.step(optimizer)
+        scaler.update()
+    else:
+        optimizer.step()
     if scheduler is not None:
         scheduler.step()
     optimizer.zero_grad(set_to_none=True)

@@ -37,6 +37,7 @@ log = logging.getLogger("seqlab")
 
 RESUMABLE_SECTIONS = ("seed", "data", "tokens", "model")  # may not change when a run is resumed
 RANK_RNG = "rank_rng."  # carried: the random state of ranks 1, 2 ... (rank 0's is the checkpoint's own)
+CUDA_RNG = "cuda_rng."  # carried: each rank's CUDA random state, when it trains on a GPU
 
 
 @dataclass
@@ -54,6 +55,7 @@ class Position:
     best_loss: float | None = None  # the best epoch's valid loss, which breaks a tie of scores
     best_epoch: int = 0
     bad_epochs: int = 0  # epochs since the best, for early stopping
+    scaler: dict[str, Any] | None = None  # fp16's gradient scaler (its scale and growth count), on a GPU without bf16
 
 
 class Trainer:
@@ -73,10 +75,12 @@ class Trainer:
         self.parts = self.world.size * config.train.accumulate
         if config.train.engine == "numpy" and self.world.size > 1:
             raise ConfigError("train.engine numpy trains in one process: run it without torchrun")
-        resolved = start_run(config, self.run, resume, self.world)
+        self.device, resolved = start_run(config, self.run, resume, self.world)
         self.family: Family = self._build_family(data_dir, resume)
+        self.model.to(self.device)
         self.step_loss = self.world.wrap(self.model, self.family.loss)  # DDP's replica under torchrun
         self.optimizer = build_optimizer(self.model, config.train)
+        self.scaler = precision.grad_scaler(config.train.precision, self.device.type)
         self.position = Position(parts=self.parts)
         steps = len(step_groups(self.family.batches(1), self.parts))
         self.scheduler = build_schedule(self.optimizer, config, config.train.epochs * steps)
@@ -85,7 +89,8 @@ class Trainer:
             self._resume()
         elif self.world.is_main:
             self.run.save_config(config)
-        log.info("%s; %s on %d threads%s", self.family.describe(), resolved, torch.get_num_threads(),
+        where = f"on {self.device}" if self.device.type == "cuda" else f"on {torch.get_num_threads()} threads"
+        log.info("%s; %s %s%s", self.family.describe(), resolved, where,
                  f" in each of {self.world.size} processes" if self.world.size > 1 else "")
 
     def _build_family(self, data_dir: str | Path | None, resume: bool) -> Family:
@@ -106,7 +111,11 @@ class Trainer:
             pos.loss_sum, pos.tokens = 0.0, 0  # the checkpoint's sums are all processes'; rank 0 carries them on
         if f"{RANK_RNG}{self.world.rank}" in carried:
             torch.set_rng_state(carried[f"{RANK_RNG}{self.world.rank}"])
-        self.family.restore({k: v for k, v in carried.items() if not k.startswith((ENGINE_PREFIX, RANK_RNG))})
+        if f"{CUDA_RNG}{self.world.rank}" in carried and self.device.type == "cuda":
+            torch.cuda.set_rng_state(carried[f"{CUDA_RNG}{self.world.rank}"], self.device)
+        if pos.scaler is not None:
+            self.scaler.load_state_dict(pos.scaler)
+        self.family.restore({k: v for k, v in carried.items() if not k.startswith((ENGINE_PREFIX, RANK_RNG, CUDA_RNG))})
         if self.engine is not None:
             self.engine.restore(carried)
         if self.world.is_main:
@@ -131,10 +140,11 @@ class Trainer:
             last = i == len(batches) - 1
             with nullcontext() if last or self.world.size == 1 else self.step_loss.no_sync():  # type: ignore[operator]
                 loss_sum, tokens = self.step_loss(indices)
-                (loss_sum / tokens / len(batches)).backward()
+                self.scaler.scale(loss_sum / tokens / len(batches)).backward()
             total += float(loss_sum.detach())
             count += tokens
-        apply_gradients(self.model, self.optimizer, self.scheduler, self.config.train.clip_norm)
+        apply_gradients(self.model, self.optimizer, self.scheduler, self.config.train.clip_norm,
+                        self.scaler if self.scaler.is_enabled() else None)
         return total, count
 
     def fit(self) -> dict[str, Any]:
@@ -229,6 +239,10 @@ class Trainer:
             carried.update(self.engine.carried())
         rngs = self.world.gather(torch.get_rng_state())
         carried.update({f"{RANK_RNG}{rank}": rng for rank, rng in enumerate(rngs) if rank > 0})
+        if self.device.type == "cuda":
+            cuda_rngs = self.world.gather(torch.cuda.get_rng_state(self.device))
+            carried.update({f"{CUDA_RNG}{rank}": rng for rank, rng in enumerate(cuda_rngs)})
+        self.position.scaler = self.scaler.state_dict() if self.scaler.is_enabled() else None
         loss_sum, tokens = self.world.sum([self.position.loss_sum, self.position.tokens])
         state = asdict(self.position) | {"loss_sum": loss_sum, "tokens": int(tokens)}
         if self.world.is_main:
@@ -244,11 +258,13 @@ def _better(score: float, loss: float, pos: Position) -> bool:
     return score == pos.best and pos.best_loss is not None and loss < pos.best_loss
 
 
-def start_run(config: Config, run: RunDir, resume: bool, world: World) -> str:
-    """Before anything is built: the precision (a bad SEQLAB_PRECISION stops before the run directory exists),
-    the run directory's state (rank 0 checks it, the others wait), threads and the seed (each process its own
-    dropout masks: seed + rank). Returns the precision training runs in."""
-    resolved = precision.resolve(config.train.precision)
+def start_run(config: Config, run: RunDir, resume: bool, world: World) -> tuple[torch.device, str]:
+    """Before anything is built: the device and the precision there (a CUDA device that is not there, or a bad
+    SEQLAB_PRECISION, stops before the run directory exists), the run directory's state (rank 0 checks it, the
+    others wait), threads and the seed (each process its own dropout masks: seed + rank). Returns the device
+    and the precision training runs in (the NumPy engine's twin computes on the CPU)."""
+    device = torch.device("cpu") if config.train.engine == "numpy" else precision.device(config.train.device)
+    resolved = precision.resolve(config.train.precision, device.type)
     if world.is_main:
         run.check_start(config, resume, RESUMABLE_SECTIONS)
         if resume:
@@ -257,4 +273,4 @@ def start_run(config: Config, run: RunDir, resume: bool, world: World) -> str:
     if config.train.threads:
         torch.set_num_threads(config.train.threads)
     torch.manual_seed(config.seed + world.rank)
-    return resolved
+    return device, resolved

@@ -67,10 +67,10 @@ class Classification:
         return epoch_batches(self.config, epoch, [len(s) for s in self.train_set.src])
 
     def loss(self, indices: np.ndarray) -> tuple[torch.Tensor, int]:
-        src = pad([self.train_set.src[i] for i in indices])  # (batch, len)
+        src = pad([self.train_set.src[i] for i in indices]).to(self.classifier.device)  # (batch, len)
         with self.classifier.autocast():
             logits = self.model(src)  # (batch, classes)
-        labels = torch.from_numpy(self.train_set.labels[indices])
+        labels = torch.from_numpy(self.train_set.labels[indices]).to(self.classifier.device)
         return class_nll_sum(logits, labels, self.config.train.label_smoothing), len(indices)
 
     def validate(self) -> dict[str, Any]:

@@ -59,7 +59,7 @@ class Seq2seq:
         return collate([self.train_set.src[i] for i in indices], [self.train_set.trg[i] for i in indices])
 
     def loss(self, indices: np.ndarray) -> tuple[torch.Tensor, int]:
-        batch = self.batch(indices)
+        batch = self.batch(indices).to(self.translator.device)
         with self.translator.autocast():
             logits = self.model(batch.src, batch.trg_in)  # (batch, trg_len, vocab)
         return token_nll_sum(logits, batch.trg_out, self.config.train.label_smoothing), self.count(batch)

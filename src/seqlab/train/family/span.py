@@ -70,7 +70,7 @@ class SpanExtraction:
     def loss(self, indices: np.ndarray) -> tuple[torch.Tensor, int]:
         with self.reader.autocast():
             start, end = self.model(*self.reader.batch([self.train_set.rows[i] for i in indices]))  # (batch, len)
-        spans = torch.from_numpy(self.train_set.spans[indices])  # (batch, 2)
+        spans = torch.from_numpy(self.train_set.spans[indices]).to(self.reader.device)  # (batch, 2)
         return (class_nll_sum(start, spans[:, 0]) + class_nll_sum(end, spans[:, 1])) / 2, len(indices)
 
     def validate(self) -> dict[str, Any]:

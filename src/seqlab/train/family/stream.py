@@ -77,6 +77,7 @@ class StreamLM:
 
     def loss(self, indices: np.ndarray) -> tuple[torch.Tensor, int]:
         x, t, fresh = self.batch(indices)
+        x, t = x.to(self.lm.device), t.to(self.lm.device)
         group = int(indices[1])
         if fresh:
             self.states.pop(group, None)  # a new epoch reads the stream from the start
@@ -110,5 +111,5 @@ class StreamLM:
             self.states = {}
             return
         groups = {name: [p.contiguous() for p in t.chunk(self.parts, dim=1)] for name, t in carried.items()}  # rows: dim 1
-        self.states = {g: unflatten_state({name: parts[g] for name, parts in groups.items()})
+        self.states = {g: unflatten_state({name: parts[g].to(self.lm.device) for name, parts in groups.items()})
                        for g in range(self.parts)}

@@ -1,0 +1,96 @@
+"""train.device: where a model trains and decodes, and its precision there (CUDA's bf16, or fp16 with a scaler)."""
+
+import pytest
+import torch
+from conftest import resumes_exactly, small_date_config
+from safetensors.torch import load_file
+
+import seqlab
+from seqlab import precision
+from seqlab.config import ConfigError, parse_config
+from seqlab.rundir import CHECKPOINT, MODEL, RunDir
+from seqlab.train.trainer import Trainer
+
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(),
+                                reason="no CUDA device: the GPU tests run where PyTorch sees one")
+
+
+def test_auto_is_the_gpu_where_there_is_one(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert precision.device("auto") == precision.device("cpu") == torch.device("cpu")
+    with pytest.raises(ConfigError, match="train.device cuda: PyTorch sees no CUDA device"):
+        precision.device("cuda")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setenv("LOCAL_RANK", "1")  # torchrun's second process on this node
+    assert precision.device("auto") == precision.device("cuda") == torch.device("cuda", 1)
+    assert precision.device("cpu") == torch.device("cpu")
+
+
+@pytest.mark.parametrize(("has_bf16", "expected"), [(True, "bf16"), (False, "fp16")])
+def test_a_gpu_trains_in_bf16_or_else_fp16(monkeypatch, has_bf16, expected):
+    monkeypatch.delenv(precision.ENV, raising=False)
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: has_bf16)
+    assert precision.resolve("auto", "cuda") == precision.resolve("bf16", "cuda") == expected
+    assert precision.resolve("fp32", "cuda") == "fp32"
+
+
+def test_a_missing_gpu_stops_the_run_before_its_directory_exists(tmp_path, monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    config = parse_config(small_date_config(device="cuda"))
+    with pytest.raises(ConfigError, match="no CUDA device"):
+        Trainer(config, tmp_path / "run", progress=False)
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_numpy_engine_computes_on_the_cpu():
+    raw = small_date_config(engine="numpy", device="cuda")
+    raw["model"] = {"type": "rnn", "cell": "lstm", "embedding_size": 8, "hidden_size": 16}
+    with pytest.raises(ValueError, match="train.device auto or cpu"):
+        parse_config(raw)
+
+
+@pytest.fixture
+def fp16(monkeypatch):
+    """What a GPU without bf16 runs, here on the CPU (PyTorch autocasts to float16 and scales gradients there
+    too): every precision but fp32 resolves to fp16."""
+    resolve = precision.resolve
+    monkeypatch.setattr(precision, "resolve", lambda p, device_type="cpu": "fp32" if resolve(p) == "fp32" else "fp16")
+
+
+def test_fp16_trains_with_a_scaler_that_the_checkpoint_keeps(tmp_path, fp16, killed_at):
+    config = parse_config(small_date_config(epochs=3, precision="auto"))
+    trainer = Trainer(config, tmp_path / "run", progress=False)
+    assert trainer.scaler.is_enabled()
+    trainer.fit()
+    log = RunDir(tmp_path / "run").log()
+    assert log[-1]["train_loss"] < log[0]["train_loss"] and log[-1]["valid"]["exact_match"] > 0
+    resumed = Trainer(config, tmp_path / "run", resume=True, progress=False)
+    assert resumed.scaler.state_dict() == trainer.scaler.state_dict()  # the scale and its growth count
+    resumes_exactly(config, tmp_path / "again", killed_at, 45)  # inside epoch 2 (37 steps an epoch)
+
+
+@needs_cuda
+def test_a_gpu_training_equals_the_cpu_one_in_fp32(tmp_path):
+    runs = {}
+    for device in ("cpu", "cuda"):
+        runs[device] = tmp_path / device
+        Trainer(parse_config(small_date_config(epochs=2, device=device)), runs[device], progress=False).fit()
+    cpu, gpu = RunDir(runs["cpu"]).log(), RunDir(runs["cuda"]).log()
+    assert [r["train_loss"] for r in gpu] == pytest.approx([r["train_loss"] for r in cpu], rel=1e-3)
+    weights = [load_file(runs[device] / MODEL) for device in ("cpu", "cuda")]
+    for name, tensor in weights[0].items():
+        torch.testing.assert_close(weights[1][name], tensor, atol=2e-3, rtol=0)
+    translator = seqlab.load(runs["cuda"])
+    assert translator.device.type == "cuda"  # decoding on the device it trained on
+    dates = ["september 27, 1994", "10/15/94", "TUESDAY, SEPTEMBER 25, 1984"]
+    assert translator.translate(dates, beam=3) == seqlab.load(runs["cpu"]).translate(dates, beam=3)
+
+
+@needs_cuda
+def test_bf16_trains_on_a_gpu_and_resumes(tmp_path, killed_at):
+    config = parse_config(small_date_config(epochs=3, device="cuda", precision="auto"))
+    Trainer(config, tmp_path / "run", progress=False).fit()
+    log = RunDir(tmp_path / "run").log()
+    assert log[-1]["train_loss"] < 0.5 * log[0]["train_loss"]
+    assert "cuda_rng.0" in load_file(tmp_path / "run" / CHECKPOINT)
+    resumes_exactly(config, tmp_path / "again", killed_at, 45)  # inside epoch 2 (37 steps an epoch)
