@@ -56,6 +56,7 @@ def export_ctranslate2(run_dir: str | Path, out: str | Path, quantization: str =
     ``quantization``), with the run's config and tokenizers beside it."""
     ct2 = _ctranslate2()
     translator = load(run_dir)
+    translator.model.cpu()  # its weights are read as NumPy arrays, whatever train.device placed it on
     if not isinstance(translator.config.model, TransformerConfig):
         raise ConfigError(f"CTranslate2 runs Transformers; this run is a model.type {translator.config.model.type}")
     if translator.config.data.source_width is not None:

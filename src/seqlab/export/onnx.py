@@ -35,6 +35,7 @@ import torch
 from torch import nn
 
 from seqlab.config import ConfigError, TransformerConfig
+from seqlab.model.masks import padding_mask
 from seqlab.model.transformer import Transformer, TransformerState
 from seqlab.rundir import RunDir
 from seqlab.translator import Translator, load
@@ -83,7 +84,7 @@ class StepGraph(nn.Module):
     def forward(
         self, ids: torch.Tensor, src: torch.Tensor, memory_kv: torch.Tensor, past: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        state = TransformerState((src == 0)[:, None, None, :], _unstack(memory_kv), _unstack(past))
+        state = TransformerState(padding_mask(src), _unstack(memory_kv), _unstack(past))
         logits, state, weights = self.model.step(ids, state, need_weights=True)
         assert weights is not None
         return logits, _stack(state.past), weights  # (batch, vocab), (layers, 2, batch, heads, steps + 1, depth), ...
@@ -96,7 +97,7 @@ def export_onnx(run_dir: str | Path, out: str | Path, quantization: str = "float
         raise ConfigError(f"ONNX export quantises as {' or '.join(QUANTIZATIONS)}, not {quantization}")
     _onnxruntime()
     translator = load(run_dir)
-    model = translator.model
+    model = translator.model.cpu()  # traced on the CPU, whatever train.device placed it on
     if not isinstance(model, Transformer):
         raise ConfigError(f"the ONNX export traces a Transformer's step; this run is a model.type "
                           f"{translator.config.model.type}")
