@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -75,9 +75,11 @@ class LanguageModel:
         return {"loss": loss, "perplexity": math.exp(loss), "tokens": tokens}
 
     @torch.no_grad()
-    def generate(self, starts: Sequence[str], options: DecodeOptions | None = None, **kwargs: Any) -> list[list[Generation]]:
+    def generate(self, starts: Sequence[str], options: DecodeOptions | None = None,
+                 stop: Callable[[], bool] | None = None, **kwargs: Any) -> list[list[Generation]]:
         """Every start's continuations, best first (``nbest`` of a beam search, ``num_samples`` samples, or the
-        greedy one); ``max_length`` words at most (default ``eval.max_output_length``)."""
+        greedy one); ``max_length`` words at most (default ``eval.max_output_length``). ``stop``: asked between
+        decoding steps; once it is true decoding ends with ``seqlab.decoding.Cancelled``."""
         options = options or DecodeOptions(**kwargs)
         prompts = [[EOS, *ids] for ids in self.tokenizer.encode(list(starts))]
         src = pad(prompts)
@@ -88,7 +90,7 @@ class LanguageModel:
             for length in sorted({len(p) for p in prompts}):  # a batch of prompts of one length (the Transformer's cache)
                 group = [i for i, p in enumerate(prompts) if len(p) == length]
                 searched = search(self.model, pad([prompts[i] for i in group]).to(self.device), options,
-                                  self.config.eval.max_output_length)
+                                  self.config.eval.max_output_length, stop=stop)
                 for i, hypotheses in zip(group, searched):
                     found[i] = hypotheses
         # A hypothesis shorter than its length limit stopped at <eos> (whose probability its log_prob includes).

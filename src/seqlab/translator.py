@@ -8,10 +8,10 @@ the same input always gives the same output.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
@@ -46,12 +46,23 @@ class Translator:
     def encode_sources(self, texts: Sequence[str], what: str = "input") -> list[list[int]]:
         """Token ids + <eos>, cut to ``data.max_source_length`` (a warning counts the cuts); or as
         ``data.source_eos`` and ``data.source_width`` say: no <eos>, padded with spaces to a fixed width."""
-        if isinstance(texts, str):
-            raise TypeError("translate() takes a list of strings, not one string")
+        return self._encode_sources(texts, what)[0]
+
+    def _encode_sources(self, texts: Sequence[str], what: str) -> tuple[list[list[int]], list[bool]]:
+        """``encode_sources``, and whether each source was cut."""
+        _check_texts(texts)
         data = self.config.data
-        limit, fill = (data.source_width or data.max_source_length) - data.source_eos, self._fill()  # room for <eos>
+        limit, fill = self.max_source_tokens, self._fill()
+        encoded = self.source.encode(texts)
+        cut = [len(ids) > limit for ids in encoded]
         return [source_ids(ids, data.source_eos, data.source_width, fill)
-                for ids in truncate(self.source.encode(texts), limit, f"{what} sources")]
+                for ids in truncate(encoded, limit, f"{what} sources")], cut
+
+    @property
+    def max_source_tokens(self) -> int:
+        """The most tokens of a source the model reads (room left for <eos>); a longer source is cut."""
+        data = self.config.data
+        return (data.source_width or data.max_source_length) - data.source_eos
 
     def _fill(self) -> int:
         """What pads a source to ``data.source_width``: the space character."""
@@ -72,22 +83,33 @@ class Translator:
         return self.target.normalize(text)
 
     def translate(self, texts: Sequence[str], options: DecodeOptions | None = None, **kwargs: Any) -> list[str]:
-        """The best output for every input text. Greedy by default; the options of ``DecodeOptions``
-        select beam search or sampling, e.g. ``translate(texts, beam=5, length_penalty=0.6)``."""
-        return self.translate_ids(self.encode_sources(texts), _options(options, kwargs))
+        """The best output for every input text (an empty or whitespace-only text: an empty output). Greedy by
+        default; the options of ``DecodeOptions`` select beam search or sampling, e.g. ``translate(texts, beam=5,
+        length_penalty=0.6)``."""
+        options = _options(options, kwargs)
+        return _blanks_empty(texts, lambda kept: self.translate_ids(self.encode_sources(kept), options), "")
 
     def generate(
-        self, texts: Sequence[str], options: DecodeOptions | None = None, need_weights: bool = False, **kwargs: Any
+        self, texts: Sequence[str], options: DecodeOptions | None = None, need_weights: bool = False,
+        stop: Callable[[], bool] | None = None, **kwargs: Any,
     ) -> list[list[Translation]]:
         """Every input's outputs, best first: ``nbest`` of a beam search, ``num_samples`` samples, or the
-        greedy one; with ``need_weights``, the cross-attention of each output word over the source tokens."""
-        src = self.encode_sources(texts)
-        decoded = self.search_ids(src, _options(options, kwargs), need_weights)
+        greedy one; with ``need_weights``, the cross-attention of each output word over the source tokens. An
+        empty or whitespace-only text has one empty output. ``stop``: asked between decoding steps; once it is
+        true decoding ends with ``seqlab.decoding.Cancelled``."""
+        options = _options(options, kwargs)
+        empty = [Translation("", 0.0, 0.0, [], [])]
+        return _blanks_empty(texts, lambda kept: self._generate(kept, options, need_weights, stop), empty)
+
+    def _generate(self, texts: Sequence[str], options: DecodeOptions, need_weights: bool,
+                  stop: Callable[[], bool] | None) -> list[list[Translation]]:
+        src, cut = self._encode_sources(texts, "input")
+        decoded = self.search_ids(src, options, need_weights, stop)
         outputs = iter(self.target.decode([h.tokens for hypotheses in decoded for h in hypotheses]))
         return [
             [Translation(next(outputs), h.score, h.log_prob, self.source.tokens_from_ids(source),
-                         self.target.tokens_from_ids(h.tokens), h.attention) for h in hypotheses]
-            for source, hypotheses in zip(src, decoded)
+                         self.target.tokens_from_ids(h.tokens), h.attention, truncated) for h in hypotheses]
+            for source, hypotheses, truncated in zip(src, decoded, cut)
         ]
 
     def check_options(self, options: DecodeOptions, need_weights: bool = False) -> None:
@@ -100,16 +122,18 @@ class Translator:
         return self.target.decode(best)
 
     def search_ids(
-        self, src: Sequence[Sequence[int]], options: DecodeOptions, need_weights: bool = False
+        self, src: Sequence[Sequence[int]], options: DecodeOptions, need_weights: bool = False,
+        stop: Callable[[], bool] | None = None,
     ) -> list[list[Hypothesis]]:
-        """Decode encoded sources in batches of similar length (``eval.batch_size`` sentences)."""
+        """Decode encoded sources in batches of similar length (``eval.batch_size`` sentences); ``stop`` as in
+        ``generate``."""
         order = sorted(range(len(src)), key=lambda i: len(src[i]))
         outputs: list[list[Hypothesis]] = [[] for _ in src]
         with evaluating(self.model):
             for chunk in chunks(order, self.config.eval.batch_size):
                 with self.autocast():
                     decoded = search(self.model, pad([src[i] for i in chunk]).to(self.device), options,
-                                     self.config.eval.max_output_length, need_weights)
+                                     self.config.eval.max_output_length, need_weights, stop)
                 for index, hypotheses in zip(chunk, decoded):
                     outputs[index] = hypotheses
         return outputs
@@ -125,6 +149,24 @@ class Translation:
     source_tokens: list[str]  # the model's input pieces, <eos> included
     tokens: list[str]  # the output pieces
     attention: torch.Tensor | None = None  # (output pieces + <eos>, layers, heads, source pieces)
+    truncated: bool = False  # the source was longer than the model reads (``max_source_tokens``) and was cut
+
+
+T = TypeVar("T")
+
+
+def _check_texts(texts: Sequence[str]) -> None:
+    if isinstance(texts, str):
+        raise TypeError("translate() takes a list of strings, not one string")
+
+
+def _blanks_empty(texts: Sequence[str], work: Callable[[list[str]], list[T]], empty: T) -> list[T]:
+    """``work`` over the texts that are not blank; each empty or whitespace-only text gets ``empty`` in its
+    place, so the outputs stay aligned with the inputs."""
+    _check_texts(texts)
+    kept = [text for text in texts if text.strip()]
+    done = iter(work(kept) if kept else [])
+    return [next(done) if text.strip() else empty for text in texts]
 
 
 def _options(options: DecodeOptions | None, kwargs: dict[str, Any]) -> DecodeOptions:

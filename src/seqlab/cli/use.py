@@ -25,7 +25,8 @@ def translate(
     int8: Int8 = False,
     engine: Engine = "torch",
 ) -> None:
-    """Translate sentences given as arguments, or a file line by line (one line in, one line out).
+    """Translate sentences given as arguments, or a file line by line (one line in, one line out; an empty or
+    blank line gives an empty line, and a line longer than the model reads is cut, with a warning naming it).
 
     With --nbest or --num-samples above 1, every output is a line "INPUT_NUMBER<tab>SCORE<tab>TEXT".
     """
@@ -42,6 +43,11 @@ def translate(
     except (ConfigError, FileNotFoundError, ValueError) as exc:  # DataError is a ValueError
         fail(exc)
     for number, outputs in enumerate(generated):
+        if outputs[0].truncated:
+            where = f"{input}:{number + 1}" if input else f"input {number + 1}"
+            limit = translator.max_source_tokens
+            typer.echo(f"warning: {where}: longer than the {limit} source tokens the model reads; only the first "
+                       f"{limit} were translated", err=True)
         for output in outputs if several else outputs[:1]:
             typer.echo(f"{number}\t{output.score:.4f}\t{output.text}" if several else output.text)
 

@@ -11,5 +11,7 @@ from seqlab.decoding.hypothesis import Hypothesis
 from seqlab.decoding.options import DecodeOptions, search
 from seqlab.decoding.prefix import PrefixDecoder
 from seqlab.decoding.sampling import sample
+from seqlab.decoding.step import Cancelled
 
-__all__ = ["DecodeOptions", "Hypothesis", "PrefixDecoder", "beam_search", "greedy_decode", "sample", "search"]
+__all__ = ["Cancelled", "DecodeOptions", "Hypothesis", "PrefixDecoder", "beam_search", "greedy_decode", "sample",
+           "search"]

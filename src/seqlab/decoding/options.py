@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -12,25 +13,29 @@ from seqlab.decoding.beam import beam_search
 from seqlab.decoding.greedy import greedy_decode
 from seqlab.decoding.hypothesis import Hypothesis
 from seqlab.decoding.sampling import sample
-from seqlab.decoding.step import StepDecoder
+from seqlab.decoding.step import Interruptible, StepDecoder
 from seqlab.specials import PAD
+
+MIN_TEMPERATURE = 0.01  # below it (but above 0, which is greedy) a softmax of log p / T overflows to NaN
+MAX_SEED = 2**32 - 1  # every engine's generator takes a 32-bit unsigned seed
 
 
 class DecodeOptions(BaseModel):
     """Greedy by default; ``beam > 1`` searches, ``sample`` draws."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     beam: int = Field(1, ge=1, description="beam size; 1 is greedy")
     nbest: int = Field(1, ge=1, description="hypotheses returned per input (at most the beam size)")
     length_penalty: float = Field(0.0, ge=0.0, description="GNMT's α: rank by log P / ((5 + len) / 6)^α")
     normalize: bool = Field(False, description="rank by the average log-probability per word instead")
     sample: bool = Field(False, description="draw words from the softmax instead of searching")
-    temperature: float = Field(1.0, ge=0.0, description="sampling temperature; 0 is greedy")
+    temperature: float = Field(1.0, ge=0.0,
+                               description=f"sampling temperature; 0 is greedy, else at least {MIN_TEMPERATURE}")
     top_k: int = Field(0, ge=0, description="sample among the k most probable words (0: all)")
     top_p: float = Field(1.0, gt=0.0, le=1.0, description="sample among the most probable words holding p of the mass")
     num_samples: int = Field(1, ge=1, description="samples per input")
-    seed: int = Field(0, description="seed of the sampling generator")
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="seed of the sampling generator")
     max_length: int | None = Field(None, gt=0, description="most output words [default: eval.max_output_length]")
     length_ratio: float | None = Field(
         None, gt=0.0, description="limit each output to length_ratio × its source length + length_extra words"
@@ -47,6 +52,8 @@ class DecodeOptions(BaseModel):
             raise ValueError("num_samples needs sample=True")
         if self.normalize and self.length_penalty:
             raise ValueError("choose length_penalty or normalize, not both")
+        if 0.0 < self.temperature < MIN_TEMPERATURE:
+            raise ValueError(f"temperature {self.temperature:g}: 0 (greedy) or at least {MIN_TEMPERATURE}")
         return self
 
     def limits(self, src: torch.Tensor, default_max: int) -> torch.Tensor:
@@ -55,16 +62,21 @@ class DecodeOptions(BaseModel):
         limits = torch.full((src.size(0),), cap, dtype=torch.long)
         if self.length_ratio is not None:
             lengths = (src != PAD).sum(dim=1)
-            by_source = torch.tensor([math.ceil(self.length_ratio * n + self.length_extra) for n in lengths.tolist()])
+            by_source = torch.tensor([math.ceil(min(cap, self.length_ratio * n + self.length_extra))
+                                      for n in lengths.tolist()])
             limits = limits.minimum(by_source.clamp(min=1))
         return limits
 
 
 def search(
-    model: StepDecoder[Any], src: torch.Tensor, options: DecodeOptions, default_max: int, need_weights: bool = False
+    model: StepDecoder[Any], src: torch.Tensor, options: DecodeOptions, default_max: int, need_weights: bool = False,
+    stop: Callable[[], bool] | None = None,
 ) -> list[list[Hypothesis]]:
-    """src (batch, src_len) -> for every sentence its hypotheses, best first (nbest, or num_samples when sampling)."""
+    """src (batch, src_len) -> for every sentence its hypotheses, best first (nbest, or num_samples when sampling).
+    ``stop``: asked before every step; once it is true the search raises ``Cancelled``."""
     limits = options.limits(src, default_max)
+    if stop is not None:
+        model = Interruptible(model, stop)
     if options.sample:
         return sample(model, src, limits, options.num_samples, options.temperature, options.top_k, options.top_p,
                       options.seed, need_weights)

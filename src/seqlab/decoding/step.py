@@ -11,11 +11,15 @@ A model decodes step by step through three calls (``Transformer`` and ``RNNSeq2s
 
 Greedy, beam and sampling are strategies outside the models, written against this contract only. A model's
 state is its own type (its caches); a strategy only hands it back to the model that made it.
+
+``Interruptible(model, stop)`` keeps the contract and asks ``stop()`` before every call, so any strategy can be
+stopped between two steps (the server's per-request deadline): the search then raises ``Cancelled``.
 """
 
 from __future__ import annotations
 
-from typing import Protocol, TypeVar
+from collections.abc import Callable
+from typing import Generic, Protocol, TypeVar
 
 import torch
 
@@ -32,3 +36,29 @@ class StepDecoder(Protocol[State]):
     def step(
         self, ids: torch.Tensor, state: State, need_weights: bool = False
     ) -> tuple[torch.Tensor, State, torch.Tensor | None]: ...
+
+
+class Cancelled(Exception):
+    """A search stopped between two steps because its ``stop()`` said so."""
+
+
+class Interruptible(Generic[State]):
+    """``model`` under the step contract, with ``stop()`` asked before the encoder and before every step."""
+
+    def __init__(self, model: StepDecoder[State], stop: Callable[[], bool]) -> None:
+        self.model = model
+        self.stop = stop
+
+    def start(self, src: torch.Tensor) -> State:
+        self._check()
+        return self.model.start(src)
+
+    def step(
+        self, ids: torch.Tensor, state: State, need_weights: bool = False
+    ) -> tuple[torch.Tensor, State, torch.Tensor | None]:
+        self._check()
+        return self.model.step(ids, state, need_weights)
+
+    def _check(self) -> None:
+        if self.stop():
+            raise Cancelled("decoding stopped between two steps")

@@ -12,7 +12,7 @@ CTranslate2 is an optional dependency: ``pip install -e '.[export]'``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +20,7 @@ import numpy as np
 import torch
 
 from seqlab.config import ConfigError, TransformerConfig
-from seqlab.decoding import DecodeOptions, Hypothesis
+from seqlab.decoding import Cancelled, DecodeOptions, Hypothesis
 from seqlab.rundir import RunDir
 from seqlab.specials import EOS, PAD, SOS, UNK
 from seqlab.tokenizer import Tokenizer
@@ -152,9 +152,12 @@ class CT2Translator(Translator):
         if options.length_ratio is not None:
             raise ValueError("length_ratio is not available with the ct2 engine")
 
-    def search_ids(self, src: Sequence[Sequence[int]], options: DecodeOptions,
-                   need_weights: bool = False) -> list[list[Hypothesis]]:
+    def search_ids(self, src: Sequence[Sequence[int]], options: DecodeOptions, need_weights: bool = False,
+                   stop: Callable[[], bool] | None = None) -> list[list[Hypothesis]]:
+        """CTranslate2 decodes the sources in one call, which cannot be stopped: ``stop`` is asked before it."""
         self.check_options(options, need_weights)
+        if stop is not None and stop():
+            raise Cancelled("decoding stopped before CTranslate2 started")
         tokens = [[self.source_names[i] for i in ids] for ids in src]  # <eos> included, as seqlab feeds it
         common = {"max_batch_size": self.config.eval.batch_size, "return_scores": True,
                   "max_decoding_length": options.max_length or self.config.eval.max_output_length,

@@ -2,7 +2,9 @@
 
 A seq2seq run (translation, chatbot):
 
-    POST /api/translate    {"inputs": [...], "beam": 5, ..., "attention": true} -> outputs, scores, attention
+    POST /api/translate    {"inputs": [...], "beam": 5, ..., "attention": true} -> {"outputs": [{"input",
+                           "truncated", "hypotheses": [{"text", "score", "log_prob", "tokens", "attention"}, ...]},
+                           ...], "seconds"}
 
 A word-vector run (``seqlab vectors train``):
 
@@ -31,7 +33,7 @@ Every kind:
     GET  /api/info         the run: its kind ("translate", "chat", "lm", "vectors", "classify" or "answer"), what it
                            is, the limits
     GET  /healthz          {"status": "ok"}
-    GET  /docs, /openapi.json
+    GET  /openapi.json     the API's schema (no /docs: Swagger's pages load their scripts from a CDN)
 
 A run serves only its own kind's routes: a vectors run has no ``/api/translate`` (404) and loads no model; a
 language model has ``/api/generate`` and neither ``/api/translate`` nor the vectors' routes; a classifier has
@@ -43,22 +45,28 @@ the tokens before it, and their logs sum to ``log_prob``. A classification's ``t
 row of the pooled position over those tokens (pooling ``cls``: the ``<sos>`` row; ``mean``: the mean of the rows),
 each summing to 1. An answer's ``start`` and ``end`` are characters of the context as sent (``context[start:end]``
 is the answer); ``tokens`` are the model's input (``<sos>`` question ``<eos>`` context ``<eos>``), and each
-token's probabilities of starting and ending the answer are 0 outside the context. Requests are checked against
-:class:`Limits` (input length, inputs per request, context length, beam size and samples, output length,
-neighbours) and a per-request timeout; whatever is wrong comes back as a 4xx with ``{"error": "..."}``, a word not
-in the vocabulary as a 404 naming it.
+token's probabilities of starting and ending the answer are 0 outside the context. An empty or whitespace-only
+input to ``/api/translate`` has one empty output; an input longer than the model reads is cut to its first
+tokens and marked ``"truncated": true``.
 
-Decoding, classifying and look-ups run on one worker thread (PyTorch already uses every core for one batch). A
-request's inputs are decoded in chunks of ``Limits.chunk`` and every chunk queues anew, so concurrent
-users take turns on the CPU instead of waiting for one large request to finish.
+Requests are checked against :class:`Limits` before any work: the body's size at the ASGI layer (413), then
+the number of inputs and their lengths, the context's length, beam size and samples, output length and
+neighbours; the decoding options' own ranges (seed, temperature 0 or at least 0.01, no NaN or infinity) are
+:class:`seqlab.decoding.DecodeOptions`'. Whatever is wrong comes back as a 4xx with ``{"error": "..."}`` on one
+line naming the field, a word not in the vocabulary as a 404 naming it.
 
-The modules: ``app`` (what every kind shares: the limits, the errors, the page), ``translate``, ``lm``,
+Decoding, classifying and look-ups run on one worker thread (PyTorch already uses every core for one batch),
+:class:`Worker`. A request's inputs are decoded in chunks of ``Limits.chunk`` and every chunk queues anew, so
+concurrent users take turns on the CPU instead of waiting for one large request to finish. At most
+``Limits.max_queue`` requests are in work at a time; one more is a 503 with ``Retry-After``. A request still in
+work after ``Limits.timeout_s`` is a 503; its decoding stops at the next step.
+
+The modules: ``app`` (what every kind shares: the limits, the worker, the errors, the page), ``translate``, ``lm``,
 ``vectors``, ``classify`` and ``answer`` (each kind's routes and ``/api/info``).
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from fastapi import FastAPI
@@ -69,7 +77,7 @@ from seqlab.language_model import load as load_lm
 from seqlab.reader import load as load_reader
 from seqlab.rundir import RunDir
 from seqlab.server.answer import _add_answer_routes, _answer_info
-from seqlab.server.app import Limits, RequestError, _app
+from seqlab.server.app import Limits, RequestError, Worker, _app
 from seqlab.server.classify import _add_classify_routes, _classify_info
 from seqlab.server.lm import _add_lm_routes, _lm_info
 from seqlab.server.translate import _add_translate_routes, _info
@@ -86,25 +94,25 @@ def create_app(run_dir: str | Path, limits: Limits = Limits(),  # noqa: B008 (fr
     ``run_dir`` is a ``seqlab export --to ctranslate2`` (no attention) or ``--to onnx`` directory, decoded by
     CTranslate2 or ONNX Runtime."""
     run_dir = Path(run_dir)
-    worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="seqlab-worker")  # no thread until first use
+    worker = Worker(limits)
     if RunDir(run_dir).is_vectors():
         vectors = load_vectors(run_dir)
         app = _app(_vectors_info(run_dir, vectors, limits), worker)
-        _add_vectors_routes(app, worker, vectors, limits)
+        _add_vectors_routes(app, worker, vectors)
     elif (config := RunDir(run_dir).config()).is_language_model:
         lm = load_lm(run_dir)
         app = _app(_lm_info(run_dir, lm, limits), worker)
-        _add_lm_routes(app, worker, lm, limits)
+        _add_lm_routes(app, worker, lm)
     elif config.is_classifier:
         classifier = load_classifier(run_dir)
         app = _app(_classify_info(run_dir, classifier, limits), worker)
-        _add_classify_routes(app, worker, classifier, limits)
+        _add_classify_routes(app, worker, classifier)
     elif config.is_span:
         reader = load_reader(run_dir)
         app = _app(_answer_info(run_dir, reader, limits), worker)
-        _add_answer_routes(app, worker, reader, limits)
+        _add_answer_routes(app, worker, reader)
     else:
         translator = load_translator(run_dir, engine)
         app = _app(_info(run_dir, translator, limits), worker)
-        _add_translate_routes(app, worker, translator, limits)
+        _add_translate_routes(app, worker, translator)
     return app

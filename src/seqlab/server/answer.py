@@ -7,7 +7,6 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from seqlab.reader import Reader
 from seqlab.rundir import RunDir
-from seqlab.server.app import Limits, RequestError, _check_inputs, _in_time, _in_turns
+from seqlab.server.app import Limits, RequestError, Worker, _check_inputs, public_config
 
 
 class AnswerRequest(BaseModel):
@@ -29,7 +28,9 @@ class AnswerRequest(BaseModel):
     context: str = Field(min_length=1, description="the text the answers are cut out of")
 
 
-def _add_answer_routes(app: FastAPI, worker: ThreadPoolExecutor, reader: Reader, limits: Limits) -> None:
+def _add_answer_routes(app: FastAPI, worker: Worker, reader: Reader) -> None:
+    limits = worker.limits
+
     @app.post("/api/answer")
     async def api_answer(request: AnswerRequest) -> dict[str, Any]:
         _check_inputs(request.inputs, limits)
@@ -38,7 +39,7 @@ def _add_answer_routes(app: FastAPI, worker: ThreadPoolExecutor, reader: Reader,
                                     f"{limits.max_context_chars}")
         start = time.perf_counter()
         work = functools.partial(_answers, reader, context=request.context)
-        outputs = await _in_time(_in_turns(worker, request.inputs, limits, work), limits, "send fewer questions")
+        outputs = await worker.serve(lambda stop: worker.in_turns(request.inputs, work), "send fewer questions")
         return {"outputs": outputs, "seconds": round(time.perf_counter() - start, 4)}
 
 
@@ -58,7 +59,7 @@ def _answer_info(run_dir: Path, reader: Reader, limits: Limits) -> dict[str, Any
         "seqlab": __version__,
         "run": run_dir.name,
         "kind": "answer",
-        "model": reader.config.model.model_dump(mode="json"),
+        "model": public_config(reader.config)["model"],
         "parameters": sum(p.numel() for p in reader.model.parameters()),
         "tokens": {"level": reader.tokenizer.config.level, "vocab_size": reader.tokenizer.vocab_size,
                    "lowercase": reader.tokenizer.config.lowercase},

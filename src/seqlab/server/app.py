@@ -1,5 +1,6 @@
 """What every kind of run serves: the page and its files (with the Korean font), ``/healthz``, ``/api/info``,
-the errors as JSON, the limits of a request and its timeout."""
+the errors as JSON, the limits of a request (its body's size first, at the ASGI layer), and the worker thread
+with its bounded queue and per-request deadline."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import asyncio
 import contextlib
 import functools
 import io
+import math
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -18,8 +21,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fontTools.ttLib import TTFont
 from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from seqlab.decoding import DecodeOptions
+from seqlab.config import Config
+from seqlab.decoding import Cancelled, DecodeOptions
 from seqlab.fonts import font_path
 
 WEB = resources.files("seqlab") / "web"
@@ -29,39 +34,153 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Limits:
-    """What one request may ask for."""
+    """What one request may ask for, and how much work the server takes on at a time."""
 
+    max_body_bytes: int = 1 << 20  # a request's JSON; a larger one is refused before it is read
     max_input_chars: int = 1000  # also the longest word a vectors run looks up
     max_context_chars: int = 20000  # a span extractor's context
     max_inputs: int = 64
     max_beam: int = 16  # also the most samples per input
     max_output_length: int = 256
     max_top: int = 100  # word vectors: the most neighbours or analogy answers per request
-    timeout_s: float = 30.0
+    max_queue: int = 64  # requests in work at a time (running or waiting for the worker); one more is a 503
+    timeout_s: float = 30.0  # from admission; past it the request is a 503 and its decoding stops at its next step
     chunk: int = 8  # inputs decoded (or classified) at a time, between which other requests get their turn
 
 
 class RequestError(Exception):
-    def __init__(self, status: int, message: str) -> None:
+    """A request the server refuses: its status, a one-line message naming what is wrong, extra headers."""
+
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
         super().__init__(message)
         self.status = status
+        self.headers = headers
 
 
-def _app(info: dict[str, Any], worker: ThreadPoolExecutor) -> FastAPI:
-    """What every kind of run serves: the page, its files, the error handling, ``/healthz`` and ``/api/info``."""
+class Worker:
+    """The one thread that decodes, classifies and looks up (PyTorch already uses every core for one batch),
+    with a bounded queue and a deadline for every request.
+
+    ``serve`` admits a request while fewer than ``limits.max_queue`` are in work and refuses one more with a 503
+    and ``Retry-After`` (the recent requests' mean time in work, the wait a new one would face). An admitted
+    request has ``limits.timeout_s``; past it, it is a 503, its chunks not yet started are dropped, and the one
+    on the thread stops at its next decoding step (the ``stop`` it is given)."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="seqlab-worker")  # a thread on first use
+        self.in_work = 0
+        self.mean_seconds = 0.0  # an exponential average of the requests' time in work
+
+    async def serve(self, work: Callable[[Callable[[], bool]], Awaitable[T]], advice: str) -> T:
+        """``work(stop)``'s result, ``stop`` turning true at the request's deadline; a RequestError 503 when the
+        queue is full or the deadline passes (``advice``: what to ask for instead)."""
+        if self.in_work >= self.limits.max_queue:
+            wait = max(1, math.ceil(self.mean_seconds))
+            raise RequestError(503, f"the server is busy ({self.in_work} requests in work); retry in {wait} s",
+                               headers={"Retry-After": str(wait)})
+        self.in_work += 1
+        start = time.monotonic()
+        deadline = start + self.limits.timeout_s
+        try:
+            return await asyncio.wait_for(work(lambda: time.monotonic() > deadline), self.limits.timeout_s)
+        except (asyncio.TimeoutError, Cancelled):  # the builtin TimeoutError only from Python 3.11 on
+            raise RequestError(503, f"the request took longer than {self.limits.timeout_s:g} s; {advice}") from None
+        finally:
+            self.in_work -= 1
+            self.mean_seconds += 0.2 * (time.monotonic() - start - self.mean_seconds)
+
+    async def run(self, function: Callable[..., T], *args: Any) -> T:
+        """``function(*args)`` on the worker thread."""
+        return await asyncio.get_running_loop().run_in_executor(self.executor, function, *args)
+
+    async def in_turns(self, inputs: Sequence[str], work: Callable[[Sequence[str]], list[T]]) -> list[T]:
+        """``work`` over ``inputs`` in chunks of ``limits.chunk``, each queued anew on the worker thread, so that
+        concurrent requests take turns on the CPU."""
+        out: list[T] = []
+        for start in range(0, len(inputs), self.limits.chunk):
+            out += await self.run(work, inputs[start : start + self.limits.chunk])
+        return out
+
+    def shutdown(self) -> None:
+        self.executor.shutdown(wait=False, cancel_futures=True)
+
+
+class BodyLimit:
+    """ASGI middleware: a request body over ``limit`` bytes is a 413 before the app reads any of it, by its
+    ``Content-Length`` or, for a body streamed without one, once the bytes received pass the limit (at most
+    ``limit`` bytes are held)."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None:  # the HTTP server delivers no more than the declared length
+            if not declared.isdigit() or int(declared) > self.limit:
+                return await self._refuse(scope, receive, send, declared.decode("latin-1"))
+            return await self.app(scope, receive, send)
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return None  # the client went away
+            body += message.get("body", b"")
+            if len(body) > self.limit:
+                return await self._refuse(scope, receive, send, f"over {self.limit}")
+            if not message.get("more_body", False):
+                break
+        return await self.app(scope, _replay(bytes(body), receive), send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, size: str) -> None:
+        response = JSONResponse({"error": f"the request body has {size} bytes; at most {self.limit}"},
+                                status_code=413, headers={"Connection": "close"})
+        await response(scope, receive, send)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that gives the app ``body`` whole, then what the client sends next (its disconnect)."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if sent:
+            return await receive()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay
+
+
+def public_config(config: Config) -> dict[str, Any]:
+    """A run's configuration as ``/api/info`` shows it: without the paths of its data and of the run it started
+    from (the server's file system is nobody's business)."""
+    return config.model_dump(mode="json", exclude={"data": {"corpus", "train", "valid", "test"},
+                                                   "model": {"init_from"}})
+
+
+def _app(info: dict[str, Any], worker: Worker) -> FastAPI:
+    """What every kind of run serves: the page, its files, the error handling, ``/healthz`` and ``/api/info``.
+    No ``/docs``: its pages load their scripts from a CDN, and the page promises nothing comes from the internet
+    (``/openapi.json`` describes the API)."""
     from seqlab import server  # the package's docstring describes the app (imported by now)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
-        worker.shutdown(wait=False, cancel_futures=True)
+        worker.shutdown()
 
     description = (server.__doc__ or "").split("\n\n")[0]
-    app = FastAPI(title="seqlab", version=info["seqlab"], description=description, lifespan=lifespan)
+    app = FastAPI(title="seqlab", version=info["seqlab"], description=description, lifespan=lifespan,
+                  docs_url=None, redoc_url=None)
+    app.add_middleware(BodyLimit, limit=worker.limits.max_body_bytes)
 
     @app.exception_handler(RequestError)
     async def _request_error(request: Request, exc: RequestError) -> JSONResponse:
-        return JSONResponse({"error": str(exc)}, status_code=exc.status)
+        return JSONResponse({"error": str(exc)}, status_code=exc.status, headers=exc.headers)
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -105,25 +224,6 @@ def _web_font() -> bytes:
     out = io.BytesIO()
     font.save(out)
     return out.getvalue()
-
-
-async def _in_time(work: Awaitable[T], limits: Limits, advice: str) -> T:
-    """``work``'s result, or a 503 once it has taken longer than ``limits.timeout_s``."""
-    try:
-        return await asyncio.wait_for(work, limits.timeout_s)
-    except asyncio.TimeoutError:  # the builtin TimeoutError only from Python 3.11 on
-        raise RequestError(503, f"the request took longer than {limits.timeout_s:g} s; {advice}") from None
-
-
-async def _in_turns(worker: ThreadPoolExecutor, inputs: Sequence[str], limits: Limits,
-                    work: Callable[[Sequence[str]], list[T]]) -> list[T]:
-    """``work`` over ``inputs`` in chunks of ``limits.chunk``, each queued anew on the worker thread, so that
-    concurrent requests take turns on the CPU."""
-    loop = asyncio.get_running_loop()
-    out: list[T] = []
-    for start in range(0, len(inputs), limits.chunk):
-        out += await loop.run_in_executor(worker, work, inputs[start : start + limits.chunk])
-    return out
 
 
 def _check_inputs(inputs: Sequence[str], limits: Limits) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from seqlab.classifier import Classifier
 from seqlab.rundir import RunDir
-from seqlab.server.app import Limits, _check_inputs, _in_time, _in_turns
+from seqlab.server.app import Limits, Worker, _check_inputs, public_config
 
 
 class ClassifyRequest(BaseModel):
@@ -31,13 +30,13 @@ class ClassifyRequest(BaseModel):
                                                "pooled position (the sentence vector) over the input tokens")
 
 
-def _add_classify_routes(app: FastAPI, worker: ThreadPoolExecutor, classifier: Classifier, limits: Limits) -> None:
+def _add_classify_routes(app: FastAPI, worker: Worker, classifier: Classifier) -> None:
     @app.post("/api/classify")
     async def api_classify(request: ClassifyRequest) -> dict[str, Any]:
-        _check_inputs(request.inputs, limits)
+        _check_inputs(request.inputs, worker.limits)
         start = time.perf_counter()
         work = functools.partial(_predictions, classifier, attention=request.attention)
-        outputs = await _in_time(_in_turns(worker, request.inputs, limits, work), limits, "send fewer or shorter inputs")
+        outputs = await worker.serve(lambda stop: worker.in_turns(request.inputs, work), "send fewer or shorter inputs")
         return {"outputs": outputs, "seconds": round(time.perf_counter() - start, 4)}
 
 
@@ -69,7 +68,7 @@ def _classify_info(run_dir: Path, classifier: Classifier, limits: Limits) -> dic
         "seqlab": __version__,
         "run": run_dir.name,
         "kind": "classify",
-        "model": model.model_dump(mode="json"),
+        "model": public_config(classifier.config)["model"],
         "parameters": sum(p.numel() for p in classifier.model.parameters()),
         "labels": classifier.labels,
         "tokens": {"level": classifier.tokenizer.config.level, "vocab_size": classifier.tokenizer.vocab_size,

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import math
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -16,7 +14,7 @@ from pydantic import Field
 from seqlab.decoding import DecodeOptions
 from seqlab.language_model import Generation, LanguageModel
 from seqlab.rundir import RunDir
-from seqlab.server.app import Limits, RequestError, _check_decoding, _in_time
+from seqlab.server.app import Limits, RequestError, Worker, _check_decoding, public_config
 
 
 class GenerateRequest(DecodeOptions):
@@ -25,15 +23,14 @@ class GenerateRequest(DecodeOptions):
     start: str = Field(description="the text to continue (empty: a sentence from its beginning)")
 
 
-def _add_lm_routes(app: FastAPI, worker: ThreadPoolExecutor, lm: LanguageModel, limits: Limits) -> None:
+def _add_lm_routes(app: FastAPI, worker: Worker, lm: LanguageModel) -> None:
     @app.post("/api/generate")
     async def api_generate(request: GenerateRequest) -> dict[str, Any]:
-        options = _check(request, limits)
+        options = _check(request, worker.limits)
         start = time.perf_counter()
-        loop = asyncio.get_running_loop()
         try:
-            found = await _in_time(loop.run_in_executor(worker, lm.generate, [request.start], options), limits,
-                                   "ask for fewer or shorter continuations, or a smaller beam")
+            found = await worker.serve(lambda stop: worker.run(lm.generate, [request.start], options, stop),
+                                       "ask for fewer or shorter continuations, or a smaller beam")
         except ValueError as exc:
             raise RequestError(422, str(exc)) from None
         return {"start": request.start, "outputs": [_generation(g) for g in found[0]],
@@ -63,7 +60,7 @@ def _lm_info(run_dir: Path, lm: LanguageModel, limits: Limits) -> dict[str, Any]
         "seqlab": __version__,
         "run": run_dir.name,
         "kind": "lm",
-        "model": lm.config.model.model_dump(mode="json"),
+        "model": public_config(lm.config)["model"],
         "parameters": sum(p.numel() for p in lm.model.parameters()),  # a tied weight once
         "tokens": {"level": lm.tokenizer.config.level, "vocab_size": lm.tokenizer.vocab_size,
                    "lowercase": lm.tokenizer.config.lowercase},

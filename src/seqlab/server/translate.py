@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import time
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -15,7 +15,7 @@ from pydantic import Field
 from seqlab.config import Config, CsvCorpus, ModelConfig, RNNConfig, TransformerConfig
 from seqlab.decoding import DecodeOptions
 from seqlab.rundir import RunDir
-from seqlab.server.app import Limits, RequestError, _check_decoding, _check_inputs, _in_time
+from seqlab.server.app import Limits, RequestError, Worker, _check_decoding, _check_inputs, public_config
 from seqlab.translator import Translation, Translator
 
 
@@ -26,13 +26,15 @@ class TranslateRequest(DecodeOptions):
     attention: bool = Field(False, description="also return each output's cross-attention weights")
 
 
-def _add_translate_routes(app: FastAPI, worker: ThreadPoolExecutor, translator: Translator, limits: Limits) -> None:
+def _add_translate_routes(app: FastAPI, worker: Worker, translator: Translator) -> None:
     @app.post("/api/translate")
     async def api_translate(request: TranslateRequest) -> dict[str, Any]:
-        options = _check(request, limits, translator)
+        options = _check(request, worker.limits, translator)
         start = time.perf_counter()
-        outputs = await _in_time(_decode(worker, translator, request, options, limits), limits,
-                                 "send fewer or shorter inputs, or a smaller beam")
+        outputs = await worker.serve(lambda stop: worker.in_turns(request.inputs, functools.partial(
+                                         _translations, translator, options=options, attention=request.attention,
+                                         stop=stop)),
+                                     "send fewer or shorter inputs, or a smaller beam")
         return {"outputs": outputs, "seconds": round(time.perf_counter() - start, 4)}
 
 
@@ -47,18 +49,11 @@ def _check(request: TranslateRequest, limits: Limits, translator: Translator) ->
     return options
 
 
-async def _decode(
-    worker: ThreadPoolExecutor, translator: Translator, request: TranslateRequest, options: DecodeOptions,
-    limits: Limits,
-) -> list[dict[str, Any]]:
-    loop = asyncio.get_running_loop()
-    outputs: list[dict[str, Any]] = []
-    for start in range(0, len(request.inputs), limits.chunk):
-        chunk = request.inputs[start : start + limits.chunk]
-        results = await loop.run_in_executor(worker, translator.generate, chunk, options, request.attention)
-        outputs += [{"input": text, "hypotheses": [_hypothesis(t) for t in hypotheses]}
-                    for text, hypotheses in zip(chunk, results)]
-    return outputs
+def _translations(translator: Translator, texts: Sequence[str], options: DecodeOptions, attention: bool,
+                  stop: Callable[[], bool]) -> list[dict[str, Any]]:
+    """On the worker thread: the texts' outputs, as the JSON answer gives them."""
+    return [{"input": text, "truncated": hypotheses[0].truncated, "hypotheses": [_hypothesis(t) for t in hypotheses]}
+            for text, hypotheses in zip(texts, translator.generate(texts, options, attention, stop))]
 
 
 def _hypothesis(t: Translation) -> dict[str, Any]:
@@ -78,7 +73,7 @@ def _info(run_dir: Path, translator: Translator, limits: Limits) -> dict[str, An
         "seqlab": __version__,
         "run": run_dir.name,
         "kind": "chat" if _is_chat(config) else "translate",
-        "config": config.model_dump(mode="json"),
+        "config": public_config(config),
         "metrics": RunDir(run_dir).model_info(),
         "attention": _attention_shape(config.model),
         "limits": asdict(limits),

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -13,7 +11,7 @@ from fastapi import FastAPI
 from pydantic import BaseModel, ConfigDict, Field
 
 from seqlab.rundir import RunDir
-from seqlab.server.app import Limits, RequestError, _in_time
+from seqlab.server.app import Limits, RequestError, Worker
 from seqlab.vectors import WordVectors
 
 VECTORS_INFO = ("method", "dim", "vocab_size", "corpus_words", "seconds")  # what /api/info tells of the vectors
@@ -39,12 +37,13 @@ class AnalogyRequest(BaseModel):
     top: int = Field(5, ge=1, description="answers to return, best first (at most Limits.max_top)")
 
 
-def _add_vectors_routes(app: FastAPI, worker: ThreadPoolExecutor, vectors: WordVectors, limits: Limits) -> None:
+def _add_vectors_routes(app: FastAPI, worker: Worker, vectors: WordVectors) -> None:
+    limits = worker.limits
+
     async def look_up(function: Callable[..., list[tuple[str, float]]], *args: Any) -> list[dict[str, Any]]:
         """``function(*args)`` on the worker thread, in time; a word not in the vocabulary is a 404."""
-        loop = asyncio.get_running_loop()
         try:
-            found = await _in_time(loop.run_in_executor(worker, function, *args), limits, "ask for fewer words")
+            found = await worker.serve(lambda stop: worker.run(function, *args), "ask for fewer words")
         except KeyError as exc:  # WordVectors names the word: "'xyz' is not in the vocabulary (6699 words)"
             raise RequestError(404, str(exc.args[0])) from None
         return [{"word": word, "cosine": cosine} for word, cosine in found]

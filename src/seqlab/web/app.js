@@ -68,6 +68,7 @@ async function ask(event) {
     outputs = body.outputs[0].hypotheses;
     chosen = 0;
     addTurn(text, outputs[0].text);
+    if (body.outputs[0].truncated) $("error").textContent = "the input was longer than the model reads: only its first tokens were used";
     showOutputs();
     $("text").value = "";
   } catch (error) {
