@@ -47,3 +47,10 @@ def test_no_source_file_points_outside_the_repository():
     offenders = [f"{path.relative_to(ROOT)}:{n}" for path in SRC.rglob("*.py")
                  for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if "../shared" in line]
     assert offenders == []
+
+
+def test_the_command_line_starts_without_torch():
+    """``seqlab --help`` and the commands' options cost no torch, fastapi or safetensors import."""
+    result = _run(sys.executable, "-c", "import sys, seqlab.cli; "
+                  "print(sorted({'torch', 'fastapi', 'safetensors'} & set(sys.modules)))")
+    assert result.returncode == 0 and result.stdout.strip() == "[]", result.stdout + result.stderr

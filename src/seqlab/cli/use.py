@@ -88,6 +88,11 @@ def serve(
     = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535)] = 8000,
     engine: Engine = "torch",
+    max_queue: Annotated[int | None, typer.Option("--max-queue", min=1, help="Requests in work at a time "
+                         "(running or waiting); one more gets a 503 with Retry-After [default: Limits.max_queue]")]
+    = None,
+    timeout: Annotated[float | None, typer.Option("--timeout", min=0.001, help="Seconds a request may take; past "
+                       "them it gets a 503 and its decoding stops [default: Limits.timeout_s]")] = None,
 ) -> None:
     """A web page to talk to the model (http://HOST:PORT/) and its JSON API (/api/translate, /api/info, /docs);
     for a word-vector run, a page of a word's nearest neighbours and analogies (/api/similar, /api/analogy);
@@ -96,11 +101,13 @@ def serve(
     span extractor, a context and questions about it, the answers marked in it (/api/answer)."""
     import uvicorn
 
-    from seqlab.server import create_app
+    from seqlab.server import Limits, create_app
 
     setup_logging()
+    given = {"max_queue": max_queue, "timeout_s": timeout}
     try:
-        web = create_app(run_dir, engine=engine)
+        web = create_app(run_dir, Limits(**{key: value for key, value in given.items() if value is not None}),
+                         engine=engine)
     except (ConfigError, FileNotFoundError, ValueError) as exc:
         fail(exc)
     typer.echo(f"seqlab: serving {run_dir} on http://{host}:{port}/", err=True)
