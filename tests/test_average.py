@@ -1,6 +1,7 @@
 """Checkpoint averaging: kept epochs, their mean as a run directory of its own, scored on valid."""
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from typer.testing import CliRunner
 import seqlab
 from seqlab.cli import app
 from seqlab.config import parse_config
-from seqlab.rundir import MODEL, RunDir
+from seqlab.rundir import INFO_KEY, MODEL, RunDir
 from seqlab.train.average import average_weights
 from seqlab.train.trainer import Trainer
 
@@ -22,13 +23,18 @@ def test_the_average_is_the_mean_of_float_tensors_and_keeps_integer_ones(tmp_pat
     for i, value in enumerate([1.0, 2.0, 6.0]):
         paths.append(tmp_path / f"{i}.safetensors")
         save_file({"w": torch.full((2,), value), "h": torch.full((1,), value, dtype=torch.bfloat16),
-                   "n": torch.tensor([i])}, str(paths[-1]))
-    mean = average_weights(paths)
+                   "n": torch.tensor([i])}, str(paths[-1]), metadata=_info(i))
+    mean, infos = average_weights(RunDir(tmp_path), paths)
     assert mean["w"].tolist() == [3.0, 3.0] and mean["h"].dtype == torch.bfloat16 and float(mean["h"]) == 3.0
     assert mean["n"].tolist() == [2]  # not trained: the last file's
-    save_file({"other": torch.zeros(2)}, str(tmp_path / "x.safetensors"))
+    assert [info["epoch"] for info in infos] == [0, 1, 2]
+    save_file({"other": torch.zeros(2)}, str(tmp_path / "x.safetensors"), metadata=_info(3))
     with pytest.raises(ValueError, match="not the same model"):
-        average_weights([paths[0], tmp_path / "x.safetensors"])
+        average_weights(RunDir(tmp_path), [paths[0], tmp_path / "x.safetensors"])
+
+
+def _info(epoch: int) -> dict[str, str]:
+    return {INFO_KEY: json.dumps({"epoch": epoch, "step": 10 * epoch})}
 
 
 @pytest.fixture(scope="module")
@@ -70,3 +76,14 @@ def test_average_names_what_is_missing(kept_run, tmp_path):
     assert not (tmp_path / "a").exists()
     result = CliRunner().invoke(app, ["average", str(kept_run), "--last", "1", "--out", str(kept_run)])
     assert result.exit_code == 2 and "already holds a run" in result.output
+
+
+def test_a_damaged_kept_epoch_is_named_in_one_line(kept_run, tmp_path):
+    damaged = tmp_path / "damaged"
+    shutil.copytree(kept_run, damaged)
+    epoch = damaged / "epochs" / "epoch-3.safetensors"
+    epoch.write_bytes(epoch.read_bytes()[: epoch.stat().st_size // 2])
+    result = CliRunner().invoke(app, ["average", str(damaged), "--last", "2", "--out", str(tmp_path / "a")])
+    assert result.exit_code == 2
+    assert len(result.output.splitlines()) == 1
+    assert result.output.startswith(f"error: {epoch}: not a seqlab model file (damaged or truncated: ")

@@ -204,3 +204,43 @@ def test_each_process_hands_on_the_rows_it_trains_and_their_sum_is_the_state(tmp
             assert torch.equal(tensor[:, rows], state[name][:, rows]) and not tensor[:, other].any()
     for name in state:
         assert torch.equal(halves[0][name] + halves[1][name], state[name])
+
+
+POISONING = '''
+"""seqlab, with the third loss that rank 1 computes made NaN (rank 0's stay finite)."""
+import os
+
+from seqlab.cli import app
+from seqlab.train.family.seq2seq import Seq2seq
+
+real_loss, calls = Seq2seq.loss, [0]
+
+
+def loss(self, indices):
+    loss_sum, count = real_loss(self, indices)
+    calls[0] += 1
+    return (loss_sum * float("nan") if os.environ["RANK"] == "1" and calls[0] == 3 else loss_sum), count
+
+
+Seq2seq.loss = loss
+app(prog_name="seqlab")
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("nonfinite", ["stop", "skip"])
+def test_every_rank_takes_the_same_decision_on_a_nan_loss(tmp_path, nonfinite):
+    script = tmp_path / "poisoned.py"
+    script.write_text(POISONING, encoding="utf-8")
+    config = _date_config(tmp_path, epochs=2, nonfinite=nonfinite)
+    out = tmp_path / "run"
+    done = _run([*TORCHRUN[:-2], str(script), "train", str(config), "--out", str(out)])
+    if nonfinite == "stop":  # both ranks stop at the step (neither waits for the other), and say so
+        assert done.returncode != 0
+        assert done.stderr.count("error: training stopped at step 3 (epoch 1): its loss is nan") == 2, done.stderr[-3000:]
+        assert not (out / CHECKPOINT).exists()
+        return
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert [r["skipped"] for r in RunDir(out).log()] == [1, 0]
+    state = load_file(out / CHECKPOINT)
+    assert all(torch.isfinite(t).all() for name, t in state.items() if name.startswith(("model.", "optim.")))

@@ -1,7 +1,9 @@
 """Atomic writes: a file appears complete under its name, or the old one stays."""
 
+import errno
 import os
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -39,3 +41,48 @@ def test_written_files_get_the_usual_permissions(tmp_path):
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "a" / "b.txt").stat().st_mode) == 0o644
+
+
+def test_the_directory_is_synced_after_the_rename(tmp_path, monkeypatch):
+    events = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd):
+        events.append(("fsync", stat.S_ISDIR(os.fstat(fd).st_mode)))
+        real_fsync(fd)
+
+    def replace(src, dst):
+        events.append(("replace", str(dst)))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    atomic_write(tmp_path / "model.json", "new")
+    assert events == [("fsync", False), ("replace", str(tmp_path / "model.json")), ("fsync", True)]
+
+
+def test_a_directory_that_cannot_be_opened_is_not_synced(tmp_path, monkeypatch):
+    real_open = os.open
+
+    def no_directories(path, flags, *args):  # as on Windows, where a directory cannot be opened
+        if Path(path).is_dir():
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(os, "open", no_directories)
+    atomic_write(tmp_path / "a.txt", "x")
+    assert (tmp_path / "a.txt").read_text() == "x"
+
+
+def test_a_full_disk_keeps_the_old_file_and_names_the_new_one(tmp_path, monkeypatch):
+    target = tmp_path / "checkpoint.safetensors"
+    atomic_write(target, b"old")
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError, match=r"No space left on device: '.*checkpoint.safetensors'"):
+        atomic_write(target, b"new")
+    assert target.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["checkpoint.safetensors"]

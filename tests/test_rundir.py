@@ -1,17 +1,28 @@
 """The run directory's files: safetensors round trips of weights and training state, tokenizers, the log."""
 
 import json
+import shutil
+from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
+from conftest import small_date_config
 from safetensors.torch import save as save_safetensors
+from typer.testing import CliRunner
 
-from seqlab.config import TokenizerConfig, TrainConfig, TransformerConfig
+import seqlab
+import seqlab.classifier
+import seqlab.vectors
+from seqlab.cli import app
+from seqlab.config import TokenizerConfig, TrainConfig, TransformerConfig, VectorsConfig, parse_config
 from seqlab.model import build_model
-from seqlab.rundir import LOG, MODEL, RunDir
+from seqlab.rundir import CHECKPOINT, LOG, MODEL, RunDir, RunFileError
 from seqlab.tokenizer import Tokenizer
 from seqlab.train.optimizer import build_optimizer
 from seqlab.train.schedule import transformer_schedule
+from seqlab.train.trainer import Trainer
+from seqlab.vectors.run import train_vectors
 
 CFG = TransformerConfig(d_model=16, num_layers=1, num_heads=2, d_ff=32, max_length=16, tie_output=True)
 
@@ -108,3 +119,175 @@ def test_missing_files_are_explained(tmp_path):
         model = build_model(CFG, 11, 13)
         optimizer = build_optimizer(model, TrainConfig())
         run.load_checkpoint(model, optimizer, transformer_schedule(optimizer, 16, 10, 1.0))
+
+
+# --- damaged files: every reader names the file in one line -----------------------------------------------------
+
+DAMAGES = {
+    "half": lambda data: data[: len(data) // 2],  # a copy cut short
+    "random": lambda data: np.random.default_rng(0).bytes(300),
+    "json": lambda data: b"[1, 2, 3]",  # valid JSON of the wrong shape (a safetensors header too large to be one)
+}
+
+
+@pytest.fixture(scope="module")
+def trained_run(tmp_path_factory) -> Path:
+    """A small date run of two epochs, the last kept (epochs/epoch-2.safetensors)."""
+    run = tmp_path_factory.mktemp("damaged") / "run"
+    Trainer(parse_config(small_date_config(epochs=2, keep_checkpoints=1)), run, progress=False).fit()
+    return run
+
+
+@pytest.fixture(scope="module")
+def vectors_run(tmp_path_factory) -> Path:
+    """A word2vec run of one epoch over a few sentences."""
+    tmp = tmp_path_factory.mktemp("vectors")
+    (tmp / "corpus.txt").write_text("a b c d\nb c d a\nc d a b\n" * 20, encoding="utf-8")
+    config = parse_config({"data": {"corpora": [{"format": "lines", "path": "corpus.txt"}]},
+                           "train": {"method": "cbow", "dim": 4, "window": 1, "min_count": 1, "epochs": 1}},
+                          schema=VectorsConfig)
+    train_vectors(config, tmp / "run", tmp, progress=False)
+    return tmp / "run"
+
+
+def _exported(run: Path, out: Path) -> Path:
+    """What an export directory holds besides another engine's weights: the config, tokenizers, model_info.json."""
+    out.mkdir()
+    for name in ("config.yaml", "source_tokenizer.json", "target_tokenizer.json"):
+        shutil.copy(run / name, out / name)
+    RunDir(out).save_model_info(RunDir(run).model_info() | {"engine": "ctranslate2"})
+    return out
+
+
+def _legacy(run: Path, out: Path) -> Path:
+    """A run written before model.safetensors held its description: that is in model.json."""
+    shutil.copytree(run, out)
+    tensors, info = RunDir(out).kept_epoch(out / "epochs" / "epoch-2.safetensors")
+    (out / MODEL).write_bytes(save_safetensors(tensors))
+    (out / "model.json").write_text(json.dumps(info), encoding="utf-8")
+    return out
+
+
+def _resume(run: Path) -> None:
+    Trainer(RunDir(run).config(), run, resume=True, progress=False)
+
+
+READERS = {  # a file of a run directory: how the run is made, and what reads the file
+    "config.yaml": ("trained", lambda run: RunDir(run).config()),
+    "source_tokenizer.json": ("trained", lambda run: RunDir(run).tokenizers()),
+    "target_tokenizer.json": ("trained", lambda run: seqlab.load(run)),
+    MODEL: ("trained", lambda run: seqlab.load(run)),
+    "model.safetensors (its description)": ("trained", lambda run: RunDir(run).model_info()),
+    "checkpoint.safetensors": ("trained", _resume),
+    "epochs/epoch-2.safetensors": ("trained", lambda run: RunDir(run).kept_epoch(run / "epochs" / "epoch-2.safetensors")),
+    "model_info.json": ("exported", lambda run: RunDir(run).model_info()),
+    "model.json": ("legacy", lambda run: seqlab.load(run)),
+    "labels.json": ("classifier", lambda run: seqlab.classifier.load(run)),
+    "vocabulary.json": ("vectors", lambda run: seqlab.vectors.load(run)),
+    "vectors.safetensors": ("vectors", lambda run: seqlab.vectors.load(run)),
+    "checkpoint.safetensors (word2vec)": ("vectors", lambda run: RunDir(run).word2vec_state()),
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+@pytest.mark.parametrize("name", READERS)
+def test_a_damaged_file_is_named_in_one_line(name, damage, trained_run, vectors_run, tiny_classifier, tmp_path):
+    kind, read = READERS[name]
+    run = tmp_path / "run"
+    if kind == "exported":
+        _exported(trained_run, run)
+    elif kind == "legacy":
+        _legacy(trained_run, run)
+    else:
+        shutil.copytree({"trained": trained_run, "vectors": vectors_run, "classifier": tiny_classifier}[kind], run)
+    path = run / name.split(" ")[0]
+    path.write_bytes(DAMAGES[damage](path.read_bytes()))
+    with pytest.raises(ValueError) as caught:
+        read(run)
+    message = str(caught.value)
+    assert str(path) in message and "\n" not in message, message
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_a_damaged_log_line_is_named_with_its_number(damage, tmp_path):
+    run = RunDir(tmp_path)
+    run.append_log({"epoch": 1, "step": 10})
+    with open(tmp_path / LOG, "ab") as f:
+        f.write(DAMAGES[damage](b'{"epoch": 2, "step": 20}').replace(b"\n", b" ") + b"\n")
+    run.append_log({"epoch": 3, "step": 30})
+    with pytest.raises(RunFileError, match=rf"^{tmp_path / LOG}:2: not a JSON record \([^\n]*\)$"):
+        run.log()
+
+
+def test_weights_that_do_not_fit_the_model_are_named(trained_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(trained_run, run)
+    other = build_model(CFG, 11, 13)  # another model: other names and shapes
+    RunDir(run).save_model(other, {"epoch": 1, "step": 5})
+    with pytest.raises(RunFileError, match=rf"^{run / MODEL}: the weights do not fit this run's model \(no .* more\)$"):
+        seqlab.load(run)
+    model = seqlab.load(trained_run).model
+    weights = {k: v.clone() for k, v in model.state_dict().items()}
+    weights["generator.weight"] = weights["generator.weight"][:-1]  # one row short
+    RunDir(run).save_model(weights, {"epoch": 1, "step": 5})
+    with pytest.raises(RunFileError, match=r"generator.weight is \[\d+, 32\], the model's \[\d+, 32\]\)$"):
+        seqlab.load(run)
+    del weights["generator.weight"]
+    RunDir(run).save_model(weights, {"epoch": 1, "step": 5})
+    with pytest.raises(RunFileError, match=r"\(no generator.weight\)$"):
+        seqlab.load(run)
+
+
+def test_a_checkpoint_of_another_model_is_named(trained_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(trained_run, run)
+    model = build_model(CFG, 11, 13)
+    optimizer = build_optimizer(model, TrainConfig())
+    RunDir(run).save_checkpoint(model, optimizer, transformer_schedule(optimizer, 16, 10, 1.0), {"epoch": 2})
+    with pytest.raises(RunFileError, match=rf"^{run / CHECKPOINT}: the weights do not fit this run's model"):
+        _resume(run)
+
+
+def test_a_model_file_without_its_description_is_named(trained_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(trained_run, run)
+    tensors, _ = RunDir(run).kept_epoch(run / "epochs" / "epoch-2.safetensors")
+    (run / MODEL).write_bytes(save_safetensors(tensors))
+    with pytest.raises(RunFileError, match=rf"^{run / MODEL}: not a seqlab model file \(damaged or truncated: no "
+                                           r"seqlab.info in its header\)$"):
+        seqlab.load(run)
+    RunDir(run).save_model(tensors, {"valid": {}})
+    with pytest.raises(RunFileError, match=rf"^{run / MODEL}: not a seqlab model description \(no epoch and step\)$"):
+        RunDir(run).model_info()
+
+
+@pytest.mark.parametrize(("command", "name"), [("translate", MODEL), ("translate", "source_tokenizer.json"),
+                                               ("eval", MODEL), ("eval", "config.yaml"), ("train", CHECKPOINT)])
+def test_the_cli_names_a_damaged_file_in_one_error_line(command, name, trained_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(trained_run, run)
+    config = tmp_path / "config.yaml"
+    shutil.copy(run / "config.yaml", config)
+    path = run / name
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    args = {"translate": ["translate", str(run), "10/15/94"], "eval": ["eval", str(run), "--split", "valid"],
+            "train": ["train", str(config), "--out", str(run), "--resume"]}[command]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("error: ")]  # progress lines aside
+    assert len(errors) == 1 and errors[0].startswith(f"error: {path}: not a seqlab "), result.output
+    assert "Traceback" not in result.output
+
+
+def test_vectors_train_names_a_damaged_checkpoint_in_one_error_line(vectors_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(vectors_run, run)
+    config = tmp_path / "vectors.yaml"
+    shutil.copy(run / "config.yaml", config)
+    (run / CHECKPOINT).write_bytes(b"[1, 2, 3]")
+    result = CliRunner().invoke(app, ["vectors", "train", str(config), "--out", str(run), "--resume",
+                                      "--data-dir", str(vectors_run.parent)])
+    assert result.exit_code == 2, result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("error: ")]
+    assert errors == [f"error: {run / CHECKPOINT}: not a seqlab word2vec state (damaged or truncated: Error while "
+                      "deserializing: header too large)"], result.output

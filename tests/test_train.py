@@ -1,5 +1,7 @@
 """End to end: a tiny model learns, the CLI trains/translates/evaluates, a killed run resumes exactly."""
 
+import contextlib
+import errno
 import gzip
 import json
 import logging
@@ -10,15 +12,17 @@ import pytest
 import torch
 import sacrebleu
 import yaml
+from conftest import resumes_exactly, small_date_config
+from safetensors.torch import load_file
 from typer.testing import CliRunner
 
 import seqlab
 from seqlab.cli import app
 from seqlab.config import ConfigError, parse_config
 from seqlab.evaluate import EncodedSplit, evaluate
-from seqlab.rundir import MODEL, RunDir
+from seqlab.rundir import CHECKPOINT, MODEL, RunDir
 from seqlab.train.schedule import cosine_lr
-from seqlab.train.trainer import Trainer
+from seqlab.train.trainer import NonFiniteLoss, Trainer
 
 PAIRS = [("abc", "cba"), ("hello", "olleh"), ("seq", "qes"), ("lab", "bal"), ("tensor", "rosnet"),
          ("xyz", "zyx"), ("mask", "ksam"), ("head", "daeh")]
@@ -300,3 +304,170 @@ def test_a_multi30k_slice_trains_and_is_scored_by_sacrebleu(shared_data, tmp_pat
     hypotheses = translator.translate(valid.sources)
     assert metrics["bleu"] == pytest.approx(sacrebleu.corpus_bleu(hypotheses, [valid.references]).score)
     assert len(hypotheses) == 50 and 0.0 <= metrics["bleu"] <= metrics["bleu_lowercase"]
+
+
+# --- a loss that is not finite ---------------------------------------------------------------------------------
+
+STEPS = 37  # small_date_config's steps an epoch
+POISONED = STEPS + 3  # the third step of epoch 2
+
+
+@pytest.fixture
+def poisoned(monkeypatch, tmp_path):
+    """``poisoned(config)``: from then on, the batch that ``config``'s run trains in step POISONED has a NaN loss
+    (and NaN gradients), in whichever run or process meets it (a resumed run too)."""
+    import numpy as np
+
+    from seqlab.train.family.seq2seq import Seq2seq
+
+    real_loss = Seq2seq.loss
+
+    def arm(config) -> None:
+        batch = Trainer(config, tmp_path / "probe", progress=False).family.batches(2)[POISONED - STEPS - 1]
+
+        def loss(self, indices):
+            loss_sum, count = real_loss(self, indices)
+            return (loss_sum * float("nan") if np.array_equal(indices, batch) else loss_sum), count
+
+        monkeypatch.setattr(Seq2seq, "loss", loss)
+
+    return arm
+
+
+def _nonfinite_config(nonfinite: str, **train) -> dict:
+    return small_date_config(epochs=3, precision="auto", nonfinite=nonfinite, **train)
+
+
+def test_a_nan_loss_stops_training_and_keeps_the_last_good_checkpoint(tmp_path, poisoned, each_precision):
+    config = parse_config(_nonfinite_config("stop", save_every=STEPS + 2))  # a checkpoint at the step before
+    poisoned(config)
+    run = tmp_path / "run"
+    saved = {}
+    real_save = RunDir.save_checkpoint
+
+    def save_checkpoint(self, *args, **kwargs):
+        real_save(self, *args, **kwargs)
+        saved["checkpoint"], saved["model"] = (run / CHECKPOINT).read_bytes(), (run / MODEL).read_bytes()
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(RunDir, "save_checkpoint", save_checkpoint)
+        with pytest.raises(NonFiniteLoss, match=rf"^training stopped at step {POISONED} \(epoch 2\): its loss is nan; "
+                                                rf"nothing was saved after it, {run} keeps the last good checkpoint"):
+            Trainer(config, run, progress=False).fit()
+    assert (run / CHECKPOINT).read_bytes() == saved["checkpoint"] and (run / MODEL).read_bytes() == saved["model"]
+    assert [r["epoch"] for r in RunDir(run).log()] == [1]
+    resumed = Trainer(config, run, resume=True, progress=False)  # loadable: it resumes at the step before
+    assert resumed.position.step == POISONED - 1
+    assert all(torch.isfinite(p).all() for p in resumed.model.parameters())
+
+
+def test_the_cli_reports_a_nan_loss_in_one_line(tmp_path, poisoned):
+    raw = _nonfinite_config("stop")
+    poisoned(parse_config(raw))
+    (tmp_path / "date.yaml").write_text(yaml.safe_dump(raw), encoding="utf-8")
+    result = CliRunner().invoke(app, ["train", str(tmp_path / "date.yaml"), "--out", str(tmp_path / "run")])
+    assert result.exit_code == 2, result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("error: ")]
+    assert errors == [f"error: training stopped at step {POISONED} (epoch 2): its loss is nan; nothing was saved after "
+                      f"it, {tmp_path / 'run'} keeps the last good checkpoint (train.nonfinite: skip would drop such "
+                      "steps)"], result.output
+
+
+@pytest.mark.parametrize("save_every", [STEPS + 2, 21], ids=["resumed-before-the-skip", "resumed-after-it"])
+def test_a_nan_loss_is_skipped_counted_and_resumed_exactly(tmp_path, poisoned, killed_at, save_every, each_precision):
+    config = parse_config(_nonfinite_config("skip", save_every=save_every))
+    poisoned(config)
+    resumes_exactly(config, tmp_path, killed_at, POISONED + 10)  # resumed from step 39 or 42
+    for name in ("straight", "killed"):
+        log = RunDir(tmp_path / name).log()
+        assert [r["skipped"] for r in log] == [0, 1, 0]
+        assert all(math.isfinite(r["train_loss"]) for r in log)
+        state = load_file(str(tmp_path / name / CHECKPOINT))
+        assert all(torch.isfinite(t).all() for key, t in state.items() if key.startswith(("model.", "optim.")))
+    assert RunDir(tmp_path / "straight").log()[-1]["step"] == 3 * STEPS  # the skipped step counts as a step
+
+
+def test_under_fp16_a_nan_loss_leaves_the_gradient_scaler_as_it_was(tmp_path, poisoned, monkeypatch):
+    """fp16's scaler skips the steps whose scaled gradients overflow (and shrinks its scale) by itself, uncounted;
+    a step whose loss is NaN is dropped before the scaler sees it, so its scale stays."""
+    from seqlab import precision
+
+    monkeypatch.setattr(precision, "resolve", lambda p, device_type="cpu": "fp32" if p == "fp32" else "fp16")
+    config = parse_config(_nonfinite_config("skip"))
+    poisoned(config)
+    trainer = Trainer(config, tmp_path / "run", progress=False)
+    assert trainer.scaler.is_enabled()
+    trainer.scaler = torch.amp.GradScaler("cpu", init_scale=2.0**40)  # too large: the first steps overflow
+    scales, real_step = {}, Trainer.train_step
+
+    def train_step(self, batches):
+        before = self.scaler.get_scale()
+        result = real_step(self, batches)
+        scales[self.position.step + 1] = (before, self.scaler.get_scale())
+        return result
+
+    monkeypatch.setattr(Trainer, "train_step", train_step)
+    trainer.fit()
+    assert scales[1][1] < scales[1][0]  # the scaler skipped an overflowing step and shrank its scale ...
+    assert scales[POISONED][0] == scales[POISONED][1]  # ... but never saw the NaN loss
+    log = RunDir(tmp_path / "run").log()
+    assert [r["skipped"] for r in log] == [0, 1, 0] and all(math.isfinite(r["train_loss"]) for r in log)
+    assert all(torch.isfinite(p).all() for p in trainer.model.parameters())
+
+
+def test_nonfinite_skip_needs_the_torch_engine():
+    with pytest.raises(ConfigError, match="train.nonfinite skip: the NumPy engine"):
+        parse_config(small_date_config(nonfinite="skip", engine="numpy"))
+
+
+# --- a full disk ------------------------------------------------------------------------------------------------
+
+
+class _FullDisk:
+    """A file whose disk fills up after ``room`` bytes."""
+
+    def __init__(self, file, room: int = 100) -> None:
+        self.file, self.room = file, room
+
+    def write(self, data: bytes) -> int:
+        self.file.write(data[: self.room])
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+
+@pytest.mark.parametrize("name", [CHECKPOINT, MODEL])
+def test_a_full_disk_during_a_save_keeps_the_previous_files_and_resumes(name, tmp_path, monkeypatch):
+    from seqlab import files
+
+    raw = small_date_config(epochs=3, best_metric="loss")  # every epoch's model is the best so far: saved
+    config = tmp_path / "date.yaml"
+    config.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    runner = CliRunner()
+    assert runner.invoke(app, ["train", str(config), "--out", str(tmp_path / "straight")]).exit_code == 0
+
+    real_open, saves = files.atomic_open, []
+
+    @contextlib.contextmanager
+    def filling_up(path):
+        with real_open(path) as f:
+            saves.append(Path(path).name)
+            yield _FullDisk(f) if saves.count(name) == 2 else f  # the second epoch's save
+
+    monkeypatch.setattr(files, "atomic_open", filling_up)
+    run = tmp_path / "run"
+    result = runner.invoke(app, ["train", str(config), "--out", str(run)])
+    assert result.exit_code == 2, result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("error: ")]
+    assert errors == [f"error: [Errno {errno.ENOSPC}] No space left on device: '{run / name}'"], result.output
+    assert list(run.rglob(".*.tmp")) == []
+    monkeypatch.undo()
+
+    assert Trainer(parse_config(raw), run, resume=True, progress=False).position.epoch == 2  # epoch 1's, whole
+    assert RunDir(run).model_info()["epoch"] == (2 if name == CHECKPOINT else 1)  # saved before the checkpoint
+    assert seqlab.load(run).translate(["10/15/94"])
+    result = runner.invoke(app, ["train", str(config), "--out", str(run), "--resume"])
+    assert result.exit_code == 0, result.output
+    assert [r["epoch"] for r in RunDir(run).log()] == [1, 2, 3]
+    for saved in (MODEL, CHECKPOINT):
+        straight, resumed = load_file(str(tmp_path / "straight" / saved)), load_file(str(run / saved))
+        assert straight.keys() == resumed.keys()
+        assert all(torch.equal(straight[key], resumed[key]) for key in straight), saved

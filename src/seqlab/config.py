@@ -440,6 +440,10 @@ class TrainConfig(_Strict):
     save_every: int = Field(0, ge=0, description="also checkpoint every N steps inside an epoch; 0 = epoch ends only")
     keep_checkpoints: int = Field(
         0, ge=0, description="keep the weights of the last N epochs (RUN/epochs/) for seqlab average; 0 = none")
+    nonfinite: Literal["stop", "skip"] = Field(
+        "stop", description="a step whose loss is NaN or infinite: stop training with an error naming it (the last "
+                            "checkpoint is kept), or skip its update (no Adam step; the schedule moves on) and count it "
+                            "in the epoch's log record (skipped)")
     accumulate: int = Field(
         1, gt=0, description="batches per optimisation step in each process, their gradients summed: one process with "
                              "accumulate N takes the steps of N processes under torchrun")
@@ -451,6 +455,13 @@ class TrainConfig(_Strict):
     def _betas(self) -> TrainConfig:
         if not all(0 <= b < 1 for b in self.adam_betas):
             raise ValueError(f"train.adam_betas must lie in [0, 1), got {list(self.adam_betas)}")
+        return self
+
+    @model_validator(mode="after")
+    def _skip_needs_torch(self) -> TrainConfig:
+        if self.nonfinite == "skip" and self.engine == "numpy":
+            raise ValueError("train.nonfinite skip: the NumPy engine updates the weights in the step that computes the "
+                             "loss, so it cannot skip one; use train.nonfinite stop")
         return self
 
 
@@ -680,13 +691,23 @@ def load_config(path: str | Path, overrides: Sequence[str] = (), schema: type[An
         raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {path}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+        raise ConfigError(f"{path}: not valid YAML ({_yaml_problem(exc)})") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: the top level must be a mapping")
     for assignment in overrides:
         apply_override(raw, assignment)
     return parse_config(raw, str(path), schema)
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """What PyYAML found wrong, and where, on one line (its message quotes the text over several)."""
+    mark, problem = getattr(exc, "problem_mark", None), getattr(exc, "problem", None)
+    if mark is not None and problem:
+        return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
+    return " ".join(str(exc).split())
 
 
 def dump_config(config: Config | VectorsConfig) -> str:

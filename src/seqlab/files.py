@@ -2,8 +2,11 @@
 
 Everything seqlab saves (run directories, downloaded corpora) is written to a
 temporary file in the destination's directory, flushed to disk, and renamed
-over the destination (``os.replace`` is atomic on POSIX and Windows). A process
-killed mid-write leaves the old file, never a half-written one.
+over the destination (``os.replace`` is atomic on POSIX and Windows); then the
+directory itself is flushed, so that the rename survives a power cut too (where
+directories can be opened: not on Windows). A process killed mid-write leaves
+the old file, never a half-written one. A write that fails (a full disk) leaves
+the old file and no temporary one, and its ``OSError`` names the destination.
 """
 
 from __future__ import annotations
@@ -29,15 +32,31 @@ def atomic_open(path: str | Path) -> Iterator[BinaryIO]:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename is None:
+            exc.filename = str(path)  # "[Errno 28] No space left on device: 'RUN/model.safetensors'"
         raise
+    _fsync_directory(path.parent)
 
 
 def atomic_write(path: str | Path, data: bytes | str) -> None:
     """Write ``data`` (str as UTF-8) to ``path`` atomically."""
     with atomic_open(path) as f:
         f.write(data.encode("utf-8") if isinstance(data, str) else data)
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Flush ``directory``'s entries (a rename into it) to disk; nothing where a directory cannot be opened."""
+    flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
+    try:
+        fd = os.open(directory, flags)
+    except OSError:  # Windows opens no directory
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _umask() -> int:

@@ -1,7 +1,7 @@
 """The run directory: everything needed to use a trained model or to resume its training.
 
     RUN_DIR/
-      config.yaml              the resolved configuration
+      config.yaml              the resolved configuration (one YAML document, ``---`` to ``...``: a cut copy shows)
       source_tokenizer.json    tokenizers (seqlab JSON wrapping the ``tokenizers`` pipeline)
       target_tokenizer.json
       model.safetensors        the best weights so far; what they are (epoch, step, valid metrics) in its header
@@ -25,6 +25,10 @@ file but the log is written to a temporary name and renamed into place (``files.
 so a run killed mid-write keeps the previous file; the weights and their description are one
 file, so they are replaced together. The log is appended one whole line per write and read
 without a torn last line.
+
+Every file is checked as it is read: one that is damaged, truncated or not what its name says (weights that do
+not fit the model included) raises ``RunFileError``, one line that names the file, as a missing one raises
+``FileNotFoundError``.
 """
 
 from __future__ import annotations
@@ -34,17 +38,18 @@ import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 import torch
-from safetensors import safe_open
+from safetensors import SafetensorError, safe_open
+from safetensors.numpy import load as load_numpy
 from safetensors.numpy import save as save_numpy
 from safetensors.torch import load as load_safetensors
 from safetensors.torch import save as save_safetensors
 from torch import nn
 
-from seqlab.config import Config, ConfigError, VectorsConfig, changed_keys, dump_config, load_config
+from seqlab.config import AnyConfig, Config, ConfigError, VectorsConfig, changed_keys, dump_config, load_config
 from seqlab.files import atomic_write
 from seqlab.tokenizer import Tokenizer
 
@@ -62,6 +67,13 @@ VECTORS = "vectors.safetensors"
 LABELS = "labels.json"
 EPOCHS = "epochs"  # the kept epochs' weights: epochs/epoch-N.safetensors
 MODEL_FILES = (CONFIG, SOURCE_TOKENIZER, TARGET_TOKENIZER, LABELS)  # what, besides weights, describes a model
+
+T = TypeVar("T", dict, list)
+
+
+class RunFileError(ValueError):
+    """A run directory's file that cannot be read: damaged, truncated, or not what its name says (weights that do
+    not fit the model); the message names the file, on one line."""
 
 
 class RunDir:
@@ -106,22 +118,31 @@ class RunDir:
     # --- config and tokenizers ------------------------------------------------------
 
     def save_config(self, config: Config | VectorsConfig) -> None:
-        atomic_write(self.path / CONFIG, dump_config(config))
+        """The configuration as one YAML document between ``---`` and ``...``, so that a copy cut short is seen."""
+        atomic_write(self.path / CONFIG, f"---\n{dump_config(config)}...\n")
 
     def config(self) -> Config:
         """The configuration of a model run (``seqlab train``); a word-vector run is refused with a hint."""
         if self.is_vectors():
             raise ValueError(f"{self.path}: a word-vector run; use seqlab vectors similar | analogy | eval | export")
-        return load_config(self._config_path())
+        return self._read_config(Config)
 
     def vectors_config(self) -> VectorsConfig:
-        return load_config(self._config_path(), schema=VectorsConfig)
+        return self._read_config(VectorsConfig)
 
-    def _config_path(self) -> Path:
+    def _read_config(self, schema: type[AnyConfig]) -> AnyConfig:
+        """The saved configuration as ``schema``; every problem on one line that names the file. A document that
+        starts with ``---`` must end with ``...`` (runs before 2026-11-25 have neither)."""
         path = self.path / CONFIG
         if not path.exists():
             raise FileNotFoundError(f"{self.path}: not a seqlab run directory (no {CONFIG})")
-        return path
+        text = path.read_bytes()
+        if text.startswith(b"---\n") and not text.endswith(b"\n...\n"):
+            raise _damaged(path, "run configuration", "its YAML document does not end with ...")
+        try:
+            return load_config(path, schema=schema)
+        except ConfigError as exc:
+            raise ConfigError(_one_line(exc)) from None
 
     def save_tokenizers(self, source: Tokenizer, target: Tokenizer) -> None:
         atomic_write(self.path / SOURCE_TOKENIZER, source.to_json())
@@ -129,9 +150,7 @@ class RunDir:
 
     def tokenizers(self) -> tuple[Tokenizer, Tokenizer]:
         """The source and the target tokenizer (the same vocabulary twice when they are shared)."""
-        source, target = (Tokenizer.from_json((self.path / name).read_text(encoding="utf-8"))
-                          for name in (SOURCE_TOKENIZER, TARGET_TOKENIZER))
-        return source, target
+        return _read_tokenizer(self.path / SOURCE_TOKENIZER), _read_tokenizer(self.path / TARGET_TOKENIZER)
 
     def save_labels(self, labels: Sequence[str]) -> None:
         atomic_write(self.path / LABELS, json.dumps(list(labels), ensure_ascii=False) + "\n")
@@ -139,14 +158,11 @@ class RunDir:
     def labels(self) -> list[str]:
         """A classifier's classes, in the order of its outputs."""
         path = self.path / LABELS
-        try:
-            labels = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise FileNotFoundError(f"{path}: missing (a classifier's run directory holds its labels)") from None
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}: not valid JSON ({exc})") from None
-        if not isinstance(labels, list) or not all(isinstance(label, str) for label in labels):
-            raise ValueError(f"{path}: expected a list of label strings")
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: missing (a classifier's run directory holds its labels)")
+        labels = _read_json(path, "labels file", list)
+        if not all(isinstance(label, str) for label in labels):
+            raise _damaged(path, "labels file", "expected a list of label strings")
         return labels
 
     # --- the model ------------------------------------------------------------------
@@ -169,6 +185,11 @@ class RunDir:
         files = (self.path / EPOCHS).glob("epoch-*.safetensors")
         return sorted(files, key=lambda path: int(path.stem.split("-")[1]))
 
+    def kept_epoch(self, path: Path) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        """The weights in one of ``kept_epochs``' files and what they are (epoch, step, valid)."""
+        tensors, metadata = _read_safetensors(path, "model file")
+        return tensors, _described(path, _header_json(path, "model file", metadata, INFO_KEY, dict))
+
     def copy_model_files(self, out: RunDir) -> None:
         """Copy what describes the model (config, tokenizers, labels) into the run directory ``out``."""
         out.path.mkdir(parents=True, exist_ok=True)
@@ -178,11 +199,11 @@ class RunDir:
 
     def load_model(self, model: nn.Module) -> dict[str, Any]:
         """Load the saved weights into ``model``; returns what they are (``model_info``)."""
-        path = self.path / MODEL
-        if not path.exists():
-            raise FileNotFoundError(f"{path}: no trained model in this run directory yet (no epoch has finished)")
-        model.load_state_dict(load_safetensors(path.read_bytes()))
-        return self.model_info()
+        path = self._model_path()
+        tensors, metadata = _read_safetensors(path, "model file")
+        info = self._model_info(path, metadata)
+        model.load_state_dict(_fitting(path, model, tensors))
+        return info
 
     def save_model_info(self, info: dict[str, Any]) -> None:
         """What an exported model is (its run's epoch, step, valid metrics and the engine), beside its weights."""
@@ -190,16 +211,25 @@ class RunDir:
 
     def model_info(self) -> dict[str, Any]:
         """What the saved model is: its epoch, step and valid metrics (an export's: also its engine)."""
+        if not (self.path / MODEL).exists() and (self.path / EXPORTED_INFO).exists():
+            return _described(self.path / EXPORTED_INFO, _read_json(self.path / EXPORTED_INFO, "model description", dict))
+        path = self._model_path()
+        _, metadata = _read_safetensors(path, "model file", tensors=False)
+        return self._model_info(path, metadata)
+
+    def _model_path(self) -> Path:
         path = self.path / MODEL
-        if not path.exists() and (self.path / EXPORTED_INFO).exists():
-            return json.loads((self.path / EXPORTED_INFO).read_text(encoding="utf-8"))
         if not path.exists():
             raise FileNotFoundError(f"{path}: no trained model in this run directory yet (no epoch has finished)")
-        with safe_open(str(path), framework="pt") as f:
-            metadata = f.metadata() or {}
-        if INFO_KEY in metadata:
-            return json.loads(metadata[INFO_KEY])
-        return json.loads((self.path / LEGACY_MODEL_INFO).read_text(encoding="utf-8"))
+        return path
+
+    def _model_info(self, path: Path, metadata: dict[str, str]) -> dict[str, Any]:
+        """What the weights in ``path`` are: the description in its header, or in model.json beside it (a run
+        written before the header held it)."""
+        if INFO_KEY in metadata or not (self.path / LEGACY_MODEL_INFO).exists():
+            return _described(path, _header_json(path, "model file", metadata, INFO_KEY, dict))
+        legacy = self.path / LEGACY_MODEL_INFO
+        return _described(legacy, _read_json(legacy, "model description", dict))
 
     # --- word vectors ---------------------------------------------------------------
 
@@ -220,13 +250,13 @@ class RunDir:
         path = self.path / VOCABULARY
         if not path.exists():
             raise FileNotFoundError(f"{self.path}: not a word-vector run (no {VOCABULARY})")
+        data = _read_json(path, "vocabulary", dict)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
             words, counts = list(data["words"]), np.asarray(data["counts"], dtype=np.int64)
         except (ValueError, KeyError, TypeError) as exc:
-            raise ValueError(f"{path}: not a seqlab vocabulary ({exc})") from None
-        if len(words) != len(counts) or not all(isinstance(w, str) for w in words):
-            raise ValueError(f"{path}: not a seqlab vocabulary (words and counts do not match)")
+            raise _damaged(path, "vocabulary", f"no words and counts: {exc!r}") from None
+        if counts.ndim != 1 or len(words) != len(counts) or not all(isinstance(w, str) for w in words):
+            raise _damaged(path, "vocabulary", "words and counts do not match")
         return words, counts
 
     def vectors(self) -> tuple[list[str], np.ndarray, np.ndarray, dict[str, Any]]:
@@ -235,14 +265,13 @@ class RunDir:
         path = self.path / VECTORS
         if not path.exists():
             raise FileNotFoundError(f"{path}: no vectors in this run directory yet (training has not finished)")
-        try:
-            with safe_open(str(path), framework="numpy") as f:
-                info = json.loads((f.metadata() or {})[INFO_KEY])
-                vectors = f.get_tensor("vectors")
-        except Exception as exc:  # safetensors raises its own errors for a damaged file
-            raise ValueError(f"{path}: not a seqlab vectors file ({exc})") from None
+        tensors, metadata = _read_safetensors(path, "vectors file", framework="numpy")
+        info = _header_json(path, "vectors file", metadata, INFO_KEY, dict)
+        vectors = tensors.get("vectors")
+        if vectors is None or vectors.ndim != 2:
+            raise _damaged(path, "vectors file", "no (words, dim) table named vectors")
         if info.get("vocabulary_sha256") != _sha256(self.path / VOCABULARY) or len(vectors) != len(words):
-            raise ValueError(f"{path}: the vectors do not belong to {VOCABULARY} (a run was interrupted mid-save?)")
+            raise RunFileError(f"{path}: the vectors do not belong to {VOCABULARY} (a run was interrupted mid-save?)")
         return words, counts, vectors, info
 
     def save_word2vec_state(self, state: dict[str, np.ndarray], info: dict[str, Any]) -> None:
@@ -254,9 +283,8 @@ class RunDir:
         path = self.path / CHECKPOINT
         if not path.exists():
             raise FileNotFoundError(f"{path}: nothing to resume (no epoch has finished)")
-        with safe_open(str(path), framework="numpy") as f:
-            info = json.loads((f.metadata() or {})["state"])
-            return {key: f.get_tensor(key) for key in f.keys()}, info
+        tensors, metadata = _read_safetensors(path, "word2vec state", framework="numpy")
+        return tensors, _header_json(path, "word2vec state", metadata, "state", dict)
 
     # --- the log --------------------------------------------------------------------
 
@@ -272,14 +300,13 @@ class RunDir:
         path = self.path / LOG
         if not path.exists():
             raise FileNotFoundError(f"{self.path}: no {LOG} (not a seqlab run directory, or no epoch finished yet)")
-        text = path.read_text(encoding="utf-8")
-        lines = text.split("\n")[:-1]  # the part after the last newline is an unfinished write
+        lines = path.read_bytes().split(b"\n")[:-1]  # the part after the last newline is an unfinished write
         records = []
         for lineno, line in enumerate(lines, 1):
             try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{lineno}: not a JSON record ({exc.msg})") from None
+                records.append(_json(line, dict))
+            except ValueError as exc:
+                raise RunFileError(f"{path}:{lineno}: not a JSON record ({_one_line(exc)})") from None
         return records
 
     def truncate_log(self, step: int) -> None:
@@ -324,20 +351,117 @@ class RunDir:
         path = self.path / CHECKPOINT
         if not path.exists():
             raise FileNotFoundError(f"{path}: nothing to resume (no checkpoint was saved yet)")
-        with safe_open(str(path), framework="pt") as f:
-            metadata = f.metadata()
-        tensors = load_safetensors(path.read_bytes())
-        model.load_state_dict({k[len("model.") :]: v for k, v in tensors.items() if k.startswith("model.")})
-        slots: dict[int, dict[str, torch.Tensor]] = {}
-        for key, value in tensors.items():
-            if key.startswith("optim."):
-                _, index, slot = key.split(".", 2)
-                slots.setdefault(int(index), {})[slot] = value
-        optimizer.load_state_dict({"state": slots, "param_groups": json.loads(metadata["param_groups"])})
-        scheduler.load_state_dict(json.loads(metadata["scheduler"]))
+        tensors, metadata = _read_safetensors(path, "checkpoint")
+        state = _header_json(path, "checkpoint", metadata, "state", dict)
+        param_groups = _header_json(path, "checkpoint", metadata, "param_groups", list)
+        schedule = _header_json(path, "checkpoint", metadata, "scheduler", dict)
+        if "rng.torch" not in tensors:
+            raise _damaged(path, "checkpoint", "no rng.torch")
+        weights = _fitting(path, model, {k[len("model.") :]: v for k, v in tensors.items() if k.startswith("model.")})
+        slots = _optimizer_slots(path, model, tensors)
+        model.load_state_dict(weights)
+        try:
+            optimizer.load_state_dict({"state": slots, "param_groups": param_groups})
+            scheduler.load_state_dict(schedule)
+        except (KeyError, TypeError, ValueError) as exc:  # what torch raises for another optimizer's state
+            raise RunFileError(f"{path}: the optimizer's state does not fit this run's ({_one_line(repr(exc))})") from None
         torch.set_rng_state(tensors["rng.torch"])
         carried = {k[len("carried.") :]: v for k, v in tensors.items() if k.startswith("carried.")}
-        return json.loads(metadata["state"]), carried
+        return state, carried
+
+
+def _read_safetensors(path: Path, what: str, framework: Literal["pt", "numpy"] = "pt", tensors: bool = True
+                      ) -> tuple[dict[str, Any], dict[str, str]]:
+    """A safetensors file's tensors (torch's or NumPy's; none unless ``tensors``) and its header's metadata, read
+    at once; a damaged or truncated file is a ``RunFileError`` that names it as a seqlab ``what``. The tensors are
+    copies (safe_open's would map the file for as long as they live, an optimizer's moments for a whole run)."""
+    try:
+        if not tensors:
+            with safe_open(str(path), framework=framework) as f:  # the header, checked against the file's size
+                return {}, f.metadata() or {}
+        data = path.read_bytes()
+        loaded = (load_safetensors if framework == "pt" else load_numpy)(data)  # checks the header and the size
+    except SafetensorError as exc:
+        raise _damaged(path, what, exc) from None
+    header = json.loads(data[8 : 8 + int.from_bytes(data[:8], "little")])  # the format: size (u64 LE), JSON
+    return loaded, header.get("__metadata__") or {}
+
+
+def _fitting(path: Path, model: nn.Module, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """``tensors`` if they are ``model``'s weights, name for name and shape for shape; else a ``RunFileError``
+    that names ``path`` and the first differences."""
+    shapes = {name: list(t.shape) for name, t in model.state_dict().items()}
+    problems = [f"no {name}" for name in shapes if name not in tensors]
+    problems += [f"{name} is not the model's" for name in tensors if name not in shapes]
+    problems += [f"{name} is {list(t.shape)}, the model's {shapes[name]}" for name, t in tensors.items()
+                 if name in shapes and list(t.shape) != shapes[name]]
+    if problems:
+        more = f" and {len(problems) - 3} more" if len(problems) > 3 else ""
+        raise RunFileError(f"{path}: the weights do not fit this run's model ({'; '.join(problems[:3])}{more})")
+    return tensors
+
+
+def _optimizer_slots(path: Path, model: nn.Module, tensors: dict[str, torch.Tensor]) -> dict[int, dict[str, torch.Tensor]]:
+    """The checkpoint's optimizer state by parameter index (``optim.{index}.{slot}``), each moment checked to
+    have its parameter's shape (a scalar ``step`` aside)."""
+    shapes = [list(p.shape) for p in model.parameters()]
+    slots: dict[int, dict[str, torch.Tensor]] = {}
+    for key, value in tensors.items():
+        if key.startswith("optim."):
+            _, index, slot = key.split(".", 2)
+            fits = index.isdigit() and int(index) < len(shapes)
+            if not fits or (slot != "step" and list(value.shape) != shapes[int(index)]):
+                raise RunFileError(f"{path}: the optimizer's state does not fit this run's model ({key})")
+            slots.setdefault(int(index), {})[slot] = value
+    return slots
+
+
+def _read_tokenizer(path: Path) -> Tokenizer:
+    try:
+        return Tokenizer.from_json(path.read_bytes().decode("utf-8"))
+    except ValueError as exc:  # not UTF-8, not JSON, not a tokenizer
+        raise RunFileError(f"{path}: {_one_line(exc)}") from None
+
+
+def _read_json(path: Path, what: str, kind: type[T]) -> T:
+    """A JSON file's value, which must be a ``kind`` (dict or list); else a ``RunFileError`` naming the file."""
+    try:
+        return _json(path.read_bytes(), kind)
+    except ValueError as exc:
+        raise _damaged(path, what, exc) from None
+
+
+def _header_json(path: Path, what: str, metadata: dict[str, str], key: str, kind: type[T]) -> T:
+    """The JSON ``kind`` under ``key`` in a safetensors file's metadata; else a ``RunFileError`` naming the file."""
+    if key not in metadata:
+        raise _damaged(path, what, f"no {key} in its header")
+    try:
+        return _json(metadata[key], kind)
+    except ValueError as exc:
+        raise _damaged(path, what, f"{key}: {exc}") from None
+
+
+def _described(path: Path, info: dict[str, Any]) -> dict[str, Any]:
+    """A model's description (``info``), if it says which epoch and step the weights are of."""
+    if not all(isinstance(info.get(key), int) for key in ("epoch", "step")):
+        raise RunFileError(f"{path}: not a seqlab model description (no epoch and step)")
+    return info
+
+
+def _json(text: str | bytes, kind: type[T]) -> T:
+    """``text`` (bytes: UTF-8) as JSON, which must be a ``kind``; a ``ValueError`` says what is wrong."""
+    value = json.loads(text.decode("utf-8") if isinstance(text, bytes) else text)
+    if not isinstance(value, kind):
+        raise ValueError(f"a JSON {type(value).__name__} where a {kind.__name__} belongs")
+    return value
+
+
+def _damaged(path: Path, what: str, reason: object) -> RunFileError:
+    return RunFileError(f"{path}: not a seqlab {what} (damaged or truncated: {_one_line(reason)})")
+
+
+def _one_line(reason: object) -> str:
+    return " ".join(str(reason).split())
 
 
 def _weights(model: nn.Module | dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:

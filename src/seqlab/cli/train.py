@@ -40,8 +40,9 @@ def pretrain(config: ConfigArg, overrides: Overrides = None, out: Out = None, re
 def _fit(config: Path, overrides: list[str] | None, out: Path | None, resume: bool, data_dir: Path | None,
          pretraining: bool) -> None:
     from seqlab.data import DataError
+    from seqlab.rundir import RunFileError
     from seqlab.train.distributed import World
-    from seqlab.train.trainer import Trainer
+    from seqlab.train.trainer import NonFiniteLoss, Trainer
 
     world = World.from_env()  # under torchrun: this process's rank among WORLD_SIZE
     setup_logging(quiet=not world.is_main)
@@ -52,7 +53,7 @@ def _fit(config: Path, overrides: list[str] | None, out: Path | None, resume: bo
             raise ConfigError(f"{config}: model.type bert is trained by seqlab pretrain" if cfg.is_masked_lm else
                               f"{config}: seqlab pretrain trains model.type bert, not {cfg.model.type}")
         best = Trainer(cfg, run_dir, data_dir, resume=resume, world=world).fit()
-    except (ConfigError, DataError, FileNotFoundError) as exc:
+    except (ConfigError, DataError, RunFileError, NonFiniteLoss, OSError) as exc:  # OSError: a full disk, a missing file
         world.close(finished=False)
         fail(exc)
     world.close()

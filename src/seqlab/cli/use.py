@@ -104,10 +104,10 @@ def serve(
     from seqlab.server import Limits, create_app
 
     setup_logging()
-    given = {"max_queue": max_queue, "timeout_s": timeout}
+    default = Limits()
+    limits = Limits(max_queue=max_queue or default.max_queue, timeout_s=timeout or default.timeout_s)
     try:
-        web = create_app(run_dir, Limits(**{key: value for key, value in given.items() if value is not None}),
-                         engine=engine)
+        web = create_app(run_dir, limits, engine=engine)
     except (ConfigError, FileNotFoundError, ValueError) as exc:
         fail(exc)
     typer.echo(f"seqlab: serving {run_dir} on http://{host}:{port}/", err=True)

@@ -7,38 +7,33 @@ K`` keeps the last K epochs' weights (``RunDir.keep_epoch``); ``average_run`` ta
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import safe_open
-from safetensors.torch import load_file
 
-from seqlab.rundir import INFO_KEY, RunDir
+from seqlab.rundir import RunDir
 
 
-def average_weights(paths: list[Path]) -> dict[str, torch.Tensor]:
-    """The element-wise mean of the weight files' tensors (in float64, stored in each tensor's own dtype;
-    integer tensors, which are not trained, are the last file's)."""
-    first = load_file(str(paths[0]))
+def average_weights(run: RunDir, paths: list[Path]) -> tuple[dict[str, torch.Tensor], list[dict[str, Any]]]:
+    """The element-wise mean of the kept epochs' weights in ``paths`` (in float64, stored in each tensor's own
+    dtype; integer tensors, which are not trained, are the last file's), and what each file is (epoch, step,
+    valid), from its header."""
+    first, info = run.kept_epoch(paths[0])
+    infos = [info]
     sums = {name: t.double() for name, t in first.items()}
     last = first
     for path in paths[1:]:
-        last = load_file(str(path))
+        last, info = run.kept_epoch(path)
+        infos.append(info)
         if last.keys() != first.keys():
             raise ValueError(f"{path}: not the same model as {paths[0]} (other weight names)")
         for name, t in last.items():
             sums[name] += t.double()
-    return {name: (total / len(paths)).to(first[name].dtype) if first[name].is_floating_point() else last[name]
+    mean = {name: (total / len(paths)).to(first[name].dtype) if first[name].is_floating_point() else last[name]
             for name, total in sums.items()}
-
-
-def epoch_info(path: Path) -> dict[str, Any]:
-    """What a kept epoch's weights are (epoch, step, valid), from its header."""
-    with safe_open(str(path), framework="pt") as f:
-        return json.loads((f.metadata() or {})[INFO_KEY])
+    return mean, infos
 
 
 def average_run(run: RunDir, last: int, out: RunDir, score: Callable[[RunDir], dict[str, Any]]) -> dict[str, Any]:
@@ -53,9 +48,7 @@ def average_run(run: RunDir, last: int, out: RunDir, score: Callable[[RunDir], d
                          "(train with train.keep_checkpoints at least that many)")
     if out.has_run():
         raise ValueError(f"{out.path} already holds a run: choose another --out")
-    paths = kept[-last:]
-    infos = [epoch_info(path) for path in paths]
-    weights = average_weights(paths)
+    weights, infos = average_weights(run, kept[-last:])
     info: dict[str, Any] = {"epoch": infos[-1]["epoch"], "step": infos[-1]["step"],
                             "averaged": [i["epoch"] for i in infos], "valid": {}}
     out.path.mkdir(parents=True, exist_ok=True)

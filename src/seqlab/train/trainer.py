@@ -8,11 +8,17 @@ RNG, epoch, position inside the epoch and counters.
 
 One optimisation step takes ``train.accumulate`` batches in each of the ``World``'s processes (one, or those
 ``torchrun`` started: ``distributed``); rank 0 validates, and writes the run directory.
+
+A step whose loss is NaN or infinite in any process (``train.nonfinite``) stops training with ``NonFiniteLoss``
+before anything is saved (``stop``), or is dropped by every process alike (``skip``): its gradients are cleared
+without an Adam step, while the schedule and the position move on as for any step (as fp16's gradient scaler
+does with a step whose gradients overflow), so a resumed run stays exact; the epoch's log record counts them.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import time
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass
@@ -56,6 +62,11 @@ class Position:
     best_epoch: int = 0
     bad_epochs: int = 0  # epochs since the best, for early stopping
     scaler: dict[str, Any] | None = None  # fp16's gradient scaler (its scale and growth count), on a GPU without bf16
+    skipped: int = 0  # this epoch's steps dropped for a loss that was not finite (train.nonfinite: skip)
+
+
+class NonFiniteLoss(ValueError):
+    """A step's loss was NaN or infinite under ``train.nonfinite: stop``; the message names the step."""
 
 
 class Trainer:
@@ -129,9 +140,10 @@ class Trainer:
     def train_step(self, batches: list[np.ndarray]) -> tuple[float, int]:
         """This process's batches of one step: their losses, backward (the gradient of their mean loss, averaged
         over the processes by DDP in the last backward), clipping, Adam and schedule steps. Returns the summed
-        loss and tokens."""
+        loss and tokens (none for a step skipped for its loss, ``train.nonfinite``)."""
         if self.engine is not None:  # the NumPy engine steps at the schedule's rate (one batch, one process)
             loss, count = self.engine.step(batches[0], float(self.optimizer.param_groups[0]["lr"]))  # torch's rate
+            self._check_loss(loss)  # stop only (skip is torch's): nothing is saved after the step
             self.optimizer.step()  # no gradients, so no change: it keeps the scheduler's bookkeeping in order
             self.scheduler.step()
             return loss, count
@@ -143,9 +155,30 @@ class Trainer:
                 self.scaler.scale(loss_sum / tokens / len(batches)).backward()
             total += float(loss_sum.detach())
             count += tokens
+        if not self._check_loss(total):
+            self.optimizer.zero_grad(set_to_none=True)  # no Adam step; the schedule moves on with the position
+            self.scheduler.step()
+            return 0.0, 0
         apply_gradients(self.model, self.optimizer, self.scheduler, self.config.train.clip_norm,
                         self.scaler if self.scaler.is_enabled() else None)
         return total, count
+
+    def _check_loss(self, loss: float) -> bool:
+        """Whether the step whose summed loss in this process is ``loss`` is finite in every process (the
+        processes decide together); if it is not, ``train.nonfinite: stop`` raises ``NonFiniteLoss`` and ``skip``
+        counts the step and returns False."""
+        total = self.world.sum([loss])[0]
+        if math.isfinite(total):
+            return True
+        pos = self.position
+        where = f"step {pos.step + 1} (epoch {pos.epoch})"
+        if self.config.train.nonfinite == "stop":
+            raise NonFiniteLoss(f"training stopped at {where}: its loss is {total}; nothing was saved after it, "
+                                f"{self.run.path} keeps the last good checkpoint (train.nonfinite: skip would drop "
+                                "such steps)")
+        pos.skipped += 1
+        log.warning("%s: loss %s, its update skipped (train.nonfinite: skip)", where, total)
+        return False
 
     def fit(self) -> dict[str, Any]:
         """Train for ``train.epochs`` (or until early stopping, or until the valid score reaches ``train.stop_at``);
@@ -187,7 +220,7 @@ class Trainer:
             pos.batch += self.parts
             pos.step += 1
             bar.update()
-            bar.set_postfix(loss=f"{pos.loss_sum / pos.tokens:.4f}", tok_s=f"{pos.tokens / pos.seconds:,.0f}")
+            bar.set_postfix(loss=f"{pos.loss_sum / max(pos.tokens, 1):.4f}", tok_s=f"{pos.tokens / pos.seconds:,.0f}")
             if cfg.save_every and pos.step % cfg.save_every == 0:
                 self.save_checkpoint()
         bar.close()
@@ -220,6 +253,8 @@ class Trainer:
                 log.info("valid %s not the best: learning rate now %g", metric,
                          reduce_on_plateau(self.scheduler, cfg.plateau_factor))
         record["best_epoch"] = pos.best_epoch
+        if cfg.nonfinite == "skip":
+            record["skipped"] = pos.skipped
         if self.world.is_main:
             self.run.append_log(record)
             log.info("epoch %d: train loss %.4f, %.1f s, %s %s/s | %s%s", pos.epoch, record["train_loss"],
@@ -228,7 +263,7 @@ class Trainer:
         if cfg.keep_checkpoints and self.world.is_main:  # before the checkpoint: a resumed epoch writes it again
             self.run.keep_epoch(self.model, {"epoch": pos.epoch, "step": pos.step, "valid": valid},
                                 cfg.keep_checkpoints)
-        pos.epoch, pos.batch, pos.loss_sum, pos.tokens, pos.seconds = pos.epoch + 1, 0, 0.0, 0, 0.0
+        pos.epoch, pos.batch, pos.loss_sum, pos.tokens, pos.seconds, pos.skipped = pos.epoch + 1, 0, 0.0, 0, 0.0, 0
         self.save_checkpoint()
 
     def save_checkpoint(self) -> None:
