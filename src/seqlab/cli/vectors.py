@@ -32,13 +32,14 @@ def train(
     """Learn word vectors from the config's corpora (train.method: count, cbow or skipgram) into a run directory."""
     from seqlab.config import VectorsConfig, load_config
     from seqlab.data import DataError
+    from seqlab.rundir import RunFileError
     from seqlab.vectors.run import train_vectors
 
     setup_logging()
     run_dir = out or Path("runs") / config.stem
     try:
         vectors = train_vectors(load_config(config, overrides or [], VectorsConfig), run_dir, data_dir, resume)
-    except (ConfigError, DataError, FileNotFoundError, RuntimeError) as exc:
+    except (ConfigError, DataError, RunFileError, OSError, RuntimeError) as exc:  # OSError: a full disk, a missing file
         fail(exc)
     info = vectors.info
     typer.echo(f"{info['method']}: {info['vocab_size']} words × {info['dim']} from {info['corpus_words']} words "
