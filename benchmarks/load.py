@@ -10,10 +10,11 @@ phases against it, each with a fresh server:
    unseen ones per request; greedy, beam 3 or beam 5 in turn), with the server's default limits. An error is
    any status but 200, any transport error, or an answer whose best outputs differ from what the Python API
    (``seqlab.load(RUN)``) gives for the same inputs. Reported: requests, errors, p50/p90/p99/max latency,
-   requests/s, and the server's memory (resident set) after the first tenth of the phase and at its end.
-2. **queue full**: the same clients against a server started with ``--max-queue`` a fifth of them, for half
-   the time, each client sending again at once after a 503: every answer must be a 200 or a 503 with
-   ``Retry-After``, and the server's memory must not grow (its resident set sampled every half second).
+   requests/s, and the server's memory (its resident set, sampled every half second) once warm (the mean over
+   the phase's fourth tenth) and at its end (the mean over its last tenth).
+2. **queue full**: the same clients against a server started with ``--max-queue`` a fifth of them, for as
+   long, each client sending again at once after a 503: every answer must be a 200 or a 503 with
+   ``Retry-After``, and the server's memory must not grow from the fourth tenth to the last.
 
 The clients (asyncio, one ``httpx.AsyncClient`` each) share the machine's cores with the server: the
 figures are for both on one machine.
@@ -73,7 +74,7 @@ def main() -> None:
         steady = asyncio.run(phase(url, pid, pool, expected, args.clients, args.seconds))
     queue = max(1, args.clients // 5)
     with serving(args.run_dir, "--max-queue", str(queue)) as (url, pid):
-        full = asyncio.run(phase(url, pid, pool, expected, args.clients, args.seconds / 2))
+        full = asyncio.run(phase(url, pid, pool, expected, args.clients, args.seconds))
     emit(report(args, steady, full, queue), args.record)
     failed = errors(steady) or full.wrong or full.transport or full.refused_without_retry_after or \
         set(full.statuses) - {200, 503} or 503 not in full.statuses
@@ -165,8 +166,8 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def memory_mib(tally: Tally, seconds: float) -> tuple[float, float]:
-    """The server's resident set (MiB): the mean over the phase's second tenth, and over its last tenth."""
-    early = [rss for t, rss in tally.memory if seconds / 10 <= t < seconds / 5] or [tally.memory[0][1]]
+    """The server's resident set (MiB), warm and at the end: the means over the phase's fourth and last tenths."""
+    early = [rss for t, rss in tally.memory if 0.3 * seconds <= t < 0.4 * seconds] or [tally.memory[0][1]]
     late = [rss for t, rss in tally.memory if t >= seconds * 0.9] or [tally.memory[-1][1]]
     return sum(early) / len(early) / 2**20, sum(late) / len(late) / 2**20
 
@@ -175,7 +176,7 @@ def report(args: argparse.Namespace, steady: Tally, full: Tally, queue: int) -> 
     """The load section of docs/reliability.md: one table for both phases."""
     rows = []
     for name, tally, seconds in (("steady, default limits", steady, args.seconds),
-                                 (f"queue full (--max-queue {queue})", full, args.seconds / 2)):
+                                 (f"queue full (--max-queue {queue})", full, args.seconds)):
         answered = sum(tally.statuses.values())
         early, late = memory_mib(tally, seconds)
         ms = [1000 * x for x in tally.latencies]
@@ -191,7 +192,7 @@ def report(args: argparse.Namespace, steady: Tally, full: Tally, queue: int) -> 
         "greedy, beam 3 or beam 5 in turn; a 200 counts as an error if its outputs are not the Python API's. "
         f"Command: `python benchmarks/load.py {args.run_dir} --clients {args.clients} --seconds {args.seconds:g}`\n",
         "| phase | clients | seconds | answers | 200 | 503 | other errors | latency p50 / p90 / p99 / max ms | "
-        "200s/s | server RSS MiB (early → end) |",
+        "200s/s | server RSS MiB (warm → end) |",
         "|---|---|---|---|---|---|---|---|---|---|",
         *rows,
     ])

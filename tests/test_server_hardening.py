@@ -33,6 +33,7 @@ def served(korean_chatbot):
     ({"inputs": ["a"], "max_length": 2**70}, "max_length 1180591620717411303424; at most 256"),
     ({"inputs": [1]}, "inputs.0: Input should be a valid string"),
     ({"inputs": ["a"], "attention": "yes please"}, "attention: Input should be a valid boolean"),
+    ({"inputs": ["a"], "a\nb": 1}, "'a\\nb': Extra inputs are not permitted"),  # found by benchmarks/fuzz.py
 ])
 def test_every_bad_value_is_a_422_naming_its_field(served, body, message):
     response = post(served, body)

@@ -42,7 +42,7 @@ def _question(qa: Any, context: str, where: str) -> Question:
     for k, answer in enumerate(_field(qa, "answers", list, where)):
         text = _field(answer, "text", str, f"{where}.answers[{k}]")
         start = _field(answer, "answer_start", int, f"{where}.answers[{k}]")
-        if not text.strip() or context[start:start + len(text)] != text:
+        if not text.strip() or start < 0 or context[start:start + len(text)] != text:  # -3 would count from the end
             raise ValueError(f"{where}.answers[{k}]: {text!r} is not the context's text at answer_start {start}")
         answers.append((text, start))
     if not answers:
@@ -54,8 +54,12 @@ def read_squad(path: Path, bad: BadLines) -> list[Question]:
     """All questions of one SQuAD file, in file order."""
     try:
         with open_file(path) as stream:
-            root = json.loads(stream.read().decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raw = stream.read()
+    except (OSError, EOFError) as exc:  # unreadable, a directory, a broken or truncated gzip
+        raise DataError(f"{path}: cannot read: {exc}") from None
+    try:
+        root = json.loads(raw.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, nested too deep, a number of > 4,300 digits
         raise DataError(f"{path}: not SQuAD JSON: {exc}") from None
     questions = []
     try:

@@ -250,7 +250,12 @@ def _explain(errors: Sequence[Mapping[str, Any]]) -> str:
     """pydantic's validation errors in one line: ``beam: Input should be greater than or equal to 1; ...``."""
     parts = []
     for e in errors:
-        where = ".".join(str(x) for x in e.get("loc", ()) if x != "body")
+        where = ".".join(_printable(str(x)) for x in e.get("loc", ()) if x != "body")
         message = e["msg"].removeprefix("Value error, ")
         parts.append(f"{where}: {message}" if where else message)
     return "; ".join(parts)
+
+
+def _printable(key: str) -> str:
+    """A field's name as an error shows it: quoted and escaped (``'a\\nb'``) unless every character prints."""
+    return key if key.isprintable() else repr(key)

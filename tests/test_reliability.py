@@ -1,0 +1,184 @@
+"""Reliability: training killed with SIGKILL (at a random time, inside a save before its rename, just after it)
+resumes to bit-identical weights and training state (benchmarks/kill_trials.py, 3 trials here, 20 there); the
+corpus readers and the config loader fail only with their one-line errors on generated input
+(benchmarks/fuzz.py, ~100 examples a section here)."""
+
+from __future__ import annotations
+
+import random
+import re
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def kill_trials():
+    """benchmarks/kill_trials.py as a module."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(BENCHMARKS))
+        import kill_trials
+
+        yield kill_trials
+
+
+@pytest.mark.slow
+def test_killed_runs_resume_bit_identical(kill_trials, tmp_path):
+    """Three kills of a 2-epoch run: at a random time, before the rename of its 2nd checkpoint, after the rename of
+    its 5th; each resumed once. ``save_every`` 4 does not divide the 39 steps of an epoch, so no kill can land in
+    the window of the duplicated log record (test_a_kill_after_the_epoch_log_record_...)."""
+    setup = kill_trials.prepare(tmp_path, epochs=2, save_every=4)
+    assert setup.control_differences == [], "two unkilled runs differ: training is not deterministic"
+    census, Kill = setup.census, kill_trials.Kill
+    kills = [Kill("time", delay=random.Random(0).uniform(0.1, 0.9) * census.writing_seconds),
+             Kill("replace:before", k=census.nth("replace", "checkpoint.safetensors", 2)),
+             Kill("replace:after", k=census.nth("replace", "checkpoint.safetensors", 5))]
+    for index, kill in enumerate(kills, 1):
+        trial = kill_trials.run_trial(setup, index, [kill])
+        assert trial.kills and (trial.resumes == 1 or trial.fresh_starts), trial.line()
+        assert trial.identical and trial.log_identical, trial.line()
+    assert "checkpoint.safetensors" in trial.kills[-1] and "after replace" in trial.kills[-1]
+
+
+@pytest.fixture(scope="module")
+def one_epoch(kill_trials, tmp_path_factory):
+    """The reference and control of a 1-epoch run with a checkpoint every 3 of its 39 steps."""
+    return kill_trials.prepare(tmp_path_factory.mktemp("one-epoch"), epochs=1, save_every=3)
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="trainer: a run killed between an epoch's log record and its epoch-end "
+                   "checkpoint, whose last step was a save_every checkpoint, logs that epoch twice once resumed")
+def test_a_kill_after_the_epoch_log_record_does_not_log_the_epoch_twice(kill_trials, one_epoch):
+    """39 steps an epoch, a checkpoint every 3: the step-39 checkpoint holds the epoch's whole training, the log
+    gets the epoch's record, the kill comes before the epoch-end checkpoint's rename; resumed from step 39,
+    ``RunDir.truncate_log(39)`` keeps the record and the epoch's end writes it again."""
+    kill = kill_trials.Kill("replace:before", k=one_epoch.census.first_after(
+        "replace", "checkpoint.safetensors", "fsync log.jsonl"))
+    trial = kill_trials.run_trial(one_epoch, 1, [kill])
+    assert trial.identical, trial.line()  # the weights and the training state are right
+    assert trial.log_identical, trial.line()
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="rundir/trainer: killed after config.yaml is saved and before the first "
+                   "checkpoint, a run can be neither resumed ('nothing to resume') nor started again in its directory "
+                   "('already holds a run'); the user must delete it")
+def test_a_run_killed_before_its_first_checkpoint_can_go_on(kill_trials, one_epoch):
+    kill = kill_trials.Kill("replace:after", k=one_epoch.census.nth("replace", "config.yaml", 1))
+    trial = kill_trials.run_trial(one_epoch, 2, [kill])
+    assert trial.identical and trial.log_identical, trial.line()
+    assert trial.fresh_starts == [], trial.fresh_starts
+
+
+# --- fuzzing (benchmarks/fuzz.py) -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fuzz(monkeypatch: pytest.MonkeyPatch):
+    """benchmarks/fuzz.py as a module."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import fuzz
+
+    return fuzz
+
+
+@pytest.mark.parametrize("section", ["readers", "configs", "api"])
+def test_fuzzing_finds_no_crash_but_the_reported_ones(fuzz, tmp_path, section):
+    """100 generated examples for each reader (book, TSV, aligned, CSV, lines, SQuAD) and 100 configs: every
+    error is the documented one-line one, every read gives the pairs the format's rules give. The crashes
+    fuzz.KNOWN lists are config.py's, each with its strict xfail below."""
+    for outcome in fuzz.SECTIONS[section](100, 0, tmp_path):
+        assert outcome.examples == 100, outcome.line()
+        assert fuzz.new_kinds(outcome) == [], f"{outcome.line()}\n{outcome.kinds}\n{outcome.shrunk}"
+
+
+def _config(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "config.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def _one_line_config_error(path: Path, overrides: list[str] | None = None) -> str:
+    from seqlab.config import ConfigError, load_config
+
+    with pytest.raises(ConfigError) as exc:
+        load_config(path, overrides or [])
+    return str(exc.value)
+
+
+@pytest.mark.xfail(strict=True, raises=Exception, reason="config.py apply_override: yaml.safe_load(value) is outside "
+                   "load_config's try, so `seqlab train CONFIG --set 'train.lr=['` ends in yaml's ParserError traceback")
+def test_a_set_value_that_is_not_yaml_is_a_config_error(tmp_path):
+    path = _config(tmp_path, "data: {corpus: {format: task, task: date}}\n")
+    assert "train.lr" in _one_line_config_error(path, ["train.lr=["])
+
+
+@pytest.mark.xfail(strict=True, raises=RecursionError, reason="config.py load_config: yaml.safe_load of YAML nested "
+                   "5,000 deep raises RecursionError, which is not caught (`seqlab train` prints a traceback)")
+def test_yaml_nested_too_deep_is_a_config_error(tmp_path):
+    path = _config(tmp_path, "[" * 5000)
+    assert str(path) in _one_line_config_error(path)
+
+
+@pytest.mark.xfail(strict=True, raises=ValueError, reason="config.py load_config: yaml's int() of a 5,000-digit "
+                   "number raises Python's ValueError (int_max_str_digits), not caught")
+def test_an_integer_of_thousands_of_digits_is_a_config_error(tmp_path):
+    path = _config(tmp_path, "seed: " + "9" * 5000 + "\n")
+    assert str(path) in _one_line_config_error(path)
+
+
+@pytest.mark.xfail(strict=True, reason="config.py _describe: the unknown key's name goes into the message as it is, "
+                   "so a key with a line break splits its problem line")
+def test_an_unknown_key_with_a_line_break_stays_on_its_line(tmp_path):
+    message = _one_line_config_error(_config(tmp_path, 'data: {corpus: {format: task, task: date}}\n? "a\\nb"\n: 1\n'))
+    assert all(line.startswith("  ") for line in message.split("\n")[1:]), message
+
+
+# --- the SQuAD reader's fixes, found by fuzzing -------------------------------------------------------------------
+
+
+def _squad_file(tmp_path: Path, content: bytes, name: str = "q.json") -> Path:
+    path = tmp_path / name
+    path.write_bytes(content)
+    return path
+
+
+@pytest.mark.parametrize("content", [b"[" * 100_000, b'{"data": [' + b"9" * 5000 + b"]}"],
+                         ids=["nested 100,000 deep", "a number of 5,000 digits"])
+def test_squad_json_the_parser_refuses_is_a_one_line_data_error(tmp_path, content):
+    from seqlab.data.corpus import BadLines, DataError
+    from seqlab.data.squad import read_squad
+
+    path = _squad_file(tmp_path, content)
+    with pytest.raises(DataError, match=f"^{re.escape(str(path))}: not SQuAD JSON: [^\n]*$"):
+        read_squad(path, BadLines(False))
+
+
+def test_a_truncated_gzipped_squad_file_is_a_data_error(tmp_path):
+    import gzip
+
+    from seqlab.data.corpus import BadLines, DataError
+    from seqlab.data.squad import read_squad
+
+    packed = gzip.compress(b'{"version": "1.1", "data": []}')
+    path = _squad_file(tmp_path, packed[:-5], "q.json.gz")
+    with pytest.raises(DataError, match=f"^{re.escape(str(path))}: cannot read: "):
+        read_squad(path, BadLines(False))
+
+
+def test_a_negative_answer_start_is_not_the_context_counted_from_its_end(tmp_path):
+    """context[-4:0] would be empty, but context[-5:-1] is "1977" in "... born in 1977.": a position from the end
+    is no position in the context."""
+    import json
+
+    from seqlab.data.corpus import BadLines, DataError
+    from seqlab.data.squad import read_squad
+
+    qa = {"id": "1", "question": "When?", "answers": [{"text": "1977", "answer_start": -5}]}
+    data = {"data": [{"title": "t", "paragraphs": [{"context": "Anara was born in 1977.", "qas": [qa]}]}]}
+    path = _squad_file(tmp_path, json.dumps(data).encode())
+    with pytest.raises(DataError, match="answers\\[0\\]: '1977' is not the context's text at answer_start -5"):
+        read_squad(path, BadLines(False))
