@@ -89,15 +89,7 @@ SHOWN = 3  # shrunk failing inputs shown per property
 RESUMED = {Config: ("seed", "data", "tokens", "model"), VectorsConfig: ("data", "words", "train")}
 # Crashes already reported, each with its reproducer (a strict xfail) in tests/test_reliability.py: (property,
 # pattern of the crash's kind, the bug). They still count as crashes.
-KNOWN = [
-    ("load_config", r"^RecursionError", "config.py load_config: YAML nested ~1,000 deep, yaml's RecursionError"),
-    ("load_config", r"Exceeds the limit \(N digits\)",
-     "config.py load_config: an integer of more than 4,300 digits, int()'s ValueError"),
-    ("load_config", r"^(ScannerError|ParserError|ConstructorError|ComposerError|ReaderError)",
-     "config.py apply_override: a --set value that is not YAML raises yaml's error, not ConfigError"),
-    ("load_config", r"a problem line that is not",
-     "config.py _describe: an unknown key with a line break in its name breaks the one-line problem"),
-]
+KNOWN: list[tuple[str, str, str]] = []
 
 class Crash(Exception):
     """seqlab got an input wrong: pairs other than its rules give, or an error that is not its one-line form."""
@@ -627,7 +619,7 @@ def expect_squad(content: bytes, path: Path, skip: bool) -> list | Err:
     """The questions of a SQuAD file by its rules; a file that is not SQuAD JSON, or whose data, paragraphs,
     context or qas are not what they must be, is an error naming the file (and the place) even when skipping."""
     try:
-        root = json.loads(content.decode("utf-8"))
+        root = json.loads(content.decode("utf-8-sig"))
     except (ValueError, RecursionError):
         return Err(re.escape(f"{path}: "))
     if not isinstance(root, dict) or not isinstance(root.get("data"), list):

@@ -22,9 +22,9 @@ config, so no ``SEQLAB_PRECISION`` is needed) is trained as a user trains it,
 Each trial's final ``model.safetensors`` and ``checkpoint.safetensors`` are compared with the reference's: every
 tensor ``torch.equal`` (same names, dtypes and shapes), their metadata equal once the timing fields
 (``seconds``, ``train_seconds``, ``*_per_s``) are left out ("identical"); and, reported apart, ``log.jsonl``
-record by record, timing fields aside ("log identical"). A run killed before its first checkpoint cannot be
-resumed (``--resume``: nothing to resume) and, once its config is saved, not started again in the same directory
-either (it already holds a run); such a trial deletes the directory, starts afresh, and says so.
+record by record, timing fields aside ("log identical"). A run killed before its first checkpoint is started
+again from its beginning by ``--resume``, once its config is saved; one killed before that is no run to resume
+(``--resume``: nothing to resume): such a trial deletes the directory, starts afresh, and says so.
 
 One line per trial (where it was killed, how many resumes, identical or not, temporary files left behind), a
 summary, and every number in ``--json`` (default: seqlab-kill-trials.json in the system's temporary directory).
@@ -435,8 +435,8 @@ def run_trial(setup: Setup, index: int, kills: list[Kill], max_runs: int = 8) ->
 
 
 def start_afresh(trial: Trial, out: Path, child: Child) -> None:
-    """A run killed before its first checkpoint: ``--resume`` refused it; note why, and delete the directory
-    where a fresh start would be refused too (its config is saved: it "already holds a run")."""
+    """A run killed before its config was saved: ``--resume`` refused it; note why, and delete the directory
+    (were its config saved, a fresh start would be refused too: it "already holds a run")."""
     refused = child.error.strip().splitlines()[-1]
     if RunDir(out).has_run():
         refused += "; and without --resume it 'already holds a run': directory deleted"

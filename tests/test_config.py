@@ -1,5 +1,7 @@
 """Configs: every key validated, misspellings named, overrides typed, the resolved config round-trips."""
 
+import sys
+
 import pytest
 
 from seqlab.config import ConfigError, apply_override, dump_config, load_config, parse_config
@@ -110,3 +112,62 @@ def test_the_books_source_form_and_one_bias_are_checked():
     with pytest.raises(ConfigError, match="shape a seq2seq model's sources .* not model.type encoder's"):
         parse_config(MINIMAL | {"data": data | {"source_eos": False}, "model": {"type": "encoder"},
                                 "train": {"schedule": "constant"}})
+
+
+@pytest.mark.parametrize(("section", "key", "value"), [
+    ("model", "mask_split", [float("nan"), 0.1, 0.1]), ("train", "lr", float("inf")), ("train", "stop_at", float("nan")),
+    ("train", "clip_norm", float("inf")), ("data", "split", {"valid": float("inf")})])
+def test_nan_and_infinity_are_refused_in_every_float(section, key, value):
+    """NaN passed every bound (NaN < 0 is false) and mask_split's sum check; null is how a setting says none."""
+    raw = MINIMAL | {"model": {"type": "bert"}, "train": {"schedule": "constant"}}
+    raw[section] = {**raw.get(section, {}), key: value}
+    with pytest.raises(ConfigError, match=rf"\n  {section}\.(bert\.)?{key}(\.0|\.valid)?: Input should be a finite number"):
+        parse_config(raw)
+
+
+@pytest.mark.parametrize(("assignment", "problem"), [
+    ("train.lr=[", "--set train.lr: not a YAML value (line 1, column 2: expected the node content, but found "
+                   "'<stream end>')"),
+    ("train.lr={a", "--set train.lr: not a YAML value (line 1, column 3: expected ',' or '}', but got '<stream end>')"),
+    ("seed=2001-13-01", "--set seed: month must be in 1..12"),
+    ("seed=" + "9" * 5000, f"--set seed: an integer of more than {sys.get_int_max_str_digits()} digits"),
+    ("seed=" + "[" * 5000, "--set seed: its value is nested too deep"),
+    ("a\nb.c=a: b: c", "--set 'a\\nb.c': not a YAML value (line 1, column 5: mapping values are not allowed here)"),
+])
+def test_a_set_value_yaml_cannot_read_is_one_line_naming_it(assignment, problem):
+    with pytest.raises(ConfigError) as err:
+        apply_override({}, assignment)
+    assert str(err.value) == problem
+
+
+def test_a_yaml_value_python_cannot_make_is_one_line_naming_the_file(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("seed: 2001-13-01\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=rf"^{path}: not a usable YAML value \(month must be in 1..12\)$"):
+        load_config(path)
+    v = "1"
+    for _ in range(600):  # read by yaml, nested beyond its recursion
+        v = f"[{v}]"
+    path.write_text(f"data: {{corpus: {{format: task, task: date}}}}\nseed: {v}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=rf"^{path}: nested too deep to be a config$"):
+        load_config(path)
+
+
+@pytest.mark.parametrize("number", ["0x" + "f" * 4000, "0b" + "1" * 15000, ":".join(["59"] * 3000)],
+                         ids=["hexadecimal", "binary", "base 60"])
+def test_an_integer_too_long_to_write_back_is_refused(tmp_path, number):
+    """YAML's other bases are read without Python's limit on decimal digits; config.yaml could not hold it."""
+    path = tmp_path / "c.yaml"
+    path.write_text(f"data: {{corpus: {{format: task, task: date, size: {number}}}}}\n", encoding="utf-8")
+    limit = sys.get_int_max_str_digits()
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert str(err.value) == f"invalid config {path}:\n  data.corpus.size: an integer of more than {limit} digits"
+
+
+def test_keys_that_are_not_names_are_quoted_in_their_problem_line():
+    with pytest.raises(ConfigError) as err:
+        parse_config(MINIMAL | {"a\nb": 1, "a.b": 2, "x y": 3, "trai\x1bn": 4, 5: 6})
+    assert str(err.value).split("\n")[1:] == [
+        "  'a\\nb': unknown key", "  'a.b': unknown key", "  'x y': unknown key",
+        "  'trai\\x1bn': unknown key (did you mean 'train'?)", "  5: Keys should be strings"]

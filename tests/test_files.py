@@ -86,3 +86,24 @@ def test_a_full_disk_keeps_the_old_file_and_names_the_new_one(tmp_path, monkeypa
         atomic_write(target, b"new")
     assert target.read_bytes() == b"old"
     assert [p.name for p in tmp_path.iterdir()] == ["checkpoint.safetensors"]
+
+
+def test_the_temporary_files_of_killed_writes_are_removed(tmp_path):
+    from seqlab.files import remove_temporaries
+
+    atomic_write(tmp_path / "model.json", "old")
+    killed = [atomic_open(tmp_path / name) for name in ("model.json", "checkpoint.safetensors")]
+    for write in killed:  # a write that never reaches its rename, as in a process killed mid-save
+        write.__enter__().write(b"half of the new")
+    left = sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp"))
+    assert len(left) == 2 and all(name.startswith((".model.json.", ".checkpoint.safetensors.")) for name in left)
+    kept = [".hidden", "notes.tmp", ".a.tmp", ".a.b.tmp", ".a.abcdefgh.tmp.bak"]  # not atomic_open's names
+    for name in kept:
+        (tmp_path / name).write_text("mine")
+    (tmp_path / ".a.abcdefgh.tmp").mkdir()  # a directory, whatever its name
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / ".x.abcdefgh.tmp").write_text("another directory's")
+    assert remove_temporaries(tmp_path) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*kept, ".a.abcdefgh.tmp", "model.json", "sub"])
+    assert (tmp_path / "model.json").read_text() == "old" and (tmp_path / "sub" / ".x.abcdefgh.tmp").exists()
+    assert remove_temporaries(tmp_path) == 0 and remove_temporaries(tmp_path / "missing") == 0

@@ -70,14 +70,72 @@ def test_log_appends_whole_lines_and_skips_a_torn_last_line(tmp_path):
     with open(tmp_path / LOG, "a", encoding="utf-8") as f:
         f.write('{"epoch": 3, "st')  # a write cut short by a kill
     assert run.log() == [{"epoch": 1, "step": 10}, {"epoch": 2, "step": 20}]
-    run.truncate_log(10)
+    run.truncate_log(2)  # resumed in epoch 2: its record is of work done again
     assert (tmp_path / LOG).read_text(encoding="utf-8") == '{"epoch": 1, "step": 10}\n'
 
 
+def test_a_resumed_run_keeps_the_records_of_the_epochs_before_its_position(tmp_path):
+    """A record is written at its epoch's end, whose checkpoint (written after it) is in the next epoch: resumed
+    in epoch 2, epoch 2's record goes even when it has the checkpoint's step (its last step was checkpointed)."""
+    run = RunDir(tmp_path)
+    for epoch in (1, 2):
+        run.append_log({"epoch": epoch, "step": 20 * epoch})
+    run.truncate_log(3)  # resumed from epoch 2's end: nothing to drop
+    assert [r["epoch"] for r in run.log()] == [1, 2]
+    run.truncate_log(2)  # resumed from step 40, epoch 2's last, checkpointed before its end
+    assert run.log() == [{"epoch": 1, "step": 20}]
+    run.truncate_log(1)  # started again from its beginning
+    assert run.log() == [] and (tmp_path / LOG).read_bytes() == b""
+    RunDir(tmp_path / "none").truncate_log(1)  # no log: nothing to do
+
+
+def test_check_start_refuses_to_overwrite_and_says_what_a_resume_continues(tmp_path):
+    from seqlab.config import ConfigError
+
+    config = parse_config(small_date_config())
+    run = RunDir(tmp_path / "run")
+    assert run.check_start(config, False, ("model",)) is False  # a new run
+    with pytest.raises(ConfigError, match=r"run: nothing to resume \(no config.yaml"):
+        run.check_start(config, True, ("model",))
+    run.path.mkdir()
+    run.save_config(config)  # killed before its first checkpoint
+    with pytest.raises(ConfigError, match="already holds a run: pass --resume to continue it, or choose another"):
+        run.check_start(config, False, ("model",))
+    assert run.check_start(config, True, ("model",)) is False  # resumed: from its beginning
+    other = small_date_config()
+    other["model"]["d_model"] = 64
+    with pytest.raises(ConfigError, match=r"with a different model.d_model \(only"):
+        run.check_start(parse_config(other), True, ("model",))
+    (run.path / CHECKPOINT).write_bytes(b"a checkpoint")
+    assert run.check_start(config, True, ("model",)) is True
+
+
+def test_a_resumed_run_deletes_the_temporary_files_of_killed_saves(tmp_path):
+    run = RunDir(tmp_path)
+    (tmp_path / "epochs").mkdir()
+    for path in (tmp_path / ".checkpoint.safetensors.abcd_123.tmp", tmp_path / "epochs" / ".epoch-3.safetensors."
+                 "q1w2e3r4.tmp", tmp_path / ".log.jsonl.swp"):
+        path.write_bytes(b"x")
+    assert run.remove_temporaries() == 2
+    assert [p.name for p in tmp_path.rglob(".*")] == [".log.jsonl.swp"]
+    assert RunDir(tmp_path / "missing").remove_temporaries() == 0
+
+
 def test_a_damaged_log_line_is_named(tmp_path):
-    (tmp_path / LOG).write_text('{"epoch": 1}\nnot json\n{"epoch": 3}\n', encoding="utf-8")
+    (tmp_path / LOG).write_text('{"epoch": 1, "step": 5}\nnot json\n{"epoch": 3, "step": 15}\n', encoding="utf-8")
     with pytest.raises(ValueError, match=r"log.jsonl:2: not a JSON record"):
         RunDir(tmp_path).log()
+
+
+@pytest.mark.parametrize("record", ['{"step": 10}', '{"epoch": 2}', '{"epoch": "2", "step": 10}',
+                                    '{"epoch": true, "step": null}'])
+def test_a_log_record_without_its_epoch_and_step_is_named(tmp_path, record):
+    (tmp_path / LOG).write_text(f'{{"epoch": 1, "step": 5}}\n{record}\n', encoding="utf-8")
+    run = RunDir(tmp_path)
+    for read in (run.log, lambda: run.truncate_log(2)):
+        with pytest.raises(RunFileError, match=rf"^{tmp_path / LOG}:2: not an epoch's record \(no integer "
+                                               r"(epoch|step|epoch and step)\)$"):
+            read()
 
 
 def test_training_state_round_trip(tmp_path):

@@ -165,6 +165,14 @@ def test_a_bad_question_is_named_by_its_file_and_place(tmp_path, qa, message):
     assert [q.id for q in read_squad(_squad(tmp_path, [qa, good]), bad)] == ["2"] and bad.count == 1
 
 
+def test_a_squad_file_may_start_with_a_bom(tmp_path):
+    """As the line readers do (Windows editors write one): the BOM is no part of the JSON."""
+    plain = squad_json(tmp_path / "q.json", 3, 0)
+    with_bom = tmp_path / "bom.json"
+    with_bom.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
+    assert read_squad(with_bom, BadLines(False)) == read_squad(plain, BadLines(False))
+
+
 def test_a_file_that_is_not_squad_is_one_line(tmp_path):
     path = tmp_path / "q.json"
     path.write_text('{"data": [')

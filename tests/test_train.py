@@ -184,6 +184,61 @@ def test_a_run_is_never_overwritten_and_resume_checks_the_config(tmp_path):
         Trainer(config, tmp_path / "elsewhere", resume=True, progress=False)
 
 
+def _killed_after_the_first_log_record(monkeypatch):
+    """The next run is killed just after its first epoch's record reaches the log."""
+    real = RunDir.append_log
+
+    def append_then_die(self, record):
+        real(self, record)
+        monkeypatch.setattr(RunDir, "append_log", real)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(RunDir, "append_log", append_then_die)
+
+
+@pytest.mark.parametrize("kill", ["after epoch 1's record, its last step checkpointed", "after epoch 1's record, "
+                                  "before any checkpoint", "inside epoch 1, before any checkpoint"])
+def test_a_killed_run_resumes_to_the_log_and_weights_of_an_unbroken_one(kill, tmp_path, monkeypatch, killed_at, caplog):
+    """Wherever the kill: resumed from a checkpoint at an epoch's last step, the log keeps no record of that epoch
+    (its end comes again: it was logged twice); killed before its first checkpoint (the config and tokenizers
+    saved, maybe a log record, a model, a kept epoch), the run is refused without --resume, which starts it again
+    from its beginning. The temporary files of killed saves are deleted either way."""
+    raw = _reversal_config(tmp_path, epochs=2)
+    raw["train"] |= {"save_every": 1 if "checkpointed" in kill else 0, "keep_checkpoints": 1}
+    config = parse_config(raw)
+    Trainer(config, tmp_path / "straight", progress=False).fit()
+    run = tmp_path / "killed"
+    if "record" in kill:
+        _killed_after_the_first_log_record(monkeypatch)
+        with pytest.raises(KeyboardInterrupt):
+            Trainer(config, run, progress=False).fit()
+    else:
+        with killed_at(2):
+            Trainer(config, run, progress=False).fit()
+    assert RunDir(run).has_checkpoint() == ("checkpointed" in kill)
+    if not RunDir(run).has_checkpoint():
+        with pytest.raises(ConfigError, match="already holds a run: pass --resume to continue it"):
+            Trainer(config, run, progress=False)
+    left = [run / ".checkpoint.safetensors.abcd1234.tmp", run / "epochs" / ".epoch-1.safetensors.x_y_z_09.tmp"]
+    for path in left:  # what a kill inside the rename's window leaves
+        path.parent.mkdir(exist_ok=True)
+        path.write_bytes(b"half a checkpoint")
+    with caplog.at_level(logging.INFO, logger="seqlab"):
+        Trainer(config, run, resume=True, progress=False).fit()
+    assert f"{run}: deleted 2 temporary file(s) of saves that were killed" in caplog.messages
+    assert not any(path.exists() for path in left)
+    restarted = any("starting it from its beginning" in m for m in caplog.messages)
+    assert restarted == ("checkpointed" not in kill)
+    straight, resumed = RunDir(tmp_path / "straight").log(), RunDir(run).log()
+    assert [r["epoch"] for r in resumed] == [1, 2]
+    timing = ("train_seconds", "train_tokens_per_s")
+    assert [{k: v for k, v in r.items() if k not in timing} for r in resumed] == \
+           [{k: v for k, v in r.items() if k not in timing} for r in straight]
+    for saved in (MODEL, CHECKPOINT, "epochs/epoch-2.safetensors"):
+        a, b = load_file(str(tmp_path / "straight" / saved)), load_file(str(run / saved))
+        assert a.keys() == b.keys() and all(torch.equal(a[key], b[key]) for key in a), saved
+
+
 def test_cli_reports_config_and_data_errors_without_a_traceback(tmp_path):
     runner = CliRunner()
     bad = tmp_path / "bad.yaml"

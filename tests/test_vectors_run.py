@@ -80,6 +80,67 @@ def test_a_killed_word2vec_run_resumes_to_the_same_vectors(tmp_path, corpus_dir,
     assert [r["epoch"] for r in RunDir(tmp_path / "killed").log()] == [1, 2, 3]
 
 
+@pytest.mark.parametrize("where", ["after its config", "after the first epoch's log record"])
+def test_a_word2vec_run_killed_before_its_first_checkpoint_starts_again_on_resume(tmp_path, corpus_dir, monkeypatch,
+                                                                                   where, caplog):
+    """No epoch's state saved yet: --resume starts the run from its beginning (its log record, if written, is
+    dropped), to the vectors of an unbroken run; without it the run is refused. Killed saves' temporary files go."""
+    cfg = _config(method="cbow")
+    whole = train_vectors(cfg, tmp_path / "whole", corpus_dir, progress=False)
+    run = RunDir(tmp_path / "killed")
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    if "log" in where:
+        monkeypatch.setattr(vectors_run, "_save_state", killed)
+    else:
+        monkeypatch.setattr(RunDir, "save_vocabulary", killed)
+    with pytest.raises(KeyboardInterrupt):
+        train_vectors(cfg, run.path, corpus_dir, progress=False)
+    monkeypatch.undo()
+    assert run.has_run() and not run.has_checkpoint() and run.is_vectors() == ("log" in where)
+    assert [r["epoch"] for r in run.log()] == [1] if "log" in where else not run.has_log()
+    with pytest.raises(ConfigError, match="already holds a run: pass --resume to continue it"):
+        train_vectors(cfg, run.path, corpus_dir, progress=False)
+    (run.path / ".checkpoint.safetensors.k1ll3d_x.tmp").write_bytes(b"half a state")
+    with caplog.at_level("INFO", logger="seqlab"):
+        resumed = train_vectors(cfg, run.path, corpus_dir, resume=True, progress=False)
+    assert any("starting it from its beginning" in m for m in caplog.messages), caplog.messages
+    assert f"{run.path}: deleted 1 temporary file(s) of saves that were killed" in caplog.messages
+    assert np.array_equal(resumed.vectors, whole.vectors)
+    assert [r["epoch"] for r in run.log()] == [1, 2, 3] and not list(run.path.glob(".*.tmp"))
+
+
+def test_a_word2vec_run_killed_between_an_epochs_record_and_its_state_logs_the_epoch_once(tmp_path, corpus_dir,
+                                                                                           monkeypatch):
+    cfg = _config(method="cbow")
+    whole = train_vectors(cfg, tmp_path / "whole", corpus_dir, progress=False)
+    save = vectors_run._save_state
+
+    def killed_before_the_second_state(run, state):
+        if state.epochs_done == 2:
+            raise KeyboardInterrupt
+        save(run, state)
+
+    monkeypatch.setattr(vectors_run, "_save_state", killed_before_the_second_state)
+    with pytest.raises(KeyboardInterrupt):
+        train_vectors(cfg, tmp_path / "killed", corpus_dir, progress=False)
+    assert [r["epoch"] for r in RunDir(tmp_path / "killed").log()] == [1, 2]
+    monkeypatch.undo()
+    resumed = train_vectors(cfg, tmp_path / "killed", corpus_dir, resume=True, progress=False)
+    assert np.array_equal(resumed.vectors, whole.vectors)
+    assert [r["epoch"] for r in RunDir(tmp_path / "killed").log()] == [1, 2, 3]
+
+
+def test_a_count_run_resumed_is_made_again(tmp_path, corpus_dir):
+    """count keeps no checkpoint: resumed (after a kill before its vectors, or not), it is computed again."""
+    cfg = _config(method="count", dim=4)
+    first = train_vectors(cfg, tmp_path / "run", corpus_dir, progress=False)
+    again = train_vectors(cfg, tmp_path / "run", corpus_dir, resume=True, progress=False)
+    assert np.array_equal(again.vectors, first.vectors)
+
+
 def test_vectors_that_do_not_match_their_vocabulary_are_refused(tmp_path, corpus_dir):
     run = RunDir(tmp_path / "run")
     train_vectors(_config(method="count", dim=4), run.path, corpus_dir, progress=False)

@@ -1,14 +1,18 @@
 """Typed run configuration, loaded from YAML with dotted ``--set`` overrides.
 
 Every section is a pydantic model that forbids unknown keys, so a misspelt
-key is an error that names it (never silently ignored, cf. fairseq #4675).
-The resolved configuration is saved in the run directory and is all that is
-needed, together with the data directory, to rebuild a run's data.
+key is an error that names it (never silently ignored, cf. fairseq #4675), and
+refuses NaN and infinity in its floats. The resolved configuration is saved in
+the run directory and is all that is needed, together with the data directory,
+to rebuild a run's data. Whatever a config file or a ``--set`` holds, loading it
+ends in the config or in a ``ConfigError`` that names the file (or the ``--set``)
+on one line, or that lists one ``key: problem`` line per problem.
 """
 
 from __future__ import annotations
 
 import difflib
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
@@ -22,7 +26,10 @@ class ConfigError(ValueError):
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    """Unknown keys are errors; so are NaN and infinity in a float: no setting needs them (``train.stop_at`` and
+    ``train.clip_norm`` say "never" and "none" with null)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 # --- data: where the text comes from -----------------------------------------
@@ -644,14 +651,23 @@ def apply_override(raw: dict[str, Any], assignment: str) -> None:
     key, sep, value = assignment.partition("=")
     if not sep or not key:
         raise ConfigError(f"--set expects key=value, got {assignment!r}")
-    *parents, leaf = key.strip().split(".")
+    key = key.strip()
+    *parents, leaf = key.split(".")
+    shown = key if all(part.isidentifier() for part in (*parents, leaf)) else repr(key)  # a line break stays escaped
     node = raw
     for part in parents:
         child = node.setdefault(part, {})
         if not isinstance(child, dict):
-            raise ConfigError(f"--set {key}: {part!r} is not a section")
+            raise ConfigError(f"--set {shown}: {part!r} is not a section")
         node = child
-    node[leaf] = yaml.safe_load(value)
+    try:
+        node[leaf] = yaml.safe_load(value)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"--set {shown}: not a YAML value ({_yaml_problem(exc)})") from None
+    except ValueError as exc:  # a YAML scalar Python cannot make: 2001-13-01, an integer of 5,000 digits
+        raise ConfigError(f"--set {shown}: {_value_problem(exc)}") from None
+    except RecursionError:
+        raise ConfigError(f"--set {shown}: its value is nested too deep") from None
 
 
 def _all_keys() -> set[str]:
@@ -665,7 +681,7 @@ def _all_keys() -> set[str]:
 
 
 def _describe(err: Mapping[str, Any]) -> str:
-    loc = ".".join(str(p) for p in err["loc"])
+    loc = ".".join(_key(p) for p in err["loc"])
     if not loc:
         return err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
@@ -675,13 +691,39 @@ def _describe(err: Mapping[str, Any]) -> str:
     return f"{loc}: {err['msg']}"
 
 
+def _key(part: Any) -> str:
+    """One part of a problem's dotted key: a name as it is, or quoted with its control characters escaped (a key
+    read from the file may hold a line break, a dot or a space)."""
+    return str(part) if isinstance(part, int) or (isinstance(part, str) and part.isidentifier()) else repr(part)
+
+
+def _unwritable(raw: Any) -> list[str]:
+    """The problems of the integers in ``raw`` that have too many digits to be written back to config.yaml (YAML's
+    hexadecimal, octal, binary and base-60 forms are read without Python's limit on decimal digits)."""
+    problems: list[str] = []
+    stack: list[tuple[tuple[Any, ...], Any]] = [((), raw)]
+    while stack:  # not recursive: ``raw`` may be nested as deep as YAML could read
+        where, node = stack.pop()
+        if isinstance(node, dict | list):
+            stack += [((*where, k), v) for k, v in (node.items() if isinstance(node, dict) else enumerate(node))]
+        elif isinstance(node, int) and not isinstance(node, bool):
+            try:
+                str(node)
+            except ValueError:
+                name = ".".join(_key(p) for p in where) or "the value"
+                problems.append(f"{name}: an integer of more than {sys.get_int_max_str_digits()} digits")
+    return sorted(problems)
+
+
 def parse_config(raw: dict[str, Any], origin: str = "<config>", schema: type[AnyConfig] = Config) -> AnyConfig:  # type: ignore[assignment]
     """``raw`` as a ``schema`` (a seq2seq ``Config`` unless told); every problem named on its own line."""
-    try:
-        return schema.model_validate(raw)
-    except ValidationError as exc:
-        lines = [_describe(e) for e in exc.errors()]
-        raise ConfigError(f"invalid config {origin}:\n  " + "\n  ".join(lines)) from None
+    lines = _unwritable(raw)
+    if not lines:
+        try:
+            return schema.model_validate(raw)
+        except ValidationError as exc:
+            lines = [_describe(e) for e in exc.errors()]
+    raise ConfigError(f"invalid config {origin}:\n  " + "\n  ".join(lines))
 
 
 def load_config(path: str | Path, overrides: Sequence[str] = (), schema: type[AnyConfig] = Config) -> AnyConfig:  # type: ignore[assignment]
@@ -695,11 +737,25 @@ def load_config(path: str | Path, overrides: Sequence[str] = (), schema: type[An
         raise ConfigError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML ({_yaml_problem(exc)})") from None
+    except ValueError as exc:  # a YAML scalar Python cannot make: 2001-13-01, an integer of 5,000 digits
+        raise ConfigError(f"{path}: not a usable YAML value ({_value_problem(exc)})") from None
+    except RecursionError:  # PyYAML reads nested collections recursively
+        raise ConfigError(f"{path}: nested too deep to be a config") from None
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: the top level must be a mapping")
     for assignment in overrides:
         apply_override(raw, assignment)
-    return parse_config(raw, str(path), schema)
+    try:
+        return parse_config(raw, str(path), schema)
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deep to be a config") from None
+
+
+def _value_problem(exc: ValueError) -> str:
+    """What Python could not make of a YAML scalar, on one line and in a user's words."""
+    if "integer string conversion" in str(exc):
+        return f"an integer of more than {sys.get_int_max_str_digits()} digits"
+    return " ".join(str(exc).split())
 
 
 def _yaml_problem(exc: yaml.YAMLError) -> str:

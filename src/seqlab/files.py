@@ -7,16 +7,24 @@ directory itself is flushed, so that the rename survives a power cut too (where
 directories can be opened: not on Windows). A process killed mid-write leaves
 the old file, never a half-written one. A write that fails (a full disk) leaves
 the old file and no temporary one, and its ``OSError`` names the destination.
+It does leave its temporary file, ``.NAME.XXXXXXXX.tmp`` beside NAME;
+``remove_temporaries`` deletes those of a directory once nothing writes there
+(a killed run about to be resumed).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
+
+# atomic_open's temporary file for NAME: ``.NAME.`` + mkstemp's 8 random characters (letters, digits, _) + ``.tmp``
+TEMPORARY_PREFIX, TEMPORARY_SUFFIX = ".", ".tmp"
+_TEMPORARY = re.compile(rf"^{re.escape(TEMPORARY_PREFIX)}.+\.[a-z0-9_]{{8}}{re.escape(TEMPORARY_SUFFIX)}$")
 
 
 @contextlib.contextmanager
@@ -24,7 +32,7 @@ def atomic_open(path: str | Path) -> Iterator[BinaryIO]:
     """A binary file for ``path``: renamed into place when the block ends, deleted if it raises."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f"{TEMPORARY_PREFIX}{path.name}.", suffix=TEMPORARY_SUFFIX)
     try:
         os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; give the file the usual permissions
         with os.fdopen(fd, "wb") as f:
@@ -44,6 +52,23 @@ def atomic_write(path: str | Path, data: bytes | str) -> None:
     """Write ``data`` (str as UTF-8) to ``path`` atomically."""
     with atomic_open(path) as f:
         f.write(data.encode("utf-8") if isinstance(data, str) else data)
+
+
+def remove_temporaries(directory: str | Path) -> int:
+    """Delete the temporary files that writes killed before their rename left in ``directory`` (not in its
+    subdirectories): plain files named as ``atomic_open`` names them. Only for a directory that nothing writes to
+    at the moment (a temporary file of a write under way would go too). Returns how many were deleted; none for a
+    directory that does not exist."""
+    try:
+        entries = list(os.scandir(directory))
+    except FileNotFoundError:
+        return 0
+    removed = 0
+    for entry in entries:
+        if _TEMPORARY.match(entry.name) and entry.is_file(follow_symlinks=False):
+            Path(entry.path).unlink(missing_ok=True)
+            removed += 1
+    return removed
 
 
 def _fsync_directory(directory: Path) -> None:

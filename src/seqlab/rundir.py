@@ -6,7 +6,7 @@
       target_tokenizer.json
       model.safetensors        the best weights so far; what they are (epoch, step, valid metrics) in its header
       checkpoint.safetensors   the latest training state: weights, Adam moments, RNG, position
-      log.jsonl                one JSON object per epoch
+      log.jsonl                one JSON object per epoch (its epoch, step and metrics), written at its end
       labels.json              a classifier's classes, in the order of its outputs (its source tokenizer is
                                saved twice, as a language model's is)
       epochs/epoch-N.safetensors  with ``train.keep_checkpoints: K``, the weights at the end of the last K
@@ -22,9 +22,16 @@ tokenizers and a model:
 ``RunDir`` is the only code that knows these names; training writes through it and inference
 reads through it. No pickle anywhere: tensors go to safetensors, the rest to JSON/YAML. Every
 file but the log is written to a temporary name and renamed into place (``files.atomic_write``),
-so a run killed mid-write keeps the previous file; the weights and their description are one
-file, so they are replaced together. The log is appended one whole line per write and read
-without a torn last line.
+so a run killed mid-write keeps the previous file (and its temporary file, ``.NAME.XXXXXXXX.tmp``,
+which a resumed run deletes); the weights and their description are one file, so they are
+replaced together. The log is appended one whole line per write, at an epoch's end and before the
+checkpoint that moves the position on to the next epoch, and read without a torn last line.
+
+A resumed run (``check_start`` with ``resume``, then ``remove_temporaries``) goes on from its checkpoint's
+position, the epoch in progress, and the log keeps only the records of the epochs before that one
+(``truncate_log``): a record of it or of a later epoch is of work the run does again. A run resumed without a
+checkpoint (killed before its first: its configuration saved, maybe its tokenizers or vocabulary, a log record,
+a model) starts again from its beginning: nothing was saved that could be lost.
 
 Every file is checked as it is read: one that is damaged, truncated or not what its name says (weights that do
 not fit the model included) raises ``RunFileError``, one line that names the file, as a missing one raises
@@ -50,7 +57,7 @@ from safetensors.torch import save as save_safetensors
 from torch import nn
 
 from seqlab.config import AnyConfig, Config, ConfigError, VectorsConfig, changed_keys, dump_config, load_config
-from seqlab.files import atomic_write
+from seqlab.files import atomic_write, remove_temporaries
 from seqlab.tokenizer import Tokenizer
 
 CONFIG = "config.yaml"
@@ -100,20 +107,29 @@ class RunDir:
         """A word-vector run (its vocabulary is written as soon as it is counted)."""
         return (self.path / VOCABULARY).exists()
 
-    def check_start(self, config: Config | VectorsConfig, resume: bool, fixed: Sequence[str]) -> None:
-        """Before training starts: refuse to overwrite a run; on resume, refuse a config whose ``fixed``
-        sections differ from the saved one (they decide the data or the model)."""
+    def check_start(self, config: Config | VectorsConfig, resume: bool, fixed: Sequence[str]) -> bool:
+        """Before training starts: refuse to overwrite a run; on resume, refuse a directory without a run, or a
+        config whose ``fixed`` sections differ from the saved one (they decide the data or the model). Returns
+        whether there is a checkpoint to resume from: a run resumed without one (killed before its first
+        checkpoint) starts again from its beginning."""
         if not resume:
             if self.has_run():
                 raise ConfigError(f"{self.path} already holds a run: pass --resume to continue it, or choose another --out")
-            return
-        if not self.has_checkpoint():
-            raise ConfigError(f"{self.path}: nothing to resume (no {CHECKPOINT})")
+            return False
+        if not self.has_run():
+            raise ConfigError(f"{self.path}: nothing to resume (no {CONFIG}: no run was started there)")
         saved = self.vectors_config() if isinstance(config, VectorsConfig) else self.config()
         changed = changed_keys(saved, config, fixed)
         if changed:
             raise ConfigError(f"cannot resume {self.path} with a different {', '.join(changed)} "
                               f"(only what is outside {', '.join(fixed)} may change)")
+        return self.has_checkpoint()
+
+    def remove_temporaries(self) -> int:
+        """Delete the temporary files that saves killed before their rename left in the run directory and in
+        ``epochs/`` (``files.remove_temporaries``; only while nothing writes there: before a resumed run starts);
+        returns how many."""
+        return remove_temporaries(self.path) + remove_temporaries(self.path / EPOCHS)
 
     # --- config and tokenizers ------------------------------------------------------
 
@@ -296,7 +312,8 @@ class RunDir:
             os.fsync(f.fileno())
 
     def log(self) -> list[dict[str, Any]]:
-        """The per-epoch records (epoch, step, train_loss, ..., valid: {...}); a torn last line is left out."""
+        """The per-epoch records (epoch, step, train_loss, ..., valid: {...}); a torn last line is left out. A line
+        that is not such a record (JSON, with an integer epoch and step) is a ``RunFileError`` naming it."""
         path = self.path / LOG
         if not path.exists():
             raise FileNotFoundError(f"{self.path}: no {LOG} (not a seqlab run directory, or no epoch finished yet)")
@@ -304,15 +321,23 @@ class RunDir:
         records = []
         for lineno, line in enumerate(lines, 1):
             try:
-                records.append(_json(line, dict))
+                record = _json(line, dict)
             except ValueError as exc:
                 raise RunFileError(f"{path}:{lineno}: not a JSON record ({_one_line(exc)})") from None
+            missing = [key for key in ("epoch", "step") if not _is_int(record.get(key))]
+            if missing:
+                raise RunFileError(f"{path}:{lineno}: not an epoch's record (no integer {' and '.join(missing)})")
+            records.append(record)
         return records
 
-    def truncate_log(self, step: int) -> None:
-        """Drop the records written after ``step`` (those of a resumed run's lost work)."""
+    def truncate_log(self, epoch: int) -> None:
+        """Keep only the records of the epochs before ``epoch``, where a resumed run's position is (its epoch in
+        progress). A record is written at its epoch's end, before the checkpoint that moves the position on to
+        the next epoch; so a record of ``epoch`` or later is of work that the resumed run does again (a run
+        killed after an epoch's record and before that checkpoint has it, even when its last checkpoint was
+        taken at the epoch's last step), and one that is kept is of an epoch no run will do again."""
         if self.has_log():
-            kept = [record for record in self.log() if record["step"] <= step]
+            kept = [record for record in self.log() if record["epoch"] < epoch]
             atomic_write(self.path / LOG, "".join(json.dumps(record) + "\n" for record in kept))
 
     # --- the training state ---------------------------------------------------------
@@ -439,6 +464,10 @@ def _header_json(path: Path, what: str, metadata: dict[str, str], key: str, kind
         return _json(metadata[key], kind)
     except ValueError as exc:
         raise _damaged(path, what, f"{key}: {exc}") from None
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _described(path: Path, info: dict[str, Any]) -> dict[str, Any]:

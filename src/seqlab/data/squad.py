@@ -58,7 +58,7 @@ def read_squad(path: Path, bad: BadLines) -> list[Question]:
     except (OSError, EOFError) as exc:  # unreadable, a directory, a broken or truncated gzip
         raise DataError(f"{path}: cannot read: {exc}") from None
     try:
-        root = json.loads(raw.decode("utf-8"))
+        root = json.loads(raw.decode("utf-8-sig"))  # a BOM is tolerated, as by the line readers
     except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, nested too deep, a number of > 4,300 digits
         raise DataError(f"{path}: not SQuAD JSON: {exc}") from None
     questions = []

@@ -4,7 +4,9 @@
 trains ``config.model`` (``family.build_family``: data, tokenizers, model) and trains it, with PyTorch or, for
 ``train.engine: numpy``, with the book's NumPy framework (``numpy_engine.NumpyEngine``). ``resume=True``
 continues a killed run exactly where its last checkpoint left it: same weights, Adam moments, schedule,
-RNG, epoch, position inside the epoch and counters.
+RNG, epoch, position inside the epoch and counters; the log keeps the records of the epochs before that
+position's (``RunDir.truncate_log``), the temporary files of killed saves are deleted, and a run killed before
+its first checkpoint starts again from its beginning, as the run that was never killed.
 
 One optimisation step takes ``train.accumulate`` batches in each of the ``World``'s processes (one, or those
 ``torchrun`` started: ``distributed``); rank 0 validates, and writes the run directory.
@@ -86,7 +88,7 @@ class Trainer:
         self.parts = self.world.size * config.train.accumulate
         if config.train.engine == "numpy" and self.world.size > 1:
             raise ConfigError("train.engine numpy trains in one process: run it without torchrun")
-        self.device, resolved = start_run(config, self.run, resume, self.world)
+        self.device, resolved, resume = start_run(config, self.run, resume, self.world)
         self.family: Family = self._build_family(data_dir, resume)
         self.model.to(self.device)
         self.step_loss = self.world.wrap(self.model, self.family.loss)  # DDP's replica under torchrun
@@ -100,6 +102,7 @@ class Trainer:
             self._resume()
         elif self.world.is_main:
             self.run.save_config(config)
+            self.run.truncate_log(self.position.epoch)  # started again: what it logged before its first checkpoint
         where = f"on {self.device}" if self.device.type == "cuda" else f"on {torch.get_num_threads()} threads"
         log.info("%s; %s %s%s", self.family.describe(), resolved, where,
                  f" in each of {self.world.size} processes" if self.world.size > 1 else "")
@@ -130,7 +133,7 @@ class Trainer:
         if self.engine is not None:
             self.engine.restore(carried)
         if self.world.is_main:
-            self.run.truncate_log(pos.step)
+            self.run.truncate_log(pos.epoch)  # an epoch logged but not yet checkpointed as ended is ended again
         log.info("resuming at epoch %d, batch %d, step %d", pos.epoch, pos.batch, pos.step)
 
     @property
@@ -293,19 +296,29 @@ def _better(score: float, loss: float, pos: Position) -> bool:
     return score == pos.best and pos.best_loss is not None and loss < pos.best_loss
 
 
-def start_run(config: Config, run: RunDir, resume: bool, world: World) -> tuple[torch.device, str]:
+def start_run(config: Config, run: RunDir, resume: bool, world: World) -> tuple[torch.device, str, bool]:
     """Before anything is built: the device and the precision there (a CUDA device that is not there, or a bad
-    SEQLAB_PRECISION, stops before the run directory exists), the run directory's state (rank 0 checks it, the
-    others wait), threads and the seed (each process its own dropout masks: seed + rank). Returns the device
-    and the precision training runs in (the NumPy engine's twin computes on the CPU)."""
+    SEQLAB_PRECISION, stops before the run directory exists), the run directory's state (rank 0 checks it and,
+    on resume, deletes the temporary files of killed saves; the others wait), threads and the seed (each process
+    its own dropout masks: seed + rank). Returns the device, the precision training runs in (the NumPy engine's
+    twin computes on the CPU) and whether it resumes from a checkpoint: a run resumed before its first
+    checkpoint starts again from its beginning."""
     device = torch.device("cpu") if config.train.engine == "numpy" else precision.device(config.train.device)
     resolved = precision.resolve(config.train.precision, device.type)
+    checkpointed = False
     if world.is_main:
-        run.check_start(config, resume, RESUMABLE_SECTIONS)
+        checkpointed = run.check_start(config, resume, RESUMABLE_SECTIONS)
         if resume:
-            run.save_config(config)  # train/eval may have changed
-    world.barrier()
+            removed = run.remove_temporaries()
+            if removed:
+                log.info("%s: deleted %d temporary file(s) of saves that were killed", run.path, removed)
+            if checkpointed:
+                run.save_config(config)  # train/eval may have changed
+            else:
+                log.info("%s holds a run killed before its first checkpoint: starting it from its beginning (nothing "
+                         "was saved that could be lost)", run.path)
+    resume = bool(world.from_main(resume and checkpointed))  # a collective call: the others wait for rank 0
     if config.train.threads:
         torch.set_num_threads(config.train.threads)
     torch.manual_seed(config.seed + world.rank)
-    return device, resolved
+    return device, resolved, resume

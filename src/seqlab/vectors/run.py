@@ -8,7 +8,9 @@
       -> vectors.safetensors (with what they are: method, sizes, time), a line per epoch in log.jsonl
 
 A run killed during word2vec resumes (``resume=True``) from its last epoch's end to the very vectors of an
-unbroken run; the configuration may not change.
+unbroken run; the configuration may not change. The log keeps the records of the epochs up to that end, and the
+temporary files of killed saves are deleted. A run resumed without a checkpoint (killed before word2vec's first
+epoch ended, or a ``count`` run, which keeps none) starts again from its beginning, to the same vectors.
 """
 
 from __future__ import annotations
@@ -42,7 +44,15 @@ def read_words(config: VectorsConfig, data_dir: str | Path | None = None) -> lis
 def train_vectors(config: VectorsConfig, run_dir: str | Path, data_dir: str | Path | None = None,
                   resume: bool = False, progress: bool | None = None) -> WordVectors:
     run = RunDir(run_dir)
-    run.check_start(config, resume, ("data", "words", "train"))  # every section decides the vectors
+    checkpointed = run.check_start(config, resume, ("data", "words", "train"))  # every section decides the vectors
+    if resume:
+        removed = run.remove_temporaries()
+        if removed:
+            logger.info("%s: deleted %d temporary file(s) of saves that were killed", run.path, removed)
+        if not checkpointed:
+            logger.info("%s holds a run with no checkpoint (killed before its first epoch's end, or a count run): "
+                        "starting it from its beginning (nothing was saved that could be lost)", run.path)
+            resume = False
     started = time.perf_counter()
     text = read_words(config, data_dir)
     vocabulary = Vocabulary.build(text, config.train.min_count)
@@ -79,8 +89,7 @@ def _count_vectors(ids: list[np.ndarray], vocab_size: int, cfg: VectorsTrainConf
 def _word2vec_vectors(run: RunDir, ids: list[np.ndarray], counts: np.ndarray, cfg: VectorsTrainConfig,
                       resume: bool, progress: bool | None, corpus_words: int) -> np.ndarray:
     state = _restore(run, len(counts), cfg) if resume else None
-    if state is not None:
-        run.truncate_log(state.epochs_done)
+    run.truncate_log(1 + (state.epochs_done if state is not None else 0))  # the epochs the state has done
     clock = [time.perf_counter()]
 
     def on_epoch(state: Word2VecState, loss: float) -> None:
