@@ -841,7 +841,7 @@ REQUESTS = 1_000
 API_RUN = {
     "seed": 3,
     "data": {"corpus": {"format": "task", "task": "date", "size": 1000, "seed": 5},
-             "split": {"valid": 100, "test": 100, "seed": 1}, "max_source_length": 40},
+             "split": {"valid": 100, "seed": 1}, "max_source_length": 40},
     "tokens": {"source": {"level": "char"}},
     "model": {"d_model": 32, "num_layers": 1, "num_heads": 4, "d_ff": 64, "dropout": 0.0, "max_length": 40},
     "train": {"epochs": 1, "batch_tokens": 600, "precision": "fp32"},
