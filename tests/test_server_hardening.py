@@ -100,8 +100,7 @@ def test_a_cut_input_is_marked_and_warned_of(served, korean_chatbot, tmp_path):
     lines.write_text(f"배고파\n{long}\n", encoding="utf-8")
     result = CliRunner().invoke(app, ["translate", str(korean_chatbot), "-i", str(lines)])
     assert result.exit_code == 0
-    assert (f"warning: {lines}:2: longer than the 15 source tokens the model reads; only the first 15 were "
-            "translated") in result.stderr
+    assert f"warning: {lines}:2: longer than the 15 tokens the model reads; only the first 15 were read" in result.stderr
     assert f"{lines}:1" not in result.stderr
 
 
@@ -165,3 +164,23 @@ def test_a_search_asks_stop_before_every_step(korean_chatbot):
         translator.generate(["배고파"], DecodeOptions(beam=4), stop=stop)
     assert len(calls) == 4  # start, two steps, and the fourth ask stops it
     assert translator.generate(["배고파"], DecodeOptions(beam=4), stop=lambda: False)[0][0].text
+
+
+def test_a_classifier_answers_blank_texts_with_nothing_and_marks_cut_ones(tiny_classifier, tmp_path):
+    from seqlab.classifier import load as load_classifier
+
+    classifier = load_classifier(tiny_classifier)
+    long = " ".join(["word"] * 20)  # 20 words; the classifier reads 14
+    predictions = classifier.classify(["", long, "  \t", "hello there"])
+    assert [p.label for p in predictions][::2] == ["", ""] and predictions[1].label and predictions[3].label
+    assert predictions[0].probabilities == {} and predictions[0].tokens == []
+    assert [p.truncated for p in predictions] == [False, True, False, False]
+    with Served(tiny_classifier) as s:
+        outputs = httpx.post(f"{s.url}/api/classify", json={"inputs": [long, " "]}, timeout=30).json()["outputs"]
+    assert [(o["truncated"], o["label"]) for o in outputs] == [(True, predictions[1].label), (False, "")]
+    lines = tmp_path / "in.txt"
+    lines.write_text(f"hello there\n\n{long}\n", encoding="utf-8")
+    result = CliRunner().invoke(app, ["classify", str(tiny_classifier), "-i", str(lines)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.split("\n")[1] == "" and len(result.stdout.split("\n")) == 4
+    assert f"warning: {lines}:3: longer than the 14 tokens the model reads; only the first 14 were read" in result.stderr

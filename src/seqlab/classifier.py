@@ -18,7 +18,7 @@ import torch
 
 from seqlab import precision
 from seqlab.config import Config, EncoderConfig
-from seqlab.data.batching import chunks, pad, truncate
+from seqlab.data.batching import around_blanks, check_texts, chunks, pad, truncate
 from seqlab.model import EncoderClassifier, build_classifier, device_of, evaluating, placed
 from seqlab.rundir import RunDir
 from seqlab.specials import EOS, SOS
@@ -33,6 +33,7 @@ class Prediction:
     probabilities: dict[str, float]  # every class's probability, in the order of the labels
     tokens: list[str]  # the model's input pieces, <sos> and <eos> included
     attention: torch.Tensor | None = None  # (layers, heads, tokens, tokens) when asked for
+    truncated: bool = False  # the text was longer than the model reads (``max_tokens``) and was cut
 
 
 class Classifier:
@@ -51,11 +52,20 @@ class Classifier:
         return device_of(self.model)
 
     def encode(self, texts: Sequence[str], what: str = "input") -> list[list[int]]:
-        """``<sos>`` + token ids + ``<eos>``, the tokens cut to ``data.max_source_length - 2`` (with a warning)."""
-        if isinstance(texts, str):
-            raise TypeError("classify() takes a list of strings, not one string")
-        limit = self.config.data.max_source_length - 2
-        return [[SOS, *ids, EOS] for ids in truncate(self.tokenizer.encode(list(texts)), limit, f"{what} texts")]
+        """``<sos>`` + token ids + ``<eos>``, the tokens cut to ``max_tokens`` (with a warning)."""
+        return self._encode(texts, what)[0]
+
+    def _encode(self, texts: Sequence[str], what: str) -> tuple[list[list[int]], list[bool]]:
+        """``encode``, and whether each text was cut."""
+        check_texts(texts, "classify")
+        encoded = self.tokenizer.encode(list(texts))
+        cut = [len(ids) > self.max_tokens for ids in encoded]
+        return [[SOS, *ids, EOS] for ids in truncate(encoded, self.max_tokens, f"{what} texts")], cut
+
+    @property
+    def max_tokens(self) -> int:
+        """The most tokens of a text the model reads (``data.max_source_length`` less <sos> and <eos>)."""
+        return self.config.data.max_source_length - 2
 
     def label_ids(self, labels: Sequence[str], what: str) -> list[int]:
         """Class indices of label strings; a label the model does not know is an error naming it."""
@@ -81,18 +91,23 @@ class Classifier:
         """The most probable label of every text."""
         return [self.labels[i] for i in self.probabilities_ids(self.encode(texts)).argmax(1)]
 
-    @torch.no_grad()
     def classify(self, texts: Sequence[str], need_weights: bool = False) -> list[Prediction]:
         """Every text's label and class probabilities; with ``need_weights``, the self-attention of every layer
-        (then one text at a time, so that the maps hold no padding)."""
-        ids = self.encode(texts)
+        (then one text at a time, so that the maps hold no padding). An empty or whitespace-only text has no
+        label: its prediction is empty (label "", no probabilities, no tokens)."""
+        check_texts(texts, "classify")
+        return around_blanks(texts, lambda kept: self._classify(kept, need_weights), Prediction("", {}, []))
+
+    @torch.no_grad()
+    def _classify(self, texts: Sequence[str], need_weights: bool) -> list[Prediction]:
+        ids, cut = self._encode(texts, "input")
         if need_weights:
             probabilities, weights = self._with_weights(ids)
         else:
             probabilities, weights = self.probabilities_ids(ids), [None] * len(ids)
         return [Prediction(self.labels[int(p.argmax())], dict(zip(self.labels, map(float, p))),
-                           self.tokenizer.tokens_from_ids(row), w)
-                for row, p, w in zip(ids, probabilities, weights)]
+                           self.tokenizer.tokens_from_ids(row), w, truncated)
+                for row, p, w, truncated in zip(ids, probabilities, weights, cut)]
 
     def _with_weights(self, ids: Sequence[Sequence[int]]) -> tuple[np.ndarray, list[torch.Tensor | None]]:
         """(inputs, classes) softmax and each input's attention (layers, heads, len, len), one input at a time."""
@@ -125,3 +140,4 @@ def load(run_dir: str | Path) -> Classifier:
     model = build_classifier(config.model, tokenizer.vocab_size, len(labels))
     run.load_model(model)
     return Classifier(placed(model.eval(), config.train.device), tokenizer, labels, config)
+

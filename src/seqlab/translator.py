@@ -11,13 +11,13 @@ import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import torch
 
 from seqlab import precision
 from seqlab.config import Config
-from seqlab.data.batching import chunks, pad, source_ids, truncate
+from seqlab.data.batching import around_blanks, check_texts, chunks, pad, source_ids, truncate
 from seqlab.decoding import DecodeOptions, Hypothesis, search
 from seqlab.model import Seq2seq, build_model, device_of, evaluating, placed
 from seqlab.rundir import RunDir
@@ -50,7 +50,7 @@ class Translator:
 
     def _encode_sources(self, texts: Sequence[str], what: str) -> tuple[list[list[int]], list[bool]]:
         """``encode_sources``, and whether each source was cut."""
-        _check_texts(texts)
+        check_texts(texts, "translate")
         data = self.config.data
         limit, fill = self.max_source_tokens, self._fill()
         encoded = self.source.encode(texts)
@@ -87,7 +87,8 @@ class Translator:
         default; the options of ``DecodeOptions`` select beam search or sampling, e.g. ``translate(texts, beam=5,
         length_penalty=0.6)``."""
         options = _options(options, kwargs)
-        return _blanks_empty(texts, lambda kept: self.translate_ids(self.encode_sources(kept), options), "")
+        check_texts(texts, "translate")
+        return around_blanks(texts, lambda kept: self.translate_ids(self.encode_sources(kept), options), "")
 
     def generate(
         self, texts: Sequence[str], options: DecodeOptions | None = None, need_weights: bool = False,
@@ -99,7 +100,8 @@ class Translator:
         true decoding ends with ``seqlab.decoding.Cancelled``."""
         options = _options(options, kwargs)
         empty = [Translation("", 0.0, 0.0, [], [])]
-        return _blanks_empty(texts, lambda kept: self._generate(kept, options, need_weights, stop), empty)
+        check_texts(texts, "translate")
+        return around_blanks(texts, lambda kept: self._generate(kept, options, need_weights, stop), empty)
 
     def _generate(self, texts: Sequence[str], options: DecodeOptions, need_weights: bool,
                   stop: Callable[[], bool] | None) -> list[list[Translation]]:
@@ -150,23 +152,6 @@ class Translation:
     tokens: list[str]  # the output pieces
     attention: torch.Tensor | None = None  # (output pieces + <eos>, layers, heads, source pieces)
     truncated: bool = False  # the source was longer than the model reads (``max_source_tokens``) and was cut
-
-
-T = TypeVar("T")
-
-
-def _check_texts(texts: Sequence[str]) -> None:
-    if isinstance(texts, str):
-        raise TypeError("translate() takes a list of strings, not one string")
-
-
-def _blanks_empty(texts: Sequence[str], work: Callable[[list[str]], list[T]], empty: T) -> list[T]:
-    """``work`` over the texts that are not blank; each empty or whitespace-only text gets ``empty`` in its
-    place, so the outputs stay aligned with the inputs."""
-    _check_texts(texts)
-    kept = [text for text in texts if text.strip()]
-    done = iter(work(kept) if kept else [])
-    return [next(done) if text.strip() else empty for text in texts]
 
 
 def _options(options: DecodeOptions | None, kwargs: dict[str, Any]) -> DecodeOptions:

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from seqlab.cli.common import RunArg, fail, read_lines, read_text, setup_logging
+from seqlab.cli.common import RunArg, fail, read_lines, read_text, setup_logging, warn_cut
 from seqlab.config import ConfigError
 
 
@@ -19,7 +19,9 @@ def classify(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per text: label and probabilities.")] = False,
 ) -> None:
     """The label of every text given as an argument or read line by line from a file, with its probability
-    ("LABEL<TAB>PROBABILITY<TAB>TEXT"), or with --json every class's probability."""
+    ("LABEL<TAB>PROBABILITY<TAB>TEXT"), or with --json every class's probability. An empty or blank line gives an
+    empty line (with --json, an empty label and no probabilities); a text longer than the model reads is cut,
+    with a warning naming it."""
     from seqlab.classifier import load
 
     setup_logging()
@@ -30,12 +32,15 @@ def classify(
         lines = texts or read_lines(input)  # type: ignore[arg-type]  # one of them is given
     except (ConfigError, FileNotFoundError, ValueError) as exc:  # DataError is a ValueError
         fail(exc)
-    for text, prediction in zip(lines, classifier.classify(lines)):
+    for number, (text, prediction) in enumerate(zip(lines, classifier.classify(lines))):
+        if prediction.truncated:
+            warn_cut(number, input, classifier.max_tokens)
         if as_json:
             typer.echo(json.dumps({"text": text, "label": prediction.label,
                                    "probabilities": prediction.probabilities}, ensure_ascii=False))
         else:
-            typer.echo(f"{prediction.label}\t{prediction.probabilities[prediction.label]:.4f}\t{text}")
+            typer.echo(f"{prediction.label}\t{prediction.probabilities[prediction.label]:.4f}\t{text}"
+                       if prediction.label else "")
 
 
 def fill_mask(

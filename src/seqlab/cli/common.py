@@ -102,6 +102,14 @@ def fail(exc: Exception) -> NoReturn:
     raise typer.Exit(2)
 
 
+def warn_cut(number: int, input: str | None, limit: int) -> None:
+    """The warning for input ``number`` (from 0; a line of the file ``input``, or an argument) that was longer
+    than the ``limit`` tokens the model reads."""
+    where = f"{input}:{number + 1}" if input else f"input {number + 1}"
+    typer.echo(f"warning: {where}: longer than the {limit} tokens the model reads; only the first {limit} were "
+               "read", err=True)
+
+
 def setup_logging(quiet: bool = False) -> None:
     """Progress lines on stderr; ``quiet`` (the processes torchrun starts beside rank 0): warnings only."""
     logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, format="%(message)s", stream=sys.stderr)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from seqlab.cli.common import Engine, Int8, RunArg, fail, read_lines, setup_logging, with_decoding
+from seqlab.cli.common import Engine, Int8, RunArg, fail, read_lines, setup_logging, warn_cut, with_decoding
 from seqlab.config import ConfigError
 
 if TYPE_CHECKING:
@@ -44,10 +44,7 @@ def translate(
         fail(exc)
     for number, outputs in enumerate(generated):
         if outputs[0].truncated:
-            where = f"{input}:{number + 1}" if input else f"input {number + 1}"
-            limit = translator.max_source_tokens
-            typer.echo(f"warning: {where}: longer than the {limit} source tokens the model reads; only the first "
-                       f"{limit} were translated", err=True)
+            warn_cut(number, input, translator.max_source_tokens)
         for output in outputs if several else outputs[:1]:
             typer.echo(f"{number}\t{output.score:.4f}\t{output.text}" if several else output.text)
 

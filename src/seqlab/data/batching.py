@@ -18,13 +18,16 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import torch
 
 from seqlab.specials import EOS, PAD, SOS
+
+T = TypeVar("T")
 
 log = logging.getLogger("seqlab")
 
@@ -61,6 +64,20 @@ def truncate(seqs: list[list[int]], limit: int, what: str) -> list[list[int]]:
     if cut:
         log.warning("%d of %d %s are longer than %d tokens and were truncated", cut, len(seqs), what, limit)
     return [s[:limit] for s in seqs]
+
+
+def check_texts(texts: Sequence[str], caller: str) -> None:
+    """A TypeError for one string where ``caller`` takes a list of them (a string is a sequence of strings)."""
+    if isinstance(texts, str):
+        raise TypeError(f"{caller}() takes a list of strings, not one string")
+
+
+def around_blanks(texts: Sequence[str], work: Callable[[list[str]], list[T]], empty: T) -> list[T]:
+    """``work`` over the texts that are not blank; each empty or whitespace-only text gets ``empty`` in its
+    place, so that the outputs stay aligned with the inputs (a blank line in, a blank line out)."""
+    kept = [text for text in texts if text.strip()]
+    done = iter(work(kept) if kept else [])
+    return [next(done) if text.strip() else empty for text in texts]
 
 
 def chunks(items: list[int], size: int) -> Iterator[list[int]]:

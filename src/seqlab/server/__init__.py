@@ -19,7 +19,8 @@ A language-model run (``seqlab train`` with ``model.type: lm``):
 A classifier run (``seqlab train`` with ``model.type: encoder``):
 
     POST /api/classify     {"inputs": [...], "attention": true} -> {"outputs": [{"input", "label", "probabilities":
-                           {label: p, ...}, "tokens": [...], "attention": [layers][heads][tokens]}, ...], "seconds"}
+                           {label: p, ...}, "tokens": [...], "truncated", "attention": [layers][heads][tokens]},
+                           ...], "seconds"}
 
 A span-extraction run (``seqlab train`` with ``model.type: span``):
 
@@ -46,8 +47,8 @@ row of the pooled position over those tokens (pooling ``cls``: the ``<sos>`` row
 each summing to 1. An answer's ``start`` and ``end`` are characters of the context as sent (``context[start:end]``
 is the answer); ``tokens`` are the model's input (``<sos>`` question ``<eos>`` context ``<eos>``), and each
 token's probabilities of starting and ending the answer are 0 outside the context. An empty or whitespace-only
-input to ``/api/translate`` has one empty output; an input longer than the model reads is cut to its first
-tokens and marked ``"truncated": true``.
+input to ``/api/translate`` has one empty output, to ``/api/classify`` an empty label and no probabilities; an
+input longer than the model reads is cut to its first tokens and marked ``"truncated": true``.
 
 Requests are checked against :class:`Limits` before any work: the body's size at the ASGI layer (413), then
 the number of inputs and their lengths, the context's length, beam size and samples, output length and

@@ -44,7 +44,8 @@ def _predictions(classifier: Classifier, texts: Sequence[str], attention: bool) 
     """On the worker thread: the texts' predictions, as the JSON answer gives them."""
     out = []
     for text, p in zip(texts, classifier.classify(texts, need_weights=attention)):
-        item: dict[str, Any] = {"input": text, "label": p.label, "probabilities": p.probabilities, "tokens": p.tokens}
+        item: dict[str, Any] = {"input": text, "label": p.label, "probabilities": p.probabilities, "tokens": p.tokens,
+                                "truncated": p.truncated}
         if p.attention is not None:
             pooled = _pooled_attention(p.attention, classifier.model.cfg.pooling)
             item["attention"] = [[[round(w, 4) for w in head] for head in layer] for layer in pooled.tolist()]
