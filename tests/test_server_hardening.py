@@ -104,7 +104,7 @@ def test_a_cut_input_is_marked_and_warned_of(served, korean_chatbot, tmp_path):
     assert f"{lines}:1" not in result.stderr
 
 
-def test_info_shows_no_local_paths_and_there_is_no_cdn_page(served, korean_chatbot, shared_data):
+def test_info_shows_no_local_paths_and_there_is_no_cdn_page(served, korean_chatbot):
     info = httpx.get(f"{served.url}/api/info").text
     assert str(korean_chatbot.parent) not in info and "/tmp" not in info and "path" not in info
     assert httpx.get(f"{served.url}/docs").status_code == 404
