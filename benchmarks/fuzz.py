@@ -30,8 +30,8 @@ Sections (``--only`` picks some; all by default):
   input, or a 4xx or 503 with a one-line ``{"error": ...}``.
 
 A crash is any other exception, an error message on several lines, or pairs other than the rules give. Each
-section prints the examples tried, the crashes grouped by kind (the known ones, reported with their
-reproducers in tests/test_reliability.py, marked), and the first few failing inputs as Hypothesis shrinks them;
+section prints the examples tried, the crashes grouped by kind, and the first few failing inputs as Hypothesis
+shrinks them;
 every number goes to ``--json`` (default: seqlab-fuzz.json in the system's temporary directory). Exit 1 on any
 crash. ``--examples N``: N examples per reader and N configs, for a quick run.
 """
@@ -87,9 +87,6 @@ ROUND = 200  # examples per Hypothesis run; a reader runs rounds (seed, seed + 1
 SHOWN = 3  # shrunk failing inputs shown per property
 # What --resume compares (train/trainer.py's RESUMABLE_SECTIONS; vectors/run.py's for word vectors).
 RESUMED = {Config: ("seed", "data", "tokens", "model"), VectorsConfig: ("data", "words", "train")}
-# Crashes already reported, each with its reproducer (a strict xfail) in tests/test_reliability.py: (property,
-# pattern of the crash's kind, the bug). They still count as crashes.
-KNOWN: list[tuple[str, str, str]] = []
 
 class Crash(Exception):
     """seqlab got an input wrong: pairs other than its rules give, or an error that is not its one-line form."""
@@ -132,16 +129,6 @@ def kind_of(exc: BaseException) -> str:
     text = re.sub(r"/\S*?seqlab-fuzz\S*?/[^\s:'\"]*", "FILE", text)
     text = re.sub(r"-?\d+", "N", text)
     return f"{type(exc).__name__}: {text}" if not isinstance(exc, Crash) else text
-
-
-def known(name: str, kind: str) -> str | None:
-    """The reported bug a crash's kind in property ``name`` is, if it is one."""
-    return next((why for where, pattern, why in KNOWN if where == name and re.search(pattern, kind)), None)
-
-
-def new_kinds(outcome: Outcome) -> list[str]:
-    """The crash kinds of an outcome that are no reported bug."""
-    return [kind for kind in outcome.kinds if not known(outcome.name, kind)]
 
 
 def _settings(examples: int, phases: tuple[Phase, ...], multiple: bool = False) -> settings:
@@ -939,11 +926,10 @@ SECTIONS: dict[str, Callable[[int | None, int, Path], list[Outcome]]] = {"reader
 
 
 def report(outcome: Outcome) -> None:
-    """Print one property's outcome: its numbers, its crashes by kind (known ones marked), shrunk inputs."""
+    """Print one property's outcome: its numbers, its crashes by kind, shrunk inputs."""
     print(outcome.line(), flush=True)
     for kind, count in sorted(outcome.kinds.items(), key=lambda item: -item[1]):
-        why = known(outcome.name, kind)
-        print(f"    {count:5d} x {kind}" + (f"   [known: {why}]" if why else "   [NEW]"))
+        print(f"    {count:5d} x {kind}")
     for shown in outcome.shrunk:
         print(f"    shrunk: {shown}")
 
@@ -978,8 +964,6 @@ def result(outcomes: list[Outcome], seed: int, seconds: float) -> dict[str, Any]
 
     return {"command": "python benchmarks/fuzz.py " + " ".join(sys.argv[1:]), "machine": machine(), "seed": seed,
             "seconds": seconds, "examples": sum(o.examples for o in outcomes), "crashes": sum(o.crashes for o in outcomes),
-            "new_crashes": sum(o.kinds[kind] for o in outcomes for kind in new_kinds(o)),
-            "known": sorted({why for o in outcomes for kind in o.kinds if (why := known(o.name, kind))}),
             "outcomes": [asdict(o) for o in outcomes]}
 
 
@@ -988,8 +972,7 @@ def main() -> None:
     started = time.perf_counter()
     outcomes = run(args.only or list(SECTIONS), args.examples, args.seed)
     numbers = result(outcomes, args.seed, time.perf_counter() - started)
-    print(f"{numbers['examples']:,} examples, {numbers['crashes']} crashes ({numbers['new_crashes']} of no known kind) "
-          f"in {numbers['seconds']:.0f} s")
+    print(f"{numbers['examples']:,} examples, {numbers['crashes']} crashes in {numbers['seconds']:.0f} s")
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(numbers, indent=1, ensure_ascii=False), encoding="utf-8")
     print(f"written to {args.json}")

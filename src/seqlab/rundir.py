@@ -27,7 +27,7 @@ which a resumed run deletes); the weights and their description are one file, so
 replaced together. The log is appended one whole line per write, at an epoch's end and before the
 checkpoint that moves the position on to the next epoch, and read without a torn last line.
 
-A resumed run (``check_start`` with ``resume``, then ``remove_temporaries``) goes on from its checkpoint's
+A resumed run (``check_start`` with ``resume``, which also deletes killed saves' temporary files) goes on from its checkpoint's
 position, the epoch in progress, and the log keeps only the records of the epochs before that one
 (``truncate_log``): a record of it or of a later epoch is of work the run does again. A run resumed without a
 checkpoint (killed before its first: its configuration saved, maybe its tokenizers or vocabulary, a log record,
@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -76,6 +77,7 @@ EPOCHS = "epochs"  # the kept epochs' weights: epochs/epoch-N.safetensors
 MODEL_FILES = (CONFIG, SOURCE_TOKENIZER, TARGET_TOKENIZER, LABELS)  # what, besides weights, describes a model
 
 T = TypeVar("T", dict, list)
+log = logging.getLogger("seqlab")
 
 
 class RunFileError(ValueError):
@@ -109,9 +111,9 @@ class RunDir:
 
     def check_start(self, config: Config | VectorsConfig, resume: bool, fixed: Sequence[str]) -> bool:
         """Before training starts: refuse to overwrite a run; on resume, refuse a directory without a run, or a
-        config whose ``fixed`` sections differ from the saved one (they decide the data or the model). Returns
-        whether there is a checkpoint to resume from: a run resumed without one (killed before its first
-        checkpoint) starts again from its beginning."""
+        config whose ``fixed`` sections differ from the saved one (they decide the data or the model), then
+        delete the temporary files of killed saves. Returns whether there is a checkpoint to resume from: a run
+        resumed without one (killed before its first checkpoint) starts again from its beginning."""
         if not resume:
             if self.has_run():
                 raise ConfigError(f"{self.path} already holds a run: pass --resume to continue it, or choose another --out")
@@ -123,12 +125,18 @@ class RunDir:
         if changed:
             raise ConfigError(f"cannot resume {self.path} with a different {', '.join(changed)} "
                               f"(only what is outside {', '.join(fixed)} may change)")
-        return self.has_checkpoint()
+        removed = self.remove_temporaries()  # nothing writes there yet
+        if removed:
+            log.info("%s: deleted %d temporary file(s) of saves that were killed", self.path, removed)
+        if not self.has_checkpoint():
+            log.info("%s holds a run with no checkpoint (killed before its first, or a count run, which keeps "
+                     "none): starting it from its beginning (nothing was saved that could be lost)", self.path)
+            return False
+        return True
 
     def remove_temporaries(self) -> int:
         """Delete the temporary files that saves killed before their rename left in the run directory and in
-        ``epochs/`` (``files.remove_temporaries``; only while nothing writes there: before a resumed run starts);
-        returns how many."""
+        ``epochs/`` (``files.remove_temporaries``; only while nothing writes there); returns how many."""
         return remove_temporaries(self.path) + remove_temporaries(self.path / EPOCHS)
 
     # --- config and tokenizers ------------------------------------------------------
@@ -204,7 +212,7 @@ class RunDir:
     def kept_epoch(self, path: Path) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
         """The weights in one of ``kept_epochs``' files and what they are (epoch, step, valid)."""
         tensors, metadata = _read_safetensors(path, "model file")
-        return tensors, _described(path, _header_json(path, "model file", metadata, INFO_KEY, dict))
+        return tensors, _model_header(path, metadata)
 
     def copy_model_files(self, out: RunDir) -> None:
         """Copy what describes the model (config, tokenizers, labels) into the run directory ``out``."""
@@ -243,7 +251,7 @@ class RunDir:
         """What the weights in ``path`` are: the description in its header, or in model.json beside it (a run
         written before the header held it)."""
         if INFO_KEY in metadata or not (self.path / LEGACY_MODEL_INFO).exists():
-            return _described(path, _header_json(path, "model file", metadata, INFO_KEY, dict))
+            return _model_header(path, metadata)
         legacy = self.path / LEGACY_MODEL_INFO
         return _described(legacy, _read_json(legacy, "model description", dict))
 
@@ -470,9 +478,14 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _model_header(path: Path, metadata: dict[str, str]) -> dict[str, Any]:
+    """The description of a weight file's model (epoch, step, valid), from its header's metadata."""
+    return _described(path, _header_json(path, "model file", metadata, INFO_KEY, dict))
+
+
 def _described(path: Path, info: dict[str, Any]) -> dict[str, Any]:
     """A model's description (``info``), if it says which epoch and step the weights are of."""
-    if not all(isinstance(info.get(key), int) for key in ("epoch", "step")):
+    if not all(_is_int(info.get(key)) for key in ("epoch", "step")):
         raise RunFileError(f"{path}: not a seqlab model description (no epoch and step)")
     return info
 

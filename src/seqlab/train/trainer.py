@@ -308,15 +308,8 @@ def start_run(config: Config, run: RunDir, resume: bool, world: World) -> tuple[
     checkpointed = False
     if world.is_main:
         checkpointed = run.check_start(config, resume, RESUMABLE_SECTIONS)
-        if resume:
-            removed = run.remove_temporaries()
-            if removed:
-                log.info("%s: deleted %d temporary file(s) of saves that were killed", run.path, removed)
-            if checkpointed:
-                run.save_config(config)  # train/eval may have changed
-            else:
-                log.info("%s holds a run killed before its first checkpoint: starting it from its beginning (nothing "
-                         "was saved that could be lost)", run.path)
+        if resume and checkpointed:
+            run.save_config(config)  # train/eval may have changed
     resume = bool(world.from_main(resume and checkpointed))  # a collective call: the others wait for rank 0
     if config.train.threads:
         torch.set_num_threads(config.train.threads)

@@ -44,15 +44,7 @@ def read_words(config: VectorsConfig, data_dir: str | Path | None = None) -> lis
 def train_vectors(config: VectorsConfig, run_dir: str | Path, data_dir: str | Path | None = None,
                   resume: bool = False, progress: bool | None = None) -> WordVectors:
     run = RunDir(run_dir)
-    checkpointed = run.check_start(config, resume, ("data", "words", "train"))  # every section decides the vectors
-    if resume:
-        removed = run.remove_temporaries()
-        if removed:
-            logger.info("%s: deleted %d temporary file(s) of saves that were killed", run.path, removed)
-        if not checkpointed:
-            logger.info("%s holds a run with no checkpoint (killed before its first epoch's end, or a count run): "
-                        "starting it from its beginning (nothing was saved that could be lost)", run.path)
-            resume = False
+    resume = run.check_start(config, resume, ("data", "words", "train"))  # every section decides the vectors
     started = time.perf_counter()
     text = read_words(config, data_dir)
     vocabulary = Vocabulary.build(text, config.train.min_count)
