@@ -244,3 +244,40 @@ def test_every_rank_takes_the_same_decision_on_a_nan_loss(tmp_path, nonfinite):
     assert [r["skipped"] for r in RunDir(out).log()] == [1, 0]
     state = load_file(out / CHECKPOINT)
     assert all(torch.isfinite(t).all() for name, t in state.items() if name.startswith(("model.", "optim.")))
+
+
+LEAVING = '''
+"""A step of DDP between two processes, as training takes it, then World.close(): writes how many of gloo's
+threads still run."""
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from seqlab.train.distributed import World
+
+
+def train(world):
+    model = torch.nn.Linear(2, 2)
+    step = world.wrap(model, lambda indices: (model(torch.ones(len(indices), 2)).sum(), len(indices)))
+    step(np.zeros(3))[0].backward()
+
+
+world = World.from_env()
+train(world)
+world.close()
+threads = sum("gloo" in (task / "comm").read_text() for task in Path("/proc/self/task").iterdir())
+sys.stdout.write(f"gloo threads: {threads}\\n")
+'''
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="counts threads in /proc/self/task (Linux)")
+def test_closing_the_world_stops_gloo_threads_before_the_interpreter_exits(tmp_path):
+    """A process group that outlives destroy_process_group keeps gloo's threads running into the interpreter's
+    teardown, where one can abort the process (SIGABRT after a finished run, seen in CI)."""
+    script = tmp_path / "leaving.py"
+    script.write_text(LEAVING, encoding="utf-8")
+    done = _run([*TORCHRUN[:-2], str(script)])
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count("gloo threads: 0") == 2, done.stdout

@@ -15,6 +15,7 @@ Without ``torchrun`` (no ``WORLD_SIZE`` > 1) the world is one process and nothin
 from __future__ import annotations
 
 import datetime
+import importlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -50,6 +51,11 @@ class World:
             torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
             backend = "cpu:gloo,cuda:nccl"
         if not dist.is_initialized():
+            # DistributedDataParallel imports torch._dynamo, whose import after the group exists keeps references
+            # to it: destroy_process_group would then leave gloo's threads running into the interpreter's exit,
+            # where they can abort the process (SIGABRT, "terminate called without an active exception")
+            importlib.import_module("torch._dynamo")
+
             # torchrun ends the job when a process dies; the timeout bounds a wait on rank 0's validation
             dist.init_process_group(backend, timeout=datetime.timedelta(minutes=30))
         return cls(dist.get_rank(), dist.get_world_size())
