@@ -59,6 +59,7 @@ def server(monkeypatch):
     s = Server()
     yield s
     s.httpd.shutdown()
+    s.httpd.server_close()  # shutdown() only stops serve_forever; this closes the listening socket
 
 
 def test_fetch_writes_every_file_with_its_checksum_then_skips_them(server, tmp_path):
