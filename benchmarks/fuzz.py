@@ -22,18 +22,21 @@ Sections (``--only`` picks some; all by default):
   ``  key: problem`` line per problem. A config that loads must come back equal from the run directory's
   ``config.yaml`` (``dump_config``, then the same keys compared as ``--resume`` compares them).
 
-* ``api``: 1,000 request bodies POSTed to ``/api/translate`` of a small date model's server (``create_app``
-  through FastAPI's test client: the body limit, the JSON parser, the checks, the worker thread): a valid request
-  with fields replaced by any JSON value (integers past 2**64, 1e-300, any Unicode, nesting), left out or added;
-  any list of texts as inputs (empty, blank, too many, too long); any JSON document; NaN and Infinity literals;
-  bytes that are not JSON or not UTF-8; a body over the size limit. The answer must be a 200 with one output per
-  input, or a 4xx or 503 with a one-line ``{"error": ...}``.
+* ``api``: 1,000 request bodies POSTed to each route that answers a model (``/api/translate``, ``/api/classify``,
+  ``/api/answer``, ``/api/generate``, ``/api/similar``, ``/api/analogy``), each on the server of a small run of
+  its kind trained here (``create_app`` through FastAPI's test client: the body limit, the JSON parser, the
+  checks, the worker thread): a valid request with fields replaced by any JSON value (integers past 2**64,
+  1e-300, any Unicode, nesting), left out or added; any text in its text fields (empty, blank, too long, special
+  tokens) and any list of texts as inputs, the rest left valid; any JSON document; NaN and Infinity literals;
+  bytes that are not JSON or not UTF-8; a body over the size limit. The answer must be a 200 that answers the
+  request (one output per input, in order; at most ``top`` words), or a 4xx or 503 with a one-line
+  ``{"error": ...}``.
 
 A crash is any other exception, an error message on several lines, or pairs other than the rules give. Each
 section prints the examples tried, the crashes grouped by kind, and the first few failing inputs as Hypothesis
 shrinks them;
 every number goes to ``--json`` (default: seqlab-fuzz.json in the system's temporary directory). Exit 1 on any
-crash. ``--examples N``: N examples per reader and N configs, for a quick run.
+crash. ``--examples N``: N examples per reader, N configs and N requests per route, for a quick run.
 """
 
 from __future__ import annotations
@@ -823,9 +826,11 @@ def fuzz_configs(scale: int | None, seed: int, directory: Path) -> list[Outcome]
 
 # --- api -------------------------------------------------------------------------------------------------------------
 
-REQUESTS = 1_000
-# A small date Transformer trained for one epoch (a few seconds): the server's checks do not depend on its quality.
-API_RUN = {
+REQUESTS = 1_000  # per route
+# Small runs of every kind the server serves, trained for an epoch or two (seconds): the server's checks do not
+# depend on their quality. Words of the generated corpora (WORDS) and SQuAD facts (squad_facts) are made up here.
+WORDS = ["cat", "dog", "sat", "ran", "on", "a", "the", "mat", "고양이", "강아지", "잔다", "운다"]
+TRANSLATE_RUN = {
     "seed": 3,
     "data": {"corpus": {"format": "task", "task": "date", "size": 1000, "seed": 5},
              "split": {"valid": 100, "seed": 1}, "max_source_length": 40},
@@ -834,16 +839,115 @@ API_RUN = {
     "train": {"epochs": 1, "batch_tokens": 600, "precision": "fp32"},
     "eval": {"max_output_length": 12},
 }
-VALID_REQUEST = {"inputs": ["september 27, 1994"], "beam": 3, "nbest": 1, "length_penalty": 0.6, "normalize": False,
-                 "sample": False, "temperature": 1.0, "top_k": 0, "top_p": 1.0, "num_samples": 1, "seed": 0,
-                 "max_length": 12, "length_ratio": 1.5, "length_extra": 10, "attention": True}
+SMALL_ENCODER = {"d_model": 32, "num_layers": 1, "num_heads": 2, "d_ff": 64, "dropout": 0.0}
+SMALL_TRAIN = {"epochs": 1, "batch_sentences": 16, "schedule": "constant", "lr": 3e-3, "precision": "fp32"}
+DECODING = {"beam": 3, "nbest": 1, "length_penalty": 0.6, "normalize": False, "sample": False, "temperature": 1.0,
+            "top_k": 0, "top_p": 1.0, "num_samples": 1, "seed": 0, "max_length": 12}
+
+
+@dataclass(frozen=True)
+class Route:
+    """A route of the server, a valid request to it, and the run whose server has it."""
+
+    path: str
+    valid: dict[str, Any]
+    run: str  # the key of api_runs' run directories
+
+
+ROUTES = {
+    "translate": Route("/api/translate", {"inputs": ["september 27, 1994"], **DECODING, "length_ratio": 1.5,
+                                          "length_extra": 10, "attention": True}, "translate"),
+    "classify": Route("/api/classify", {"inputs": ["the cat sat", "강아지 운다"], "attention": True}, "classify"),
+    "answer": Route("/api/answer", {"inputs": ["When was Bo born?"],
+                                    "context": "Bo was born in 1990.  Cy likes figs."}, "answer"),
+    "generate": Route("/api/generate", {"start": "the cat", **DECODING}, "lm"),
+    "similar": Route("/api/similar", {"word": "cat", "top": 3}, "vectors"),
+    "analogy": Route("/api/analogy", {"a": "cat", "b": "dog", "c": "고양이", "top": 3}, "vectors"),
+}
+
+
+def _sentences(path: Path, count: int) -> Path:
+    """``count`` lines of 3 to 8 of WORDS."""
+    import random
+
+    rng = random.Random(0)
+    path.write_text("".join(" ".join(rng.choices(WORDS, k=rng.randint(3, 8))) + "\n" for _ in range(count)),
+                    encoding="utf-8")
+    return path
+
+
+def _labelled(path: Path, count: int) -> Path:
+    """A CSV of ``count`` (Q, label) rows: the label is that of Q's first word (its index in WORDS, mod 3)."""
+    import random
+
+    rng = random.Random(1)
+    with path.open("w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["Q", "label"])
+        for _ in range(count):
+            words = rng.choices(WORDS, k=rng.randint(2, 6))
+            writer.writerow([" ".join(words), str(WORDS.index(words[0]) % 3)])
+    return path
+
+
+def squad_facts(path: Path, count: int) -> Path:
+    """``count`` SQuAD v1.1 questions, each on a context of two facts: a year of birth and a liked food."""
+    import random
+
+    rng = random.Random(2)
+    people, foods = ["Ana", "Bo", "Cy", "Dag", "Eli"], ["figs", "bread", "honey", "eggs"]
+    data = []
+    for k in range(count):
+        born, likes, year, food = *rng.sample(people, 2), str(rng.randint(1900, 2020)), rng.choice(foods)
+        context = f"{born} was born in {year}.  {likes} likes {food}."
+        question, answer = rng.choice([(f"When was {born} born?", year), (f"What does {likes} like?", food)])
+        data.append({"title": f"t{k}", "paragraphs": [{"context": context, "qas": [
+            {"id": f"q{k}", "question": question, "answers": [{"text": answer, "answer_start": context.index(answer)}]}]}]})
+    path.write_text(json.dumps({"version": "1.1", "data": data}), encoding="utf-8")
+    return path
+
+
+def api_runs(directory: Path) -> dict[str, Path]:
+    """The run directory of each kind of server, trained in ``directory``."""
+    from seqlab.config import VectorsConfig
+    from seqlab.train.trainer import Trainer
+    from seqlab.vectors.run import train_vectors
+
+    sentences = _sentences(directory / "sentences.txt", 300)
+    csv_corpus = {"format": "csv", "path": str(_labelled(directory / "labelled.csv", 300)), "source_column": "Q",
+                  "target_column": "label"}
+    configs = {
+        "translate": TRANSLATE_RUN,
+        "classify": {"data": {"corpus": csv_corpus, "split": {"valid": 30, "seed": 1}, "max_source_length": 16},
+                     "tokens": {"source": {"level": "word"}},
+                     "model": {"type": "encoder", **SMALL_ENCODER, "max_length": 16}, "train": SMALL_TRAIN},
+        "answer": {"data": {"corpus": {"format": "squad", "path": str(squad_facts(directory / "squad.json", 200))},
+                            "split": {"valid": 20, "seed": 1}, "max_source_length": 32},
+                   "tokens": {"source": {"level": "word"}},
+                   "model": {"type": "span", **SMALL_ENCODER, "max_length": 32}, "train": SMALL_TRAIN},
+        "lm": {"data": {"corpus": {"format": "lines", "path": str(sentences)}, "split": {"valid": 30, "seed": 1}},
+               "tokens": {"source": {"level": "word"}},
+               "model": {"type": "lm", "embedding_size": 16, "hidden_size": 16, "num_layers": 1, "dropout": 0.0},
+               "train": {"epochs": 1, "streams": 4, "time_size": 5, "schedule": "constant", "lr": 0.01,
+                         "precision": "fp32"}},
+    }
+    runs = {}
+    with hushed():
+        for name, raw in configs.items():
+            runs[name] = directory / name
+            Trainer(parse_config(raw, "fuzz"), runs[name], progress=False).fit()
+        runs["vectors"] = directory / "vectors"
+        vectors = {"data": {"corpora": [{"format": "lines", "path": str(sentences)}]},
+                   "train": {"method": "skipgram", "dim": 8, "window": 2, "min_count": 1, "epochs": 1, "sample": 0}}
+        train_vectors(parse_config(vectors, schema=VectorsConfig), runs["vectors"], directory, progress=False)
+    return runs
 
 
 def json_values() -> st.SearchStrategy[Any]:
     """Any JSON value: scalars of every type and size (integers past 2**64, tiny and huge floats, any Unicode,
     numbers at the edges of the limits), nested in lists and objects."""
     edges = st.sampled_from([0, 1, -1, 2, 16, 17, 2**31, 2**32, 2**63, 2**70, 1e-300, 1e300, 0.009, 0.01, "", " ",
-                             "\x00", "\u200b", "가" * 1100, "<eos>", "<pad>"])
+                             "\x00", "\u200b", "가" * 1100, "<eos>", "<pad>", "<unk>", "[MASK]", "cat"])
     scalars = (st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
                | st.text(max_size=60) | edges)
     return st.recursive(scalars, lambda inner: st.lists(inner, max_size=4)
@@ -851,43 +955,59 @@ def json_values() -> st.SearchStrategy[Any]:
 
 
 @st.composite
-def api_requests(draw: st.DrawFn) -> bytes:
-    """A request body: a valid request with fields replaced by any JSON value, left out or added; any list of
-    texts as its inputs; any JSON document; NaN and Infinity (which Python's json reads); bytes that are not JSON
-    or not UTF-8; a body over the size limit."""
-    kind = draw(st.sampled_from(["mutated", "mutated", "inputs", "document", "literal", "bytes", "large"]))
+def api_requests(draw: st.DrawFn, valid: dict[str, Any]) -> bytes:
+    """A request body: ``valid`` with fields replaced by any JSON value, left out or added; any text in its text
+    fields and any list of texts as its ``inputs``; any JSON document; NaN and Infinity (which Python's json
+    reads) in a number field (any field where there is none); bytes that are not JSON or not UTF-8; a body over
+    the size limit."""
+    kind = draw(st.sampled_from(["mutated", "mutated", "texts", "document", "literal", "bytes", "large"]))
     if kind == "document":
         return json.dumps(draw(json_values())).encode()
     if kind == "bytes":
         return draw(st.binary(max_size=300))
+    texts = [key for key, value in valid.items() if isinstance(value, str | list)]
     if kind == "large":
-        return json.dumps({"inputs": ["x" * 1000] * 80}).encode()
-    body = {key: value for key, value in VALID_REQUEST.items() if key == "inputs" or draw(st.booleans())}
-    for key in draw(st.lists(st.sampled_from(sorted(VALID_REQUEST)), max_size=3, unique=True)):  # 0 to 3 changed
+        return json.dumps({**valid, texts[0]: ["x" * 1000] * 80 if texts[0] == "inputs" else "x" * 80_000}).encode()
+    if kind == "texts":  # the rest of the request left valid
+        any_text = st.text(max_size=60) | st.sampled_from(["", "  ", "x" * 1001, "\n\t", "<unk> [MASK]"])
+        key = draw(st.sampled_from(texts))
+        return json.dumps({**valid, key: draw(st.lists(any_text, max_size=10)) if key == "inputs"
+                           else draw(any_text)}).encode()
+    body = {key: value for key, value in valid.items() if key in texts or draw(st.booleans())}
+    for key in draw(st.lists(st.sampled_from(sorted(valid)), max_size=3, unique=True)):  # 0 to 3 changed
         body[key] = draw(json_values())
     if draw(st.integers(0, 4)) == 0:
         body[draw(st.text(max_size=12))] = draw(json_values())
-    if kind == "inputs":
-        body["inputs"] = draw(st.lists(st.text(max_size=60) | st.sampled_from(["", "  ", "x" * 1001]), max_size=10))
     text = json.dumps(body)
     if kind == "literal":
-        key = draw(st.sampled_from(["temperature", "length_penalty", "top_p", "length_ratio", "beam"]))
+        numbers = [key for key, value in valid.items() if isinstance(value, int | float) and not isinstance(value, bool)]
+        key = draw(st.sampled_from(numbers or sorted(valid)))
         literal = draw(st.sampled_from(["NaN", "Infinity", "-Infinity"]))
         text = json.dumps({**body, key: "__literal__"}).replace('"__literal__"', literal)
     return text.encode()
 
 
-def api_check(client: Any) -> Check:
-    """A request body -> the status; a crash unless it is a 200 with one output per input, or a 4xx or 503 whose
+def answered(sent: dict[str, Any], answer: dict[str, Any]) -> bool:
+    """Whether a 200's JSON answers the request: one output per input, in order; at most ``top`` words; a list of
+    continuations of the start."""
+    if "inputs" in sent:
+        return [o["input"] for o in answer["outputs"]] == sent["inputs"]
+    if "start" in sent:
+        return answer["start"] == sent["start"] and len(answer["outputs"]) >= 1
+    found = answer["neighbours" if "word" in sent else "answers"]
+    return len(found) <= sent.get("top", 10) and all(isinstance(f["cosine"], float) for f in found)
+
+
+def api_check(client: Any, path: str) -> Check:
+    """A request body -> the status; a crash unless it is a 200 that answers the request, or a 4xx or 503 whose
     JSON ``error`` is one line."""
 
     def check(body: bytes) -> tuple[int, str]:
-        response = client.post("/api/translate", content=body, headers={"content-type": "application/json"})
+        response = client.post(path, content=body, headers={"content-type": "application/json"})
         status = response.status_code
         if status == 200:
-            sent = json.loads(body)["inputs"]
-            if [o["input"] for o in response.json()["outputs"]] != sent:
-                raise Crash("a 200 whose outputs are not one per input")
+            if not answered(json.loads(body), response.json()):
+                raise Crash(f"a 200 that does not answer the request: {response.text[:200]}")
             return 0, "200"
         if not (400 <= status < 500 or status == 503):
             raise Crash(f"status {status}: {response.text[:200]}")
@@ -900,20 +1020,22 @@ def api_check(client: Any) -> Check:
 
 
 def fuzz_api(scale: int | None, seed: int, directory: Path) -> list[Outcome]:
-    """REQUESTS generated bodies (or ``scale``) POSTed to ``/api/translate`` of a small date model's app, through
-    the whole ASGI stack (the body limit, the JSON parser, the checks, the worker); limits kept small so that a
-    valid request decodes fast (the checks are the same whatever the numbers)."""
+    """REQUESTS generated bodies (or ``scale``) POSTed to each route of ROUTES, on the server of a small run of
+    its kind, through the whole ASGI stack (the body limit, the JSON parser, the checks, the worker); limits kept
+    small so that a valid request is answered fast (the checks are the same whatever the numbers)."""
     from fastapi.testclient import TestClient
 
     from seqlab.server import Limits, create_app
-    from seqlab.train.trainer import Trainer
 
-    run_dir = directory / "run"
-    with hushed():
-        Trainer(parse_config(API_RUN, "fuzz"), run_dir, progress=False).fit()
-    limits = Limits(max_body_bytes=20_000, max_inputs=8, max_input_chars=100, max_beam=4, max_output_length=16)
-    with TestClient(create_app(run_dir, limits), raise_server_exceptions=False) as client:
-        return [run_property("api", "translate", api_requests(), api_check(client), scale or REQUESTS, seed)]
+    runs = api_runs(directory)
+    limits = Limits(max_body_bytes=20_000, max_inputs=8, max_input_chars=100, max_context_chars=300, max_beam=4,
+                    max_output_length=16, max_top=20)
+    outcomes = []
+    for name, route in ROUTES.items():
+        with TestClient(create_app(runs[route.run], limits), raise_server_exceptions=False) as client:
+            outcomes.append(run_property("api", name, api_requests(route.valid), api_check(client, route.path),
+                                         scale or REQUESTS, seed))
+    return outcomes
 
 
 SECTIONS: dict[str, Callable[[int | None, int, Path], list[Outcome]]] = {"readers": fuzz_readers,
@@ -938,7 +1060,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", nargs="+", choices=sorted(SECTIONS), help="these sections (default: all)")
     parser.add_argument("--examples", type=int, help="examples per property, for a quick run (default: 10,000 "
-                        "lines per reader, 1,000 SQuAD documents, 1,000 configs)")
+                        "lines per reader, 1,000 SQuAD documents, 1,000 configs, 1,000 requests per route)")
     parser.add_argument("--seed", type=int, default=0, help="Hypothesis's seed (default 0)")
     parser.add_argument("--json", type=Path, default=Path(tempfile.gettempdir()) / "seqlab-fuzz.json",
                         help="write every number here (default: %(default)s)")

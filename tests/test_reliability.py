@@ -87,10 +87,14 @@ def fuzz(monkeypatch: pytest.MonkeyPatch):
 
 @pytest.mark.parametrize("section", ["readers", "configs", "api"])
 def test_fuzzing_finds_no_crash(fuzz, tmp_path, section):
-    """100 generated examples for each reader (book, TSV, aligned, CSV, lines, SQuAD), 100 configs and 100 API
-    requests: every error is the documented one-line one, every read gives the pairs the format's rules give,
-    every answer is a 200 or a 4xx/503 with a one-line error. What fuzzing found has its test below."""
-    for outcome in fuzz.SECTIONS[section](100, 0, tmp_path):
+    """100 generated examples for each reader (book, TSV, aligned, CSV, lines, SQuAD), 100 configs and 100
+    requests to each route of the server: every error is the documented one-line one, every read gives the pairs
+    the format's rules give, every answer is a 200 that answers the request or a 4xx/503 with a one-line error.
+    What fuzzing found has its test below."""
+    outcomes = fuzz.SECTIONS[section](100, 0, tmp_path)
+    if section == "api":  # every route that answers a model
+        assert [o.name for o in outcomes] == ["translate", "classify", "answer", "generate", "similar", "analogy"]
+    for outcome in outcomes:
         assert outcome.examples == 100, outcome.line()
         assert outcome.kinds == {}, f"{outcome.line()}\n{outcome.kinds}\n{outcome.shrunk}"
 
