@@ -22,7 +22,7 @@ from seqlab.tokenizer import Tokenizer
 from seqlab.train.optimizer import build_optimizer
 from seqlab.train.schedule import transformer_schedule
 from seqlab.train.trainer import Trainer
-from seqlab.vectors.run import train_vectors
+from seqlab.vectors.run import _restore, train_vectors
 
 CFG = TransformerConfig(d_model=16, num_layers=1, num_heads=2, d_ff=32, max_length=16, tie_output=True)
 
@@ -243,7 +243,7 @@ READERS = {  # a file of a run directory: how the run is made, and what reads th
     "labels.json": ("classifier", lambda run: seqlab.classifier.load(run)),
     "vocabulary.json": ("vectors", lambda run: seqlab.vectors.load(run)),
     "vectors.safetensors": ("vectors", lambda run: seqlab.vectors.load(run)),
-    "checkpoint.safetensors (word2vec)": ("vectors", lambda run: RunDir(run).word2vec_state()),
+    "checkpoint.safetensors (word2vec)": ("vectors", lambda run: _restore(RunDir(run), 4, RunDir(run).vectors_config().train)),
 }
 
 
@@ -349,3 +349,31 @@ def test_vectors_train_names_a_damaged_checkpoint_in_one_error_line(vectors_run,
     errors = [line for line in result.output.splitlines() if line.startswith("error: ")]
     assert errors == [f"error: {run / CHECKPOINT}: not a seqlab word2vec state (damaged or truncated: Error while "
                       "deserializing: header too large)"], result.output
+
+
+def _vectors_resume(run: Path, config: Path, data_dir: Path) -> list[str]:
+    """The error lines of ``seqlab vectors train --resume`` into ``run``."""
+    result = CliRunner().invoke(app, ["vectors", "train", str(config), "--out", str(run), "--resume",
+                                      "--data-dir", str(data_dir)])
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    return [line for line in result.output.splitlines() if line.startswith("error: ")]
+
+
+def test_a_word2vec_state_of_another_shape_or_kind_is_named_in_one_error_line(vectors_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(vectors_run, run)
+    config = tmp_path / "vectors.yaml"
+    shutil.copy(run / "config.yaml", config)
+    tensors, info = RunDir(run).word2vec_state({"w_in": [4, 4], "w_out": [4, 4], "generator": [5056]})
+    wider = {name: np.zeros((4, 8), dtype=np.float32) if name != "generator" else t for name, t in tensors.items()}
+    RunDir(run).save_word2vec_state(wider, info)  # another run's state: 8 dimensions, not 4
+    assert _vectors_resume(run, config, vectors_run.parent) == [
+        f"error: {run / CHECKPOINT}: the tensors do not fit this run's word2vec (w_in is [4, 8], the model's [4, 4]; "
+        "w_out is [4, 8], the model's [4, 4])"]
+    RunDir(run).save_word2vec_state(tensors, info | {"rng": {"bit_generator": "MT19937"}})  # numpy's other kind
+    errors = _vectors_resume(run, config, vectors_run.parent)
+    assert len(errors) == 1 and errors[0].startswith(f"error: {run / CHECKPOINT}: not a seqlab word2vec state ("), errors
+    RunDir(run).save_word2vec_state(tensors, {"epochs_done": 1})
+    assert _vectors_resume(run, config, vectors_run.parent) == [
+        f"error: {run / CHECKPOINT}: not a seqlab word2vec state (damaged or truncated: no epochs_done and rng in its "
+        "state)"]

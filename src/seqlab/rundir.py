@@ -44,7 +44,7 @@ import hashlib
 import json
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -303,12 +303,18 @@ class RunDir:
         epochs done, numpy's generator state)."""
         atomic_write(self.path / CHECKPOINT, save_numpy(state, metadata={"state": json.dumps(info)}))
 
-    def word2vec_state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    def word2vec_state(self, shapes: dict[str, list[int]]) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """The state ``save_word2vec_state`` saved, whose tensors must have the names and ``shapes`` of a fresh
+        state's (else a ``RunFileError`` naming the file)."""
         path = self.path / CHECKPOINT
         if not path.exists():
             raise FileNotFoundError(f"{path}: nothing to resume (no epoch has finished)")
         tensors, metadata = _read_safetensors(path, "word2vec state", framework="numpy")
-        return tensors, _header_json(path, "word2vec state", metadata, "state", dict)
+        _check_shapes(path, shapes, tensors, "tensors", "this run's word2vec")
+        info = _header_json(path, "word2vec state", metadata, "state", dict)
+        if not _is_int(info.get("epochs_done")) or not isinstance(info.get("rng"), dict):
+            raise _damaged(path, "word2vec state", "no epochs_done and rng in its state")
+        return tensors, info
 
     # --- the log --------------------------------------------------------------------
 
@@ -423,15 +429,22 @@ def _read_safetensors(path: Path, what: str, framework: Literal["pt", "numpy"] =
 def _fitting(path: Path, model: nn.Module, tensors: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """``tensors`` if they are ``model``'s weights, name for name and shape for shape; else a ``RunFileError``
     that names ``path`` and the first differences."""
-    shapes = {name: list(t.shape) for name, t in model.state_dict().items()}
+    _check_shapes(path, {name: list(t.shape) for name, t in model.state_dict().items()}, tensors, "weights",
+                  "this run's model")
+    return tensors
+
+
+def _check_shapes(path: Path, shapes: dict[str, list[int]], tensors: Mapping[str, torch.Tensor | np.ndarray],
+                  what: str, whose: str) -> None:
+    """A ``RunFileError`` naming ``path`` and the first differences unless ``tensors`` have the names and
+    ``shapes`` of ``whose``."""
     problems = [f"no {name}" for name in shapes if name not in tensors]
     problems += [f"{name} is not the model's" for name in tensors if name not in shapes]
-    problems += [f"{name} is {list(t.shape)}, the model's {shapes[name]}" for name, t in tensors.items()
-                 if name in shapes and list(t.shape) != shapes[name]]
+    problems += [f"{name} is {list(tensors[name].shape)}, the model's {shape}" for name, shape in shapes.items()
+                 if name in tensors and list(tensors[name].shape) != shape]
     if problems:
         more = f" and {len(problems) - 3} more" if len(problems) > 3 else ""
-        raise RunFileError(f"{path}: the weights do not fit this run's model ({'; '.join(problems[:3])}{more})")
-    return tensors
+        raise RunFileError(f"{path}: the {what} do not fit {whose} ({'; '.join(problems[:3])}{more})")
 
 
 def _optimizer_slots(path: Path, model: nn.Module, tensors: dict[str, torch.Tensor]) -> dict[int, dict[str, torch.Tensor]]:

@@ -24,7 +24,7 @@ import torch
 
 from seqlab.config import ConfigError, VectorsConfig, VectorsTrainConfig
 from seqlab.data import read_sentences, resolve_data_dir
-from seqlab.rundir import RunDir
+from seqlab.rundir import CHECKPOINT, RunDir, RunFileError
 from seqlab.tokenizer import split_words
 from seqlab.vectors.count import co_matrix_sparse, ppmi_sparse, svd_vectors
 from seqlab.vectors.pairs import Vocabulary
@@ -96,20 +96,28 @@ def _word2vec_vectors(run: RunDir, ids: list[np.ndarray], counts: np.ndarray, cf
     return model.word_vecs.numpy()
 
 
+def _state_tensors(state: Word2VecState) -> dict[str, np.ndarray]:
+    """The tables and torch's generator state, as the checkpoint holds them."""
+    return {"w_in": state.model.w_in.weight.detach().numpy(), "w_out": state.model.w_out.weight.detach().numpy(),
+            "generator": state.generator.get_state().numpy()}
+
+
 def _save_state(run: RunDir, state: Word2VecState) -> None:
-    tensors = {"w_in": state.model.w_in.weight.detach().numpy(), "w_out": state.model.w_out.weight.detach().numpy(),
-               "generator": state.generator.get_state().numpy()}
-    run.save_word2vec_state(tensors, {"epochs_done": state.epochs_done, "rng": state.rng.bit_generator.state})
+    run.save_word2vec_state(_state_tensors(state), {"epochs_done": state.epochs_done,
+                                                    "rng": state.rng.bit_generator.state})
 
 
 def _restore(run: RunDir, vocab_size: int, cfg: VectorsTrainConfig) -> Word2VecState:
-    tensors, info = run.word2vec_state()
     state = Word2VecState.start(vocab_size, cfg)
+    tensors, info = run.word2vec_state({name: list(t.shape) for name, t in _state_tensors(state).items()})
     with torch.no_grad():
         state.model.w_in.weight.copy_(torch.from_numpy(tensors["w_in"]))
         state.model.w_out.weight.copy_(torch.from_numpy(tensors["w_out"]))
-    state.generator.set_state(torch.from_numpy(tensors["generator"]))
-    state.rng.bit_generator.state = info["rng"]
+    try:
+        state.generator.set_state(torch.from_numpy(tensors["generator"]))
+        state.rng.bit_generator.state = info["rng"]
+    except (RuntimeError, TypeError, ValueError) as exc:  # a generator's state of another kind
+        raise RunFileError(f"{run.path / CHECKPOINT}: not a seqlab word2vec state ({exc})") from None
     state.epochs_done = info["epochs_done"]
     logger.info("resuming %s after epoch %d", run.path, state.epochs_done)
     return state
