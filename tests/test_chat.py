@@ -3,12 +3,13 @@
 import unicodedata
 
 import pytest
+from conftest import KOREAN_PAIRS as PAIRS
 from typer.testing import CliRunner
 
 import seqlab
 from seqlab.chat import Chat, EndOfChat
 from seqlab.cli import app
-from conftest import KOREAN_PAIRS as PAIRS
+
 
 def _chat(run, text, *options):
     return CliRunner().invoke(app, ["chat", str(run), *options], input=text)

@@ -193,7 +193,10 @@ def test_sampling_limits(kind):
     first = sample(model, src, _limits(src), num_samples=3, temperature=2.0, seed=11)
     again = sample(model, src, _limits(src), num_samples=3, temperature=2.0, seed=11)
     other = sample(model, src, _limits(src), num_samples=3, temperature=2.0, seed=12)
-    tokens = lambda d: [[h.tokens for h in hs] for hs in d]
+
+    def tokens(drawn):
+        return [[h.tokens for h in hs] for hs in drawn]
+
     assert tokens(first) == tokens(again) and tokens(first) != tokens(other)
     assert any(len({tuple(h.tokens) for h in hs}) > 1 for hs in first)  # several different samples per input
 

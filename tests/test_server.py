@@ -25,11 +25,11 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 class Served:
     """A real uvicorn server on 127.0.0.1 in a thread, for as long as the ``with`` block lasts."""
 
-    def __init__(self, run_dir: Path, limits: Limits = Limits()) -> None:
+    def __init__(self, run_dir: Path, limits: Limits | None = None) -> None:
         self.socket = socket.socket()
         self.socket.bind(("127.0.0.1", 0))
-        self.url = "http://127.0.0.1:%d" % self.socket.getsockname()[1]
-        config = uvicorn.Config(create_app(run_dir, limits), log_level="warning")
+        self.url = f"http://127.0.0.1:{self.socket.getsockname()[1]}"
+        config = uvicorn.Config(create_app(run_dir, limits or Limits()), log_level="warning")
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.socket]}, daemon=True)
 
@@ -214,7 +214,8 @@ def test_the_page_in_a_real_browser(served):
         head2 = page.locator("#heatmap td").evaluate_all("cells => cells.map(c => c.dataset.weight)")
         assert len(head2) == len(head0) and head2 != head0
         # Hangul is drawn with the page's own font, not boxes
-        assert page.evaluate("async () => { await document.fonts.ready; return document.fonts.check('16px NanumGothic', '배고파'); }")
+        assert page.evaluate("async () => { await document.fonts.ready; "
+                             "return document.fonts.check('16px NanumGothic', '배고파'); }")
         page.screenshot(path=str(ARTIFACTS / "serve-page.png"), full_page=True)
         # beam search from the options: the n-best list grows
         page.check("input[name=mode][value=beam]")

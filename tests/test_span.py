@@ -229,8 +229,8 @@ def test_a_reader_runs_curves_are_its_loss_exact_match_and_f1(tiny_reader):
 
 
 def test_contexts_longer_than_the_input_are_cut_and_their_cut_answers_not_trained_on(tmp_path, caplog):
-    from seqlab.train.family import SpanExtraction
     from seqlab.rundir import RunDir
+    from seqlab.train.family import SpanExtraction
 
     raw = squad_config(tmp_path, train=50, valid=10)
     raw["data"]["max_source_length"] = 16

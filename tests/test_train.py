@@ -9,8 +9,8 @@ import math
 from pathlib import Path
 
 import pytest
-import torch
 import sacrebleu
+import torch
 import yaml
 from conftest import resumes_exactly, small_date_config
 from safetensors.torch import load_file

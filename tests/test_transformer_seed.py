@@ -5,10 +5,10 @@ import math
 import pytest
 import torch
 
+from seqlab.loss import token_nll_sum
 from seqlab.model.attention import scaled_dot_product_attention
 from seqlab.model.masks import look_ahead_mask, padding_mask
 from seqlab.model.positional import sinusoidal_table
-from seqlab.loss import token_nll_sum
 from seqlab.model.transformer import Residual
 from seqlab.train.schedule import transformer_lr
 
@@ -22,7 +22,8 @@ TEMP_V = torch.tensor([[1, 0], [10, 0], [100, 5], [1000, 6]], dtype=torch.float3
     [
         ([[0, 10, 0]], [[0, 1, 0, 0]], [[10, 0]]),
         ([[0, 0, 10]], [[0, 0, 0.5, 0.5]], [[550, 5.5]]),
-        ([[0, 0, 10], [0, 10, 0], [10, 10, 0]], [[0, 0, 0.5, 0.5], [0, 1, 0, 0], [0.5, 0.5, 0, 0]], [[550, 5.5], [10, 0], [5.5, 0]]),
+        ([[0, 0, 10], [0, 10, 0], [10, 10, 0]], [[0, 0, 0.5, 0.5], [0, 1, 0, 0], [0.5, 0.5, 0, 0]],
+         [[550, 5.5], [10, 0], [5.5, 0]]),
     ],
 )
 def test_scaled_dot_product_attention_seed_examples(query, weights, output):
@@ -36,7 +37,8 @@ def test_attention_logits_are_scaled_by_sqrt_dk():
     q = torch.tensor([[0.0, 10.0, 0.0]])
     assert (q @ TEMP_K.T / math.sqrt(3))[0, 1] == pytest.approx(57.735, abs=1e-3)
     weights_at_half_scale = torch.softmax(torch.tensor([0.0, 1.0]), -1)
-    _, w = scaled_dot_product_attention(torch.tensor([[1.0, 1.0, 1.0, 1.0]]), torch.tensor([[0.0] * 4, [1.0, 1.0, 0.0, 0.0]]), torch.eye(2))
+    _, w = scaled_dot_product_attention(torch.tensor([[1.0, 1.0, 1.0, 1.0]]),
+                                        torch.tensor([[0.0] * 4, [1.0, 1.0, 0.0, 0.0]]), torch.eye(2))
     torch.testing.assert_close(w[0], weights_at_half_scale)  # q·k = 2, sqrt(4) = 2 -> logit 1
 
 
@@ -64,7 +66,8 @@ def test_positional_encoding_seed_values():
     assert pe.shape == (1, 50, 128)
     assert pe[0, 0, :6].tolist() == [0.0, 1.0, 0.0, 1.0, 0.0, 1.0]
     torch.testing.assert_close(pe[0, 1, :4], torch.tensor([0.841471, 0.540302, 0.761720, 0.647906]), atol=1e-6, rtol=0)
-    torch.testing.assert_close(sinusoidal_table(2, 4)[0, 1], torch.tensor([0.841471, 0.540302, 0.0099998, 0.99995]), atol=1e-6, rtol=0)
+    torch.testing.assert_close(sinusoidal_table(2, 4)[0, 1], torch.tensor([0.841471, 0.540302, 0.0099998, 0.99995]),
+                               atol=1e-6, rtol=0)
 
 
 def test_positional_angle_table_d128():
