@@ -48,6 +48,7 @@ import gzip
 import io
 import json
 import logging
+import random
 import re
 import sys
 import tempfile
@@ -827,8 +828,8 @@ def fuzz_configs(scale: int | None, seed: int, directory: Path) -> list[Outcome]
 # --- api -------------------------------------------------------------------------------------------------------------
 
 REQUESTS = 1_000  # per route
-# Small runs of every kind the server serves, trained for an epoch or two (seconds): the server's checks do not
-# depend on their quality. Words of the generated corpora (WORDS) and SQuAD facts (squad_facts) are made up here.
+# Small runs of every kind the server serves, trained for an epoch (seconds): the server's checks do not depend on
+# their quality. Words of the generated corpora (WORDS) and SQuAD facts (_squad_facts) are made up here.
 WORDS = ["cat", "dog", "sat", "ran", "on", "a", "the", "mat", "고양이", "강아지", "잔다", "운다"]
 TRANSLATE_RUN = {
     "seed": 3,
@@ -868,8 +869,6 @@ ROUTES = {
 
 def _sentences(path: Path, count: int) -> Path:
     """``count`` lines of 3 to 8 of WORDS."""
-    import random
-
     rng = random.Random(0)
     path.write_text("".join(" ".join(rng.choices(WORDS, k=rng.randint(3, 8))) + "\n" for _ in range(count)),
                     encoding="utf-8")
@@ -878,8 +877,6 @@ def _sentences(path: Path, count: int) -> Path:
 
 def _labelled(path: Path, count: int) -> Path:
     """A CSV of ``count`` (Q, label) rows: the label is that of Q's first word (its index in WORDS, mod 3)."""
-    import random
-
     rng = random.Random(1)
     with path.open("w", encoding="utf-8", newline="") as f:
         writer = csv.writer(f)
@@ -890,10 +887,8 @@ def _labelled(path: Path, count: int) -> Path:
     return path
 
 
-def squad_facts(path: Path, count: int) -> Path:
+def _squad_facts(path: Path, count: int) -> Path:
     """``count`` SQuAD v1.1 questions, each on a context of two facts: a year of birth and a liked food."""
-    import random
-
     rng = random.Random(2)
     people, foods = ["Ana", "Bo", "Cy", "Dag", "Eli"], ["figs", "bread", "honey", "eggs"]
     data = []
@@ -921,7 +916,7 @@ def api_runs(directory: Path) -> dict[str, Path]:
         "classify": {"data": {"corpus": csv_corpus, "split": {"valid": 30, "seed": 1}, "max_source_length": 16},
                      "tokens": {"source": {"level": "word"}},
                      "model": {"type": "encoder", **SMALL_ENCODER, "max_length": 16}, "train": SMALL_TRAIN},
-        "answer": {"data": {"corpus": {"format": "squad", "path": str(squad_facts(directory / "squad.json", 200))},
+        "answer": {"data": {"corpus": {"format": "squad", "path": str(_squad_facts(directory / "squad.json", 200))},
                             "split": {"valid": 20, "seed": 1}, "max_source_length": 32},
                    "tokens": {"source": {"level": "word"}},
                    "model": {"type": "span", **SMALL_ENCODER, "max_length": 32}, "train": SMALL_TRAIN},

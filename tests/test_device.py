@@ -29,9 +29,15 @@ def test_auto_is_the_gpu_where_there_is_one(monkeypatch):
 @pytest.mark.parametrize(("has_bf16", "expected"), [(True, "bf16"), (False, "fp16")])
 def test_a_gpu_trains_in_bf16_or_else_fp16(monkeypatch, has_bf16, expected):
     monkeypatch.delenv(precision.ENV, raising=False)
-    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: has_bf16)
+    monkeypatch.setattr(precision, "cuda_bf16", lambda: has_bf16)
     assert precision.resolve("auto", "cuda") == precision.resolve("bf16", "cuda") == expected
     assert precision.resolve("fp32", "cuda") == "fp32"
+
+
+def test_a_gpu_that_emulates_bf16_trains_in_fp16(monkeypatch):
+    """PyTorch's is_bf16_supported() counts emulated bf16 by default (pre-Ampere GPUs); only native bf16 counts."""
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda including_emulation=True: including_emulation)
+    assert precision.cuda_bf16.__wrapped__() is False
 
 
 def test_a_missing_gpu_stops_the_run_before_its_directory_exists(tmp_path, monkeypatch):
@@ -40,6 +46,16 @@ def test_a_missing_gpu_stops_the_run_before_its_directory_exists(tmp_path, monke
     with pytest.raises(ConfigError, match="no CUDA device"):
         Trainer(config, tmp_path / "run", progress=False)
     assert not (tmp_path / "run").exists()
+
+
+def test_a_run_trained_on_a_gpu_decodes_on_a_machine_without_one(tmp_path, monkeypatch):
+    Trainer(parse_config(small_date_config()), tmp_path / "run", progress=False).fit()
+    run = RunDir(tmp_path / "run")
+    run.save_config(parse_config(small_date_config(device="cuda")))  # as a GPU run's config.yaml says
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    translator = seqlab.load(run.path)
+    assert translator.device == torch.device("cpu")
+    assert len(translator.translate(["september 27, 1994"])) == 1
 
 
 def test_the_numpy_engine_computes_on_the_cpu():

@@ -63,6 +63,13 @@ def native_bf16() -> bool:
     return any(getattr(cpu, name, lambda: False)() for name in checks)
 
 
+@functools.cache
+def cuda_bf16() -> bool:
+    """True when the CUDA GPU multiplies bf16 in hardware (Ampere and later); PyTorch's default answer also counts
+    emulated bf16, which is slower than fp16 with a scaler."""
+    return torch.cuda.is_bf16_supported(including_emulation=False)
+
+
 def cpu_flags(wanted: tuple[str, ...] = BF16_FLAGS, cpuinfo: Path = Path("/proc/cpuinfo")) -> list[str] | None:
     """Which of the ``wanted`` flags the kernel lists for this CPU (the bf16 ones by default); None where there
     is no /proc/cpuinfo."""
@@ -102,7 +109,7 @@ def resolve(precision: str, device_type: str = "cpu") -> str:
     if precision == "fp32":
         return "fp32"
     if device_type == "cuda":
-        return forced() or ("bf16" if torch.cuda.is_bf16_supported() else "fp16")
+        return forced() or ("bf16" if cuda_bf16() else "fp16")
     choice = forced() or ("bf16" if native_bf16() else "fp32")
     if precision == "bf16" and choice == "fp32":
         _warn_not_bf16(forced() is not None)

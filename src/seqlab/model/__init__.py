@@ -41,8 +41,10 @@ def device_of(model: object) -> torch.device:
 
 
 def placed(model: M, device: str) -> M:
-    """``model`` on what ``train.device`` (auto, cpu, cuda) means on this machine (``precision.device``)."""
-    return model.to(precision.device(device))
+    """A loaded ``model`` where its run's ``train.device`` asks, as far as this machine has it: ``cpu`` on the
+    CPU; ``auto`` and ``cuda`` on the GPU where PyTorch sees one, else on the CPU (a run trained on a GPU decodes
+    on a machine without one; only training refuses a missing GPU)."""
+    return model.to(precision.device("cpu" if device == "cpu" else "auto"))
 
 
 @contextlib.contextmanager
