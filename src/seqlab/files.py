@@ -5,11 +5,11 @@ temporary file in the destination's directory, flushed to disk, and renamed
 over the destination (``os.replace`` is atomic on POSIX and Windows); then the
 directory itself is flushed, so that the rename survives a power cut too (where
 directories can be opened: not on Windows). A process killed mid-write leaves
-the old file, never a half-written one. A write that fails (a full disk) leaves
-the old file and no temporary one, and its ``OSError`` names the destination.
-It does leave its temporary file, ``.NAME.XXXXXXXX.tmp`` beside NAME;
-``remove_temporaries`` deletes those of a directory once nothing writes there
-(a killed run about to be resumed).
+the old file, never a half-written one; it does leave its temporary file,
+``.NAME.XXXXXXXX.tmp`` beside NAME, which ``remove_temporaries`` deletes once
+nothing writes to the directory (a killed run about to be resumed). A write
+that fails (a full disk) leaves the old file and no temporary one, and its
+``OSError`` names the destination.
 """
 
 from __future__ import annotations

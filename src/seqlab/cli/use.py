@@ -91,7 +91,7 @@ def serve(
     timeout: Annotated[float | None, typer.Option("--timeout", min=0.001, help="Seconds a request may take; past "
                        "them it gets a 503 and its decoding stops [default: Limits.timeout_s]")] = None,
 ) -> None:
-    """A web page to talk to the model (http://HOST:PORT/) and its JSON API (/api/translate, /api/info, /docs);
+    """A web page to talk to the model (http://HOST:PORT/) and its JSON API (/api/translate, /api/info, /openapi.json);
     for a word-vector run, a page of a word's nearest neighbours and analogies (/api/similar, /api/analogy);
     for a language model, continuations of a start with each token's probability (/api/generate); for a
     classifier, the label, the class probabilities and the attention of the pooled position (/api/classify); for a

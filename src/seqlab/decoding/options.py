@@ -59,13 +59,11 @@ class DecodeOptions(BaseModel):
     def limits(self, src: torch.Tensor, default_max: int) -> torch.Tensor:
         """The most output words for each source (batch, src_len) -> (batch,)."""
         cap = self.max_length or default_max
-        limits = torch.full((src.size(0),), cap, dtype=torch.long)
-        if self.length_ratio is not None:
-            lengths = (src != PAD).sum(dim=1)
-            by_source = torch.tensor([math.ceil(min(cap, self.length_ratio * n + self.length_extra))
-                                      for n in lengths.tolist()])
-            limits = limits.minimum(by_source.clamp(min=1))
-        return limits
+        if self.length_ratio is None:
+            return torch.full((src.size(0),), cap, dtype=torch.long)
+        lengths = (src != PAD).sum(dim=1)
+        return torch.tensor([max(1, math.ceil(min(cap, self.length_ratio * n + self.length_extra)))
+                             for n in lengths.tolist()], dtype=torch.long)
 
 
 def search(

@@ -74,7 +74,7 @@ def _classify_info(run_dir: Path, classifier: Classifier, limits: Limits) -> dic
         "labels": classifier.labels,
         "tokens": {"level": classifier.tokenizer.config.level, "vocab_size": classifier.tokenizer.vocab_size,
                    "lowercase": classifier.tokenizer.config.lowercase},
-        "max_tokens": classifier.config.data.max_source_length - 2,  # a longer text is cut to its first tokens
+        "max_tokens": classifier.max_tokens,  # a longer text is cut to its first tokens
         "metrics": RunDir(run_dir).model_info(),
         "attention": {"layers": model.num_layers, "heads": model.num_heads},
         "limits": asdict(limits),

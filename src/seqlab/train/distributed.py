@@ -26,6 +26,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from seqlab.model import device_of
+
 
 @dataclass(frozen=True)
 class World:
@@ -123,7 +125,7 @@ class World:
         step = StepLoss(model, loss)
         if self.size == 1:
             return step
-        device = next(model.parameters()).device
+        device = device_of(model)
         # every parameter gets a gradient in every step (a model builds no layer it does not use), and no buffer
         # changes in training (positional tables), so none is broadcast again at every forward
         return nn.parallel.DistributedDataParallel(step, device_ids=[device] if device.type == "cuda" else None,
