@@ -20,24 +20,24 @@ from pathlib import Path
 import numpy as np
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--book-repo", type=Path, required=True, help="a checkout of deep-learning-from-scratch-2")
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--seed", type=int, default=3, help="numpy seed of the book's first weights and batches")
     parser.add_argument("--every", type=int, default=30)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     import matplotlib
     matplotlib.use("Agg")  # the book's common/trainer.py imports pyplot
     repo = args.book_repo.resolve()
     sys.path[:0] = [str(repo), str(repo / "ch08")]
     os.chdir(repo / "ch08")
-    from attention_seq2seq import AttentionSeq2seq as BookModel  # type: ignore[import-not-found]
-    from common.optimizer import Adam as BookAdam  # type: ignore[import-not-found]
-    from common.trainer import remove_duplicate  # type: ignore[import-not-found]
-    from common.util import clip_grads  # type: ignore[import-not-found]
-    from dataset import sequence  # type: ignore[import-not-found]
+    from attention_seq2seq import AttentionSeq2seq as BookModel
+    from common.optimizer import Adam as BookAdam
+    from common.trainer import remove_duplicate
+    from common.util import clip_grads
+    from dataset import sequence
 
     from seqlab.scratch.models import AttentionSeq2seq
     from seqlab.scratch.optimizers import Adam

@@ -42,6 +42,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from report import add_record_option, emit
 
@@ -51,9 +52,12 @@ ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = {"addition": ["baseline", "reverse", "peeky", "attention", "transformer"], "date": ["attention", "transformer"]}
 BOOK_VARIANTS = {"baseline", "reverse", "peeky", "attention"}
 TARGET = 99.9  # test exact match %, the race's (issue 19)
+Results = dict[str, tuple[dict[str, Any], dict[str, Any] | None]]  # per variant (and seed): seqlab's run, the book's
 
 
-def run_seqlab(task: str, variant: str, data_dir: str, overrides: list[str]) -> dict:
+def run_seqlab(task: str, variant: str, data_dir: str, overrides: list[str]) -> dict[str, Any]:
+    """``seqlab train`` of the variant's config (timed around the command), ``seqlab eval --split test`` of its best
+    model, and the run's log."""
     config = ROOT / "configs" / "book" / f"{task}-{variant}.yaml"
     run_dir = Path(tempfile.mkdtemp(prefix=f"seqlab-{task}-{variant}-")) / "run"
     env = os.environ | {"SEQLAB_DATA": data_dir}
@@ -74,7 +78,9 @@ def run_seqlab(task: str, variant: str, data_dir: str, overrides: list[str]) -> 
             "train_s_to_best": sum(e["train_seconds"] for e in epochs[:best])}
 
 
-def run_book(task: str, variant: str, book_repo: str, epochs: int | None, seed: int | None) -> dict:
+def run_book(task: str, variant: str, book_repo: str, epochs: int | None, seed: int | None) -> dict[str, Any]:
+    """``book_numpy.py`` in a process of its own (the book's default epochs where ``epochs`` is None, its own first
+    weights where ``seed`` is None); its JSON record."""
     out = Path(tempfile.mkdtemp(prefix="book-")) / "book.json"
     command = [sys.executable, str(ROOT / "benchmarks" / "book_numpy.py"), "--book-repo", book_repo, "--task", task,
                "--variant", variant, "--json", str(out), "--quiet"]
@@ -83,12 +89,12 @@ def run_book(task: str, variant: str, book_repo: str, epochs: int | None, seed: 
     return json.loads(out.read_text())
 
 
-def summary(task: str, results: dict[str, tuple[dict, dict | None]]) -> list[str]:
+def summary(task: str, results: Results, command: str) -> list[str]:
     lines = [
         f"### Book task `{task}`: seqlab vs the book's NumPy code",
         "",
         (f"{datetime.date.today()}, {platform.machine()}, {os.cpu_count()} cores, one job at a time, "
-         f"torch {_torch_version()}. Command: `python benchmarks/book_tasks.py {' '.join(sys.argv[1:])}`"),
+         f"torch {_torch_version()}. Command: `python benchmarks/book_tasks.py {command}`"),
         "",
         ("| variant | seqlab test exact match (best valid epoch) | on test sources unseen in training (pairs) "
          "| seqlab training s (to the best epoch) | seqlab `train` wall s | book test acc, last / best epoch "
@@ -120,7 +126,7 @@ def _seconds(value: float | None) -> str:
     return "not reached" if value is None else f"{value:.1f} s"
 
 
-def curves(results: dict[str, tuple[dict, dict | None]]) -> list[str]:
+def curves(results: Results) -> list[str]:
     epochs = max(max(len(ours["epochs"]), len(book["rows"]) if book else 0) for ours, book in results.values())
     lines = ["", "Accuracy per epoch: seqlab on the 500 valid pairs, the book on the 5,000 test pairs.", "",
              "| epoch | " + " | ".join(str(e) for e in range(1, epochs + 1)) + " |",
@@ -139,7 +145,8 @@ def _torch_version() -> str:
     return torch.__version__
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--task", choices=sorted(VARIANTS), required=True)
     parser.add_argument("--variants", nargs="+", help="default: all of the task's")
@@ -150,14 +157,14 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", help="train seqlab, and run the book's code, once per seed")
     add_record_option(parser)
     parser.add_argument("--json", help="also write every number here")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     variants = args.variants or VARIANTS[args.task]
     unknown = set(variants) - set(VARIANTS[args.task])
     if unknown:
         parser.error(f"task {args.task} has variants {', '.join(VARIANTS[args.task])}")
     data_dir = str(Path(args.data_dir).resolve())
-    results = {}
+    results: Results = {}
     for variant in variants:
         for seed in args.seeds or [None]:
             name = variant if seed is None else f"{variant} (seed {seed})"
@@ -167,7 +174,7 @@ def main() -> None:
             results[name] = (ours, book)
             print(f"{name}: seqlab test {ours['test']['exact_match']:.2f} %, {ours['train_s']:.1f} s training",
                   flush=True)
-    text = "\n".join(summary(args.task, results) + curves(results)) + "\n"
+    text = "\n".join(summary(args.task, results, " ".join(argv)) + curves(results)) + "\n"
     emit(text, args.record)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1), encoding="utf-8")

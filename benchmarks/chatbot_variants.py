@@ -29,8 +29,9 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-from report import add_record_option, emit, machine
+from report import add_record_option, choose_on_valid, emit, machine
 
 from seqlab.data import load_splits, resolve_data_dir
 from seqlab.evaluate import EncodedSplit, evaluate
@@ -51,6 +52,7 @@ VARIANTS = {  # overrides of configs/chatbot_ko.yaml, whose tokenizer is BPE ove
 
 
 def train(variant: str, data_dir: str, extra: list[str]) -> tuple[Path, float]:
+    """``seqlab train`` of one variant into a new temporary directory; the run and its wall seconds."""
     run_dir = Path(tempfile.mkdtemp(prefix=f"seqlab-chatbot-{variant}-")) / "run"
     command = ["seqlab", "train", str(CONFIG), "--out", str(run_dir)]
     for item in VARIANTS[variant] + extra:
@@ -60,7 +62,8 @@ def train(variant: str, data_dir: str, extra: list[str]) -> tuple[Path, float]:
     return run_dir, time.perf_counter() - start
 
 
-def score(run_dir: Path, data_dir: str) -> dict:
+def score(run_dir: Path, data_dir: str) -> dict[str, Any]:
+    """The best model's scores on the valid split, its tokens per character, epochs and parameters."""
     translator = load(run_dir)
     pairs = load_splits(translator.config.data, resolve_data_dir(data_dir))["valid"]
     split = EncodedSplit.build(translator, pairs, "valid")
@@ -74,6 +77,7 @@ def score(run_dir: Path, data_dir: str) -> dict:
 
 
 def samples(run_dir: Path, data_dir: str, n: int) -> list[str]:
+    """A table of the model's answers to the first ``n`` valid questions."""
     translator = load(run_dir)
     pairs = load_splits(translator.config.data, resolve_data_dir(data_dir))["valid"][:n]
     answers = translator.translate([q for q, _ in pairs])
@@ -82,14 +86,16 @@ def samples(run_dir: Path, data_dir: str, n: int) -> list[str]:
     return lines
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """Train each variant, score it on valid, print (and record) the table, the choice and its answers."""
+    choose_on_valid()
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", required=True)
     parser.add_argument("--variants", nargs="+", choices=sorted(VARIANTS), default=["bpe", "wordpiece", "morphemes", "seed"])
     parser.add_argument("--set", dest="extra", action="append", default=[], help="an override for every variant")
     parser.add_argument("--samples", type=int, default=0, help="answer this many valid questions with the best variant")
     add_record_option(parser)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     rows = []
     for variant in args.variants:

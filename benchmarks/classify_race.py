@@ -1,13 +1,14 @@
 """Text classification on ChatbotData's labels: seqlab's encoder against scikit-learn's TF-IDF + logistic regression.
 
-    python benchmarks/classify_race.py --data-dir ../shared/data [--features F --C C] [--seeds 1 2 3] \
-        [--json FILE] [--record docs/results.md]
+    python benchmarks/classify_race.py --data-dir ../shared/data [--features F --C C] [--seeds 1 2 3] \\
+        [--set KEY=VALUE ...] [--json FILE] [--record docs/results.md]
 
 One command, one machine, one split, one scoring:
 
 * **Data.** ``configs/chatbot_ko_labels.yaml`` (``--config``): ChatbotData's questions (column Q) and their labels
   (0 everyday, 1 break-up, 2 love), split by the config (``data.split``, a seeded shuffle; valid 1,000, test
-  1,000). Both systems get exactly these (text, label) pairs, read by ``seqlab.data.load_splits``.
+  1,000). Both systems get exactly these (text, label) pairs, read by ``seqlab.data.load_splits``; ``--set``
+  overrides the config for both (the split) and for every ``seqlab train``.
 * **scikit-learn**: TF-IDF + logistic regression with the features and C chosen on valid by
   ``benchmarks/select_tfidf.py`` (``--features``, ``--C``; the defaults are its last choice), fitted on train.
   Timed: its fit (vectoriser + regression).
@@ -29,7 +30,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from report import add_record_option, emit, machine
@@ -46,7 +49,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CHOSEN_FEATURES, CHOSEN_C = "char 2-4", 3.0  # benchmarks/select_tfidf.py's choice on valid (docs/results.md)
 
 
-def sklearn_run(splits: dict, labels: list[str], features: str, c: float) -> dict:
+def sklearn_run(splits: Mapping[str, list[tuple[str, str]]], labels: list[str], features: str, c: float) -> dict[str, Any]:
     """The chosen TF-IDF + logistic regression fitted on train, scored on valid and on test."""
     (train_x, train_y), (valid_x, valid_y), (test_x, test_y) = (labelled(splits[name], labels)
                                                                  for name in ("train", "valid", "test"))
@@ -58,11 +61,12 @@ def sklearn_run(splits: dict, labels: list[str], features: str, c: float) -> dic
             "test": classification_scores(test_y, model.predict(test_x).tolist(), labels)}
 
 
-def seqlab_run(config: Path, seed: int, data_dir: str, work: Path) -> dict:
+def seqlab_run(config: Path, seed: int, extra: list[str], data_dir: str, work: Path) -> dict[str, Any]:
     """``seqlab train`` and ``seqlab eval --split test`` of one seed, as a user runs them."""
     run_dir = work / f"seed{seed}"
     env = os.environ | {"SEQLAB_DATA": data_dir}
-    subprocess.run(["seqlab", "train", str(config), "--out", str(run_dir), "--set", f"seed={seed}"], check=True, env=env)
+    overrides = [x for item in [*extra, f"seed={seed}"] for x in ("--set", item)]
+    subprocess.run(["seqlab", "train", str(config), "--out", str(run_dir), *overrides], check=True, env=env)
     test = json.loads(subprocess.run(["seqlab", "eval", str(run_dir), "--split", "test", "--json"], check=True,
                                      env=env, capture_output=True, text=True).stdout)
     run = RunDir(run_dir)
@@ -77,7 +81,9 @@ def seqlab_run(config: Path, seed: int, data_dir: str, work: Path) -> dict:
             "tokens_per_s": texts / train_s * tokens_per_text}
 
 
-def table(config: Path, sk: dict, ours: list[dict], command: str) -> str:
+def table(config: Path, sk: dict[str, Any], ours: list[dict[str, Any]], command: str) -> str:
+    """The markdown table of both systems and seqlab's mean and worst test macro-F1 over the seeds."""
+    shown = config.relative_to(ROOT) if config.is_relative_to(ROOT) else config
     lines = [
         "#### Text classification on ChatbotData's labels: seqlab's encoder vs TF-IDF + logistic regression",
         "", f"{time.strftime('%Y-%m-%d')}, {machine()}. Command: `{command}`", "",
@@ -88,7 +94,7 @@ def table(config: Path, sk: dict, ours: list[dict], command: str) -> str:
          f"**{sk['test']['macro_f1']:.2f}** | {sk['test']['accuracy']:.2f} | {sk['fit_s']:.1f} | — |"),
     ]
     for run in ours:
-        lines.append(f"| seqlab `{config.relative_to(ROOT)}`, seed {run['seed']} | epoch {run['best_epoch']} of "
+        lines.append(f"| seqlab `{shown}`, seed {run['seed']} | epoch {run['best_epoch']} of "
                      f"{run['epochs']} | {run['valid']['macro_f1']:.2f} | **{run['test']['macro_f1']:.2f}** | "
                      f"{run['test']['accuracy']:.2f} | {run['train_s']:.1f} | {run['texts_per_s']:,.0f} "
                      f"({run['tokens_per_s']:,.0f}) |")
@@ -98,25 +104,29 @@ def table(config: Path, sk: dict, ours: list[dict], command: str) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """Fit scikit-learn's model and train seqlab's for each seed on the same split, print (and record) the table."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", required=True, help="holds chatbot_ko/ChatbotData.csv")
     parser.add_argument("--config", type=Path, default=ROOT / "configs" / "chatbot_ko_labels.yaml")
     parser.add_argument("--features", choices=sorted(FEATURES), default=CHOSEN_FEATURES)
     parser.add_argument("--C", type=float, default=CHOSEN_C)
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--set", dest="extra", action="append", default=[],
+                        help="an override of the config, for the split and every seqlab run")
     parser.add_argument("--json", help="also write every number here")
     add_record_option(parser)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     data_dir = str(Path(args.data_dir).resolve())
     config = args.config.resolve()
-    splits = load_splits(load_config(config).data, Path(data_dir))
+    splits = load_splits(load_config(config, args.extra).data, Path(data_dir))
     labels = class_labels([label for _, label in splits["train"]])
     sk = sklearn_run(splits, labels, args.features, args.C)
     work = Path(tempfile.mkdtemp(prefix="classify-race-"))
-    ours = [seqlab_run(config, seed, data_dir, work) for seed in args.seeds]
-    emit(table(config, sk, ours, "python benchmarks/classify_race.py " + " ".join(sys.argv[1:])) + "\n", args.record)
+    ours = [seqlab_run(config, seed, args.extra, data_dir, work) for seed in args.seeds]
+    command = "python benchmarks/classify_race.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    emit(table(config, sk, ours, command) + "\n", args.record)
     if args.json:
         Path(args.json).write_text(json.dumps({"sklearn": sk, "seqlab": ours}, indent=1), encoding="utf-8")
 

@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import joeynmt_date as joey
 import yaml
@@ -37,16 +38,17 @@ from peer_decoding import peer_python
 from report import add_record_option, emit, machine
 
 from seqlab import precision
-from seqlab.config import load_config
 from seqlab.data import Pair
 from seqlab.metrics import exact_match
 from seqlab.model import num_parameters
 from seqlab.translator import load
 
 
-def seqlab_runs(data_dir: Path) -> list[dict]:
+def seqlab_runs(data_dir: Path) -> list[dict[str, Any]]:
     """date-fast.yaml as it is, and in fp32 too where ``auto`` trains in bf16."""
-    runs = [("auto", [])] + ([("fp32", ["train.precision=fp32"])] if precision.resolve("auto") != "fp32" else [])
+    runs: list[tuple[str, list[str]]] = [("auto", [])]
+    if precision.resolve("auto") != "fp32":
+        runs.append(("fp32", ["train.precision=fp32"]))
     out = []
     for label, overrides in runs:
         run = run_seqlab("date", "fast", str(data_dir), overrides)
@@ -59,7 +61,7 @@ def seqlab_runs(data_dir: Path) -> list[dict]:
     return out
 
 
-def joey_test(python: Path, run: dict, test: Path, pairs: list[Pair]) -> float:
+def joey_test(python: Path, run: dict[str, Any], test: Path, pairs: list[Pair]) -> float:
     """Exact match % of JoeyNMT's greedy outputs on the test split, from the checkpoint where training stopped."""
     work = Path(run["dir"])
     cfg = yaml.safe_load((work / "config.yaml").read_text(encoding="utf-8"))
@@ -72,7 +74,7 @@ def joey_test(python: Path, run: dict, test: Path, pairs: list[Pair]) -> float:
     return exact_match(hypotheses, [t for _, t in pairs])
 
 
-def joey_runs(python: Path, data_dir: Path, best: str) -> list[dict]:
+def joey_runs(python: Path, data_dir: Path, best: str) -> list[dict[str, Any]]:
     """JoeyNMT with seqlab's recipe and with its own best one (one run when they are the same)."""
     variants, same = joey.recipes()
     splits = joey.date_splits(data_dir)
@@ -81,7 +83,7 @@ def joey_runs(python: Path, data_dir: Path, best: str) -> list[dict]:
     data = {"train": joey.write_split(work, "train", splits["train"], tokenizer),
             "dev": joey.write_split(work, "valid", splits["valid"], tokenizer)}
     test = joey.write_split(work, "test", splits["test"], tokenizer)
-    runs = []
+    runs: list[dict[str, Any]] = []
     for name, label in ((same, "same recipe"), (best, "at its best")):
         if runs and name == runs[0]["name"]:
             runs[0]["label"] += " = at its best"
@@ -93,8 +95,8 @@ def joey_runs(python: Path, data_dir: Path, best: str) -> list[dict]:
     return runs
 
 
-def table(ours: list[dict], joeys: list[dict], book: dict | None, command: str) -> str:
-    m = load_config(joey.CONFIG).model
+def table(ours: list[dict[str, Any]], joeys: list[dict[str, Any]], book: dict[str, Any] | None, command: str) -> str:
+    m = joey.model_sizes()
     fastest = min((r["seconds_to_target"] for r in ours if r["seconds_to_target"] is not None), default=None)
     rows = []
     for run in ours:
@@ -149,7 +151,8 @@ def _ratio(seconds: float | None, ours: float | None, spent: float) -> str:
     return f"**{seconds / ours:.2f}×**" if seconds is not None else f"> {spent / ours:.1f}× (not reached)"
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
     variants, same = joey.recipes()
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", type=Path, required=True, help="holds dlfs2/date.txt")
@@ -160,13 +163,13 @@ def main() -> None:
     parser.add_argument("--peer-venv", type=Path, default=Path(tempfile.gettempdir()) / "seqlab-peers")
     parser.add_argument("--json", help="also write every number here")
     add_record_option(parser)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     data_dir = args.data_dir.resolve()
     ours = seqlab_runs(data_dir)
     joeys = joey_runs(peer_python(args.peer_venv), data_dir, args.joey_best)
-    book = run_book("date", "attention", args.book_repo, args.book_epochs) if args.book_repo else None
-    command = "python benchmarks/date_race.py " + " ".join(sys.argv[1:])
+    book = run_book("date", "attention", args.book_repo, args.book_epochs, None) if args.book_repo else None
+    command = "python benchmarks/date_race.py " + " ".join(argv)
     emit(table(ours, joeys, book, command), args.record)
     if args.json:
         Path(args.json).write_text(json.dumps({"seqlab": ours, "joeynmt": joeys, "book": book}, indent=1))

@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from report import add_record_option, emit, machine
 
@@ -37,7 +38,7 @@ DEFAULT_CONFIGS = [ROOT / "configs" / "date.yaml", ROOT / "configs" / "chatbot_k
                    ROOT / "configs" / "multi30k_de_en.yaml"]
 
 
-def timed_run(command: list[str], data_dir: str, out: Path, omp_threads: int) -> dict:
+def timed_run(command: list[str], data_dir: str, out: Path, omp_threads: int) -> dict[str, Any]:
     """Run one training command; its log's seconds, throughput and last valid metrics."""
     env = os.environ | {"SEQLAB_DATA": data_dir, "OMP_NUM_THREADS": str(omp_threads)}
     started = time.perf_counter()
@@ -51,7 +52,9 @@ def timed_run(command: list[str], data_dir: str, out: Path, omp_threads: int) ->
             "per_s": units / seconds, "steps": log[-1]["step"], "valid": log[-1]["valid"]}
 
 
-def race(config: Path, epochs: int, threads: int, data_dir: str, work: Path) -> list[dict]:
+def race(config: Path, epochs: int, threads: int, data_dir: str, work: Path) -> list[dict[str, Any]]:
+    """The rows of one config: one process, one process with twice the threads (where the machine has them), two
+    processes under torchrun."""
     sets = ["--set", f"train.epochs={epochs}", "--set", f"train.threads={threads}"]
     name = config.stem
     one = [sys.executable, "-m", "seqlab", "train", str(config), *sets, "--set", "train.accumulate=2"]
@@ -68,14 +71,16 @@ def race(config: Path, epochs: int, threads: int, data_dir: str, work: Path) -> 
     return rows
 
 
-def valid_score(valid: dict) -> str:
+def valid_score(valid: dict[str, float]) -> str:
+    """A run's main valid score, by its kind."""
     for key, label in (("bleu", "BLEU"), ("macro_f1", "macro-F1"), ("exact_match", "exact")):
         if key in valid:
             return f"{label} {valid[key]:.2f}"
     return f"ppl {valid['perplexity']:.2f}"
 
 
-def table(results: dict[str, list[dict]], epochs: int, command: str) -> str:
+def table(results: dict[str, list[dict[str, Any]]], epochs: int, command: str) -> str:
+    """The markdown table of every config's rows."""
     lines = ["#### Data-parallel training: one process against two under torchrun", "",
              f"{time.strftime('%Y-%m-%d')}, {machine()}. Command: `{command}`", "",
              "| config | setup | optimizer steps | training s | units/s | × the first row | valid after "
@@ -88,7 +93,8 @@ def table(results: dict[str, list[dict]], epochs: int, command: str) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """Race every config, print (and record) the table, write the JSON if asked."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", required=True, help="../shared/data, laid out as the configs expect")
     parser.add_argument("--configs", type=Path, nargs="+", default=DEFAULT_CONFIGS)
@@ -96,11 +102,12 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="threads of each process (T)")
     parser.add_argument("--json", help="also write every number here")
     add_record_option(parser)
-    args = parser.parse_args()
+    given = sys.argv[1:] if argv is None else argv
+    args = parser.parse_args(given)
     data_dir = str(Path(args.data_dir).resolve())
     work = Path(tempfile.mkdtemp(prefix="ddp-throughput-"))
     results = {config.name: race(config.resolve(), args.epochs, args.threads, data_dir, work) for config in args.configs}
-    emit(table(results, args.epochs, "python benchmarks/ddp_throughput.py " + " ".join(sys.argv[1:])) + "\n", args.record)
+    emit(table(results, args.epochs, "python benchmarks/ddp_throughput.py " + " ".join(given)) + "\n", args.record)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1), encoding="utf-8")
 

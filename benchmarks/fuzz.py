@@ -56,6 +56,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +91,7 @@ CONFIGS = 1_000
 ROUND = 200  # examples per Hypothesis run; a reader runs rounds (seed, seed + 1, ...) until it has its lines
 SHOWN = 3  # shrunk failing inputs shown per property
 # What --resume compares (train/trainer.py's RESUMABLE_SECTIONS; vectors/run.py's for word vectors).
-RESUMED = {Config: ("seed", "data", "tokens", "model"), VectorsConfig: ("data", "words", "train")}
+RESUMED: dict[type, tuple[str, ...]] = {Config: ("seed", "data", "tokens", "model"), VectorsConfig: ("data", "words", "train")}
 
 class Crash(Exception):
     """seqlab got an input wrong: pairs other than its rules give, or an error that is not its one-line form."""
@@ -404,7 +405,7 @@ def text_file(draw: st.DrawFn, valid: st.SearchStrategy[str], max_lines: int = 4
         lines.insert(draw(st.integers(0, len(lines))), draw(st.binary(min_size=1, max_size=30)))
     ends = draw(st.lists(st.sampled_from([b"\n", b"\n", b"\r\n"]), min_size=len(lines), max_size=len(lines)))
     content = b"".join(line + end for line, end in zip(lines, ends))
-    if lines and draw(st.booleans()):
+    if len(lines) > 0 and draw(st.booleans()):
         content = content.removesuffix(ends[-1])
     return (BOM if draw(st.integers(0, 9)) == 0 else b"") + content
 
@@ -441,9 +442,9 @@ def pair_check(directory: Path, spec: type, split: Callable[[str], tuple[str, st
             expected = expect_pairs(content, path, skip, split)
             if how == "broken":
                 expected = Err(re.escape(f"{path}:"))
-            results.append(verify(lambda skip=skip: read_corpus(spec(path=str(path)), directory, skip), expected))
+            results.append(verify(partial(read_corpus, spec(path=str(path)), directory, skip), expected))
             sentences = expected if isinstance(expected, Err) else [s for s, _ in expected] + [t for _, t in expected]
-            verify(lambda skip=skip: read_sentences(spec(path=str(path)), directory, skip), sentences)
+            verify(partial(read_sentences, spec(path=str(path)), directory, skip), sentences)
         path.unlink()
         return len(physical_lines(content)), "/".join(results)
 
@@ -454,7 +455,7 @@ def aligned_check(directory: Path) -> Check:
     def check(case: tuple[bytes, bytes]) -> tuple[int, str]:
         paths = (write(directory, "source.txt", case[0]), write(directory, "target.txt", case[1]))
         spec = AlignedCorpus(source=str(paths[0]), target=str(paths[1]))
-        results = [verify(lambda skip=skip: read_corpus(spec, directory, skip), expect_aligned(*case, paths, skip))
+        results = [verify(partial(read_corpus, spec, directory, skip), expect_aligned(*case, paths, skip))
                    for skip in (False, True)]
         return len(physical_lines(case[0])) + len(physical_lines(case[1])), "/".join(results)
 
@@ -507,7 +508,7 @@ def csv_check(directory: Path) -> Check:
     def check(content: bytes) -> tuple[int, str]:
         path = write(directory, "corpus.csv", content)
         spec = CsvCorpus(path=str(path), source_column="Q", target_column="A")
-        results = [verify(lambda skip=skip: read_corpus(spec, directory, skip), expect_csv(content, path, skip, ("Q", "A")))
+        results = [verify(partial(read_corpus, spec, directory, skip), expect_csv(content, path, skip, ("Q", "A")))
                    for skip in (False, True)]
         return len(physical_lines(content)), "/".join(results)
 
@@ -519,7 +520,7 @@ def lines_check(directory: Path) -> Check:
         content, how = case
         path = write(directory, "sentences.txt", content, how)
         expected = Err(re.escape(f"{path}:")) if how == "broken" else expect_sentences(content, path)
-        results = [verify(lambda skip=skip: read_sentences(LinesCorpus(path=str(path)), directory, skip), expected)
+        results = [verify(partial(read_sentences, LinesCorpus(path=str(path)), directory, skip), expected)
                    for skip in (False, True)]
         path.unlink()
         return len(physical_lines(content)), "/".join(results)
@@ -649,7 +650,7 @@ def squad_check(directory: Path) -> Check:
         content, how = case
         path = write(directory, "squad.json", content, how)
         negative_starts(path)
-        results = [verify(lambda skip=skip: read_squad(path, BadLines(skip)),
+        results = [verify(partial(read_squad, path, BadLines(skip)),
                           Err(re.escape(f"{path}: ")) if how == "broken" else expect_squad(content, path, skip))
                    for skip in (False, True)]
         path.unlink()
@@ -686,7 +687,7 @@ def fuzz_readers(scale: int | None, seed: int, directory: Path) -> list[Outcome]
 
 def config_sources() -> list[tuple[str, dict[str, Any], type]]:
     """Every config of configs/ (relative name, parsed YAML, the schema its command reads it with)."""
-    found = []
+    found: list[tuple[str, dict[str, Any], type]] = []
     for path in sorted((ROOT / "configs").rglob("*.yaml")):
         schema = VectorsConfig if path.parent.name == "vectors" else Config
         found.append((str(path.relative_to(ROOT)), yaml.safe_load(path.read_text(encoding="utf-8")), schema))
@@ -800,7 +801,7 @@ def config_check(directory: Path) -> Check:
 
     def check(case: tuple[bytes, list[str], str]) -> tuple[int, str]:
         text, overrides, kind = case
-        schema = VectorsConfig if kind == "vectors" else Config
+        schema: type[Any] = VectorsConfig if kind == "vectors" else Config  # load_config's type variable takes no union
         path = directory / "config.yaml"
         path.write_bytes(text)
         try:
@@ -1084,8 +1085,9 @@ def result(outcomes: list[Outcome], seed: int, seconds: float) -> dict[str, Any]
             "outcomes": [asdict(o) for o in outcomes]}
 
 
-def main() -> None:
-    args = parse_args()
+def main(argv: list[str] | None = None) -> None:
+    """Fuzz the sections asked for; exit 1 if anything crashed."""
+    args = parse_args(argv)
     started = time.perf_counter()
     outcomes = run(args.only or list(SECTIONS), args.examples, args.seed)
     numbers = result(outcomes, args.seed, time.perf_counter() - started)
@@ -1093,7 +1095,8 @@ def main() -> None:
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(numbers, indent=1, ensure_ascii=False), encoding="utf-8")
     print(f"written to {args.json}")
-    sys.exit(1 if numbers["crashes"] else 0)
+    if numbers["crashes"]:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

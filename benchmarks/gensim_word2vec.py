@@ -21,14 +21,17 @@ race over the shared tables and the order of jobs varies); ``--workers 1`` plus 
 Only the standard library, numpy and gensim are imported: this file runs in gensim's venv, not seqlab's.
 """
 
+from __future__ import annotations
+
 import argparse
 import json
 import os
 import resource
 import time
+from typing import Any
 
 
-def peak_rss_mib():
+def peak_rss_mib() -> float:
     """VmHWM: this process's own peak (``ru_maxrss`` carries a parent's peak into its child on Linux)."""
     try:
         with open('/proc/self/status') as f:
@@ -40,8 +43,8 @@ def peak_rss_mib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+def arguments(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=(__doc__ or '').split('\n')[0])
     ap.add_argument('--corpus', required=True, help='one sentence per line, words separated by spaces')
     ap.add_argument('--out', required=True, help='output directory')
     ap.add_argument('--sg', type=int, choices=(0, 1), required=True, help='1 skip-gram, 0 CBOW')
@@ -57,7 +60,23 @@ def main(argv=None):
     ap.add_argument('--min-alpha', type=float, default=0.0001)
     ap.add_argument('--eval-dir', help="gensim's evaluation files (questions-words.txt, wordsim353.tsv, "
                     'simlex999.txt): also score with gensim\'s own evaluation')
-    args = ap.parse_args(argv)
+    return ap.parse_args(argv)
+
+
+def own_scores(wv: Any, eval_dir: str) -> dict[str, Any]:
+    """gensim's own scores of the vectors ``wv`` on its evaluation files in ``eval_dir``."""
+    own: dict[str, Any] = {}
+    score, _ = wv.evaluate_word_analogies(os.path.join(eval_dir, 'questions-words.txt'))
+    own['analogy_accuracy'] = 100.0 * score
+    for name in ('wordsim353.tsv', 'simlex999.txt'):
+        _, spearman, oov = wv.evaluate_word_pairs(os.path.join(eval_dir, name))
+        own[name] = dict(spearman=float(spearman[0]), oov_percent=float(oov))
+    return own
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Read the corpus, train gensim's Word2Vec on it, write the vectors, the vocabulary and result.json."""
+    args = arguments(argv)
 
     import gensim
     import numpy as np
@@ -66,13 +85,14 @@ def main(argv=None):
     from gensim.models.word2vec import FAST_VERSION
 
     class EpochTimer(CallbackAny2Vec):
-        def __init__(self):
-            self.seconds, self.started = [], None
+        def __init__(self) -> None:
+            self.seconds: list[float] = []
+            self.started = 0.0
 
-        def on_epoch_begin(self, model):
+        def on_epoch_begin(self, model: Any) -> None:
             self.started = time.perf_counter()
 
-        def on_epoch_end(self, model):
+        def on_epoch_end(self, model: Any) -> None:
             self.seconds.append(time.perf_counter() - self.started)
 
     os.makedirs(args.out, exist_ok=True)
@@ -102,13 +122,7 @@ def main(argv=None):
                   rss_before_training_mib=rss_before, gensim=gensim.__version__, numpy=np.__version__,
                   fast_version=FAST_VERSION, workers=args.workers, loadavg=os.getloadavg())
     if args.eval_dir:
-        own = {}
-        score, _ = wv.evaluate_word_analogies(os.path.join(args.eval_dir, 'questions-words.txt'))
-        own['analogy_accuracy'] = 100.0 * score
-        for name in ('wordsim353.tsv', 'simlex999.txt'):
-            _, spearman, oov = wv.evaluate_word_pairs(os.path.join(args.eval_dir, name))
-            own[name] = dict(spearman=float(spearman[0]), oov_percent=float(oov))
-        result['gensim_own_scores'] = own
+        result['gensim_own_scores'] = own_scores(wv, args.eval_dir)
     with open(os.path.join(args.out, 'result.json'), 'w', encoding='utf-8') as f:
         json.dump(result, f, indent=1)
 

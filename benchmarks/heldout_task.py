@@ -56,14 +56,14 @@ def reweighted(sources: list[str], correct: list[bool], corpus: Counter[str]) ->
     return 100 * score, 100 * total / sum(corpus.values())
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("--size", type=int, default=3000, help="fresh problems to score")
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--beam", type=int, default=1)
     parser.add_argument("--data-dir", help="holds the book's file (default: $SEQLAB_DATA, else ./data)")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     translator = load(args.run_dir)
     task = task_of(translator.config.data)

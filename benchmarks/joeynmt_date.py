@@ -16,11 +16,13 @@ import re
 import subprocess
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import yaml
 
-from seqlab.config import load_config
+from seqlab.config import TransformerConfig, load_config
 from seqlab.data import Pair, load_splits
 from seqlab.tokenizer import Tokenizer, learn_tokenizers
 
@@ -37,12 +39,21 @@ def recipes() -> tuple[dict[str, list[str]], str]:
     return search["variants"], search["same_recipe"]
 
 
+def model_sizes() -> TransformerConfig:
+    """The model of ``date-fast.yaml``, which JoeyNMT's model copies."""
+    model = load_config(CONFIG).model
+    if not isinstance(model, TransformerConfig):
+        raise SystemExit(f"{CONFIG}: JoeyNMT races seqlab's Transformer, not a {type(model).__name__}")
+    return model
+
+
 def source_tokenizer(train: list[Pair]) -> Tokenizer:
     """The source tokenizer ``seqlab train configs/book/date-fast.yaml`` learns on these training pairs."""
     return learn_tokenizers(train, load_config(CONFIG).tokens)[0]
 
 
-def date_splits(data_dir: Path) -> dict[str, list[Pair]]:
+def date_splits(data_dir: Path) -> Mapping[str, list[Pair]]:
+    """The splits of ``date-fast.yaml``'s data in ``data_dir``."""
     return load_splits(load_config(CONFIG).data, data_dir)
 
 
@@ -53,9 +64,9 @@ def write_split(work: Path, name: str, pairs: list[Pair], tokenizer: Tokenizer) 
     return work / name
 
 
-def joey_config(data: dict[str, Path], overrides: list[str], train_pairs: int, model_dir: Path) -> dict:
+def joey_config(data: dict[str, Path], overrides: list[str], train_pairs: int, model_dir: Path) -> dict[str, Any]:
     """The template, the model sizes of date-fast.yaml, then the recipe's overrides; one validation per epoch."""
-    m = load_config(CONFIG).model
+    m = model_sizes()
     cfg = yaml.safe_load(TEMPLATE.read_text(encoding="utf-8"))
     cfg["data"] |= {name: str(prefix) for name, prefix in data.items()}
     for side in ("encoder", "decoder"):
@@ -75,7 +86,7 @@ def joey_config(data: dict[str, Path], overrides: list[str], train_pairs: int, m
     return cfg
 
 
-def train(python: Path, data: dict[str, Path], overrides: list[str], train_pairs: int, name: str) -> dict:
+def train(python: Path, data: dict[str, Path], overrides: list[str], train_pairs: int, name: str) -> dict[str, Any]:
     """Train one recipe until the first epoch at ≥ TARGET % on valid or its last epoch; its epochs and files."""
     work = Path(tempfile.mkdtemp(prefix=f"joey-date-{name}-"))
     cfg = joey_config(data, overrides, train_pairs, work / "model")
@@ -98,7 +109,7 @@ def train(python: Path, data: dict[str, Path], overrides: list[str], train_pairs
             "dir": str(work), "seconds_to_target": seconds_to_target([(r["train_s"], r["valid"]) for r in rows])}
 
 
-def epochs(log: Path, validations: Path, steps_per_epoch: int) -> list[dict]:
+def epochs(log: Path, validations: Path, steps_per_epoch: int) -> list[dict[str, Any]]:
     """Finished epochs: training seconds (JoeyNMT's, validation excluded), target tokens, valid exact match %."""
     if not (log.exists() and validations.exists()):
         return []
@@ -120,12 +131,12 @@ def seconds_to_target(rows: list[tuple[float, float]]) -> float | None:
     return None
 
 
-def rank_key(run: dict) -> tuple[bool, float]:
+def rank_key(run: dict[str, Any]) -> tuple[bool, float]:
     """Reached the target on valid first (sooner is better), then the best valid exact match."""
     if run["seconds_to_target"] is not None:
         return (False, run["seconds_to_target"])
     return (True, -max(r["valid"] for r in run["epochs"]))
 
 
-def tokens_per_second(run: dict) -> float:
+def tokens_per_second(run: dict[str, Any]) -> float:
     return sum(r["tokens"] for r in run["epochs"]) / sum(r["train_s"] for r in run["epochs"])

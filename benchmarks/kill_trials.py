@@ -544,7 +544,7 @@ def summary(trials: list[Trial], setup: Setup) -> dict[str, Any]:
     }
 
 
-def parse_args() -> argparse.Namespace:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trials", type=int, default=20, help="killed-and-resumed runs (default 20)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the kill points (default 0)")
@@ -557,7 +557,7 @@ def parse_args() -> argparse.Namespace:
                         help="write every number here (default: %(default)s)")
     parser.add_argument("--work", type=Path, help="the runs' directory (default: a temporary one, deleted after)")
     parser.add_argument("--keep", action="store_true", help="keep the runs' directory")
-    return parser.parse_args()
+    return parser.parse_args(argv)
 
 
 def run_trials(args: argparse.Namespace, work: Path) -> tuple[Setup, list[Trial]]:
@@ -577,11 +577,12 @@ def run_trials(args: argparse.Namespace, work: Path) -> tuple[Setup, list[Trial]
     return setup, trials
 
 
-def main() -> None:
-    if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        child_main(sys.argv[2:])
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--child"]:
+        child_main(argv[1:])
         return
-    args = parse_args()
+    args = parse_args(argv)
     from report import machine
 
     work = args.work or Path(tempfile.mkdtemp(prefix="seqlab-kill-trials-"))
@@ -597,7 +598,7 @@ def main() -> None:
           f"({numbers['kills']} kills: {numbers['kills_by_kind']}; in files {numbers['kills_by_file']}; "
           f"{numbers['resumes']} resumes, {numbers['fresh_starts']} fresh starts, "
           f"{numbers['leftover_tmp_files']} temporary files left behind); {seconds:.0f} s")
-    result = {"command": "python benchmarks/kill_trials.py " + " ".join(sys.argv[1:]), "machine": machine(),
+    result = {"command": "python benchmarks/kill_trials.py " + " ".join(argv), "machine": machine(),
               "seed": args.seed, "config": trial_config(args.epochs, args.precision, args.save_every), "seconds": seconds,
               "census": asdict(setup.census), "control_differences": setup.control_differences, "summary": numbers,
               "trials": [asdict(t) | {"identical": t.identical, "log_identical": t.log_identical} for t in trials]}

@@ -99,10 +99,18 @@ import sys
 import tarfile
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import report
+
+if TYPE_CHECKING:
+    import torch
+
+    from seqlab.config import Config
+    from seqlab.tokenizer import Tokenizer
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "configs" / "lm" / "multi30k_en.yaml"
@@ -114,7 +122,7 @@ QUICK_LINES = {"train": 1000, "valid": 100, "test": 100}
 KENLM_VERSION = "0.3.0"
 KENLM_UNK = "<unknown>"  # seqlab's <unk> as KenLM reads it: lmplz refuses <unk> in its text, query maps <UNK> to it
 # ch06/train_rnnlm.py and ch06/train_better_rnnlm.py
-BOOK = {
+BOOK: dict[str, dict[str, Any]] = {
     "rnnlm": dict(script="ch06/train_rnnlm.py", batch=20, wordvec=100, hidden=100, time=35, lr=20.0, max_grad=0.25,
                   epochs=4, dropout=None),
     "better": dict(script="ch06/train_better_rnnlm.py", batch=20, wordvec=650, hidden=650, time=35, lr=20.0,
@@ -127,18 +135,19 @@ GATES = {"lstm": 4, "gru": 3, "rnn": 1}
 
 
 @contextlib.contextmanager
-def _book_prints():
+def _book_prints() -> Iterator[None]:
     """The book's progress prints go to stderr, so that they show and stdout stays the tables'."""
     with contextlib.redirect_stdout(sys.stderr):
         yield
 
 
-def _lstm_states(model) -> list:
+def _lstm_states(model: Any) -> list[tuple[Any, np.ndarray | None, np.ndarray | None]]:
+    """Each LSTM layer of the book's model with its state (h, c)."""
     layers = getattr(model, "lstm_layers", None) or [model.lstm_layer]
     return [(layer, layer.h, layer.c) for layer in layers]
 
 
-def stream_perplexity(model, corpus: np.ndarray, train_flg: bool | None, chunk: int = 35) -> dict:
+def stream_perplexity(model: Any, corpus: np.ndarray, train_flg: bool | None, chunk: int = 35) -> dict[str, Any]:
     """Perplexity of the book's ``model`` over ``corpus`` as ``LanguageModel.perplexity`` reads it: one row, the state
     carried from chunk to chunk, every token after the first predicted (the book's own ``predict``, a float64
     log-softmax here). The model's LSTM state is put back afterwards."""
@@ -159,7 +168,7 @@ def stream_perplexity(model, corpus: np.ndarray, train_flg: bool | None, chunk: 
     return {"loss": total / tokens, "perplexity": math.exp(total / tokens), "tokens": tokens}
 
 
-def book_worker(spec: dict) -> dict:
+def book_worker(spec: dict[str, Any]) -> dict[str, Any]:
     """The book's Rnnlm or BetterRnnlm on the streams, epoch by epoch, as its ch06 script trains it."""
     os.environ.setdefault("MPLBACKEND", "Agg")  # common/trainer.py imports pyplot
     root = os.path.abspath(spec["book_repo"])
@@ -173,6 +182,8 @@ def book_worker(spec: dict) -> dict:
     kind, h = spec["model"], BOOK[spec["model"]]
     corpus, corpus_val, corpus_test = (np.load(spec["streams"][name]) for name in ("train", "valid", "test"))
     np.random.seed(spec["seed"])
+    model: Any  # the book's Rnnlm or BetterRnnlm
+    train_flg: bool | None
     if kind == "rnnlm":
         from rnnlm import Rnnlm
 
@@ -230,7 +241,7 @@ def book_worker(spec: dict) -> dict:
                 numpy=np.__version__, blas=_blas_info(), loadavg=os.getloadavg())
 
 
-def onednn_peak(dtype, n: int = 1024, seconds: float = 1.0) -> float:
+def onednn_peak(dtype: torch.dtype, n: int = 1024, seconds: float = 1.0) -> float:
     """GFLOP/s of an n×n×n product through oneDNN (``torch.utils.mkldnn``'s linear layer), the best of repeated runs:
     the library behind torch's LSTM, where ``torch.mm`` in fp32 goes to MKL."""
     import torch
@@ -251,7 +262,7 @@ def onednn_peak(dtype, n: int = 1024, seconds: float = 1.0) -> float:
     return best
 
 
-def peaks_worker(spec: dict) -> dict:
+def peaks_worker(spec: dict[str, Any]) -> dict[str, Any]:
     """The matmul peaks MFU is taken against: per precision the faster of torch.mm and oneDNN."""
     import torch
     from throughput import matmul_peak
@@ -264,7 +275,7 @@ def peaks_worker(spec: dict) -> dict:
                 torch_threads=torch.get_num_threads(), loadavg=os.getloadavg())
 
 
-def lm_flops_per_token(cell: str, embedding: int, hidden: int, layers: int, vocab: int) -> dict:
+def lm_flops_per_token(cell: str, embedding: int, hidden: int, layers: int, vocab: int) -> dict[str, int]:
     """Matmul FLOPs per token of the RNN LM: forward, and a training step's (3 × forward)."""
     sizes = [embedding] + [hidden] * layers
     recurrent = sum(2 * GATES[cell] * hidden * (sizes[i] + hidden) for i in range(layers))
@@ -272,12 +283,12 @@ def lm_flops_per_token(cell: str, embedding: int, hidden: int, layers: int, voca
     return dict(recurrent=recurrent, output=output, forward=recurrent + output, train=3 * (recurrent + output))
 
 
-def throughput_worker(spec: dict) -> dict:
+def throughput_worker(spec: dict[str, Any]) -> dict[str, Any]:
     """The trainer's step on the train stream's TBPTT batches, in one precision, timed."""
     import torch
 
     from seqlab import precision
-    from seqlab.config import load_config
+    from seqlab.config import LMConfig, load_config
     from seqlab.language_model import LanguageModel
     from seqlab.model.lm import RNNLM
     from seqlab.rundir import RunDir
@@ -287,6 +298,8 @@ def throughput_worker(spec: dict) -> dict:
 
     run = RunDir(spec["run_dir"])
     config = load_config(run.path / "config.yaml", [f"train.precision={spec['precision']}"])
+    if not isinstance(config.model, LMConfig):
+        raise SystemExit(f"{spec['run_dir']}: not an RNN language model (model.type lm)")
     if config.train.threads:
         torch.set_num_threads(config.train.threads)
     tokenizer = run.tokenizers()[0]
@@ -299,7 +312,7 @@ def throughput_worker(spec: dict) -> dict:
     model.train()
 
     def step(k: int) -> int:
-        loss_sum, tokens = family.loss(np.array([k % batches]))
+        loss_sum, tokens = family.loss(np.array([k % batches, 0]))  # step k's batch, its one row group
         optimizer_step(model, optimizer, scheduler, loss_sum / tokens, config.train.clip_norm)
         float(loss_sum.detach())
         return tokens
@@ -320,7 +333,8 @@ def throughput_worker(spec: dict) -> dict:
 WORKERS = {"book": book_worker, "peaks": peaks_worker, "throughput": throughput_worker}
 
 
-def run_worker(kind: str, spec: dict, work: Path) -> dict:
+def run_worker(kind: str, spec: dict[str, Any], work: Path) -> dict[str, Any]:
+    """``WORKERS[kind](spec)`` in a process of its own (this script with ``--worker``)."""
     return report.run_worker(__file__, kind, spec, work)
 
 
@@ -328,11 +342,13 @@ def run_worker(kind: str, spec: dict, work: Path) -> dict:
 
 
 def seqlab_command() -> str:
+    """The ``seqlab`` beside this python, else the one on PATH."""
     here = Path(sys.executable).parent / "seqlab"
     return str(here) if here.exists() else "seqlab"
 
 
-def seqlab_system(config: Path, run: Path | None, name: str, data_dir: Path, work: Path, overrides: list[str]) -> dict:
+def seqlab_system(config: Path, run: Path | None, name: str, data_dir: Path, work: Path,
+                  overrides: list[str]) -> dict[str, Any]:
     """Train ``config`` into ``work/name`` (or take the finished ``run``), then its valid / test perplexity and
     10 samples."""
     from seqlab.rundir import RunDir
@@ -358,7 +374,7 @@ def seqlab_system(config: Path, run: Path | None, name: str, data_dir: Path, wor
         scores[split] = json.loads(out.strip().splitlines()[-1])
     generate = [seqlab, "generate", str(run_dir), *SAMPLING, *(x for s in STARTS for x in ("--start", s))]
     out = subprocess.run(generate, check=True, capture_output=True, text=True, cwd=ROOT).stdout
-    samples = out.strip("\n").split("\n")
+    samples = out.removesuffix("\n").split("\n")  # a sample may be empty (a start of unknown words, then <eos>)
     if len(samples) != len(STARTS):
         raise SystemExit(f"seqlab generate gave {len(samples)} lines for {len(STARTS)} starts")
     return dict(config=str(config), run_dir=str(run_dir), command=command, wall_s=wall,
@@ -370,7 +386,7 @@ def seqlab_system(config: Path, run: Path | None, name: str, data_dir: Path, wor
                 generate_command="seqlab generate RUN " + " ".join(SAMPLING) + " " + " ".join(f'--start "{s}"' for s in STARTS))
 
 
-def kenlm_text(tokenizer, lines: list[str]) -> tuple[str, int]:
+def kenlm_text(tokenizer: Tokenizer, lines: list[str]) -> tuple[str, int]:
     """The lines as KenLM reads them (the tokens of seqlab's ids, space-separated, one line each) and the number of
     tokens a model predicts there (each word and the line's end)."""
     from seqlab.specials import UNK
@@ -385,7 +401,10 @@ def kenlm_text(tokenizer, lines: list[str]) -> tuple[str, int]:
     return "".join(" ".join(vocab[i] for i in row) + "\n" for row in ids), sum(len(row) + 1 for row in ids)
 
 
-def kenlm_system(args, tokenizer, splits: dict[str, list[str]], work: Path) -> dict:
+def kenlm_system(args: argparse.Namespace, tokenizer: Tokenizer, splits: dict[str, list[str]],
+                 work: Path) -> dict[str, Any]:
+    """lmplz on the train text (with --discount_fallback if its discounts cannot be estimated), timed; query's
+    perplexity of the valid and test texts."""
     bin_dir = Path(args.kenlm_bin)
     lmplz, query = bin_dir / "lmplz", bin_dir / "query"
     if not lmplz.exists() or not query.exists():
@@ -448,7 +467,8 @@ def build_kenlm(dest: Path) -> None:
 # --- the report ---------------------------------------------------------------------------------------------
 
 
-def _blas_info() -> dict:
+def _blas_info() -> dict[str, Any]:
+    """threadpoolctl's view of the BLAS and OpenMP libraries loaded, where it is installed."""
     try:
         import threadpoolctl
 
@@ -457,7 +477,8 @@ def _blas_info() -> dict:
         return {}
 
 
-def machine_info() -> dict:
+def machine_info() -> dict[str, Any]:
+    """The CPU, its flags, bf16, threads, versions and thread variables, for the JSON."""
     import torch
 
     from seqlab import precision
@@ -477,12 +498,14 @@ def machine_info() -> dict:
                                                     "SEQLAB_PRECISION")})
 
 
-def _f(value, digits: int = 1, suffix: str = "") -> str:
+def _f(value: float | None, digits: int = 1, suffix: str = "") -> str:
+    """A number with thousands separators, or — for None."""
     return "—" if value is None else f"{value:,.{digits}f}{suffix}"
 
 
-def tables(result: dict, command: str, machine_line: str) -> str:
-    ours, kn, books, thr = result["seqlab"], result.get("kenlm"), result.get("book", {}), result.get("throughput")
+def results_table(result: dict[str, Any], command: str, machine_line: str) -> list[str]:
+    """The caption and the table of every system: parameters, epochs, times, tokens/s, perplexities."""
+    ours, kn, books = result["seqlab"], result.get("kenlm"), result.get("book", {})
     tok = result["tokens"]
     epochs_run = len(ours["epochs"])
     lines = [
@@ -528,12 +551,18 @@ def tables(result: dict, command: str, machine_line: str) -> str:
             f"| book NumPy {label} | {b['params']:,} | {n} of {full} | {b['train_s']:.1f} "
             f"| {b['train_s'] + b['valid_eval_s']:.1f} | {per_epoch:.1f} | {b['tokens_per_epoch'] / per_epoch:,.0f} "
             f"| {b['valid']['perplexity']:.2f} | **{b['test']['perplexity']:.2f}** (book's eval {b['test_ppl_book']:.2f}) |")
+    return lines
+
+
+def result_notes(result: dict[str, Any]) -> list[str]:
+    """seqlab against KN, BetterRnnlm's projected time against seqlab's, KenLM's model: a list."""
+    ours, kn, books = result["seqlab"], result.get("kenlm"), result.get("book", {})
     notes = []
     if kn:
         gain = 1 - ours["test"]["perplexity"] / kn["test"]["perplexity"]
         notes.append(f"seqlab's test perplexity is {abs(gain):.1%} {'below' if gain >= 0 else 'above'} "
-                     f"KN-{kn['order']}'s ({ours['test']['perplexity']:.2f} against {kn['test']['perplexity']:.2f}; on PTB "
-                     "LSTMs beat KN-5 by ≈ 40 %, 82.7 against 141)")
+                     f"KN-{kn['order']}'s ({ours['test']['perplexity']:.2f} against {kn['test']['perplexity']:.2f}; on PTB, "
+                     "Zaremba et al. 2014's medium LSTM scores 82.7 and Mikolov 2012's KN-5 141.2)")
     better = books.get("better")
     if better:
         n, full = len(better["epochs"]), BOOK["better"]["epochs"]
@@ -551,9 +580,14 @@ def tables(result: dict, command: str, machine_line: str) -> str:
         notes.append(f"KN-{kn['order']}: `{Path(kn['command'].split()[0]).name} {' '.join(kn['command'].split()[1:3])} ...`"
                      f", ARPA {kn['arpa_mib']:.1f} MiB, n-grams per order {', '.join(n for _, n in kn['ngrams'])}; its "
                      "lines start afresh from `<s>`, the LSTMs carry their state across lines")
-    lines += [""] + [f"- {note}." for note in notes]
+    return [""] + [f"- {note}." for note in notes]
 
-    lines += ["", "Valid perplexity per epoch (seqlab: the whole stream; the book: its `eval_perplexity`, 10 rows × 35, "
+
+def epochs_table(result: dict[str, Any]) -> list[str]:
+    """Valid perplexity per epoch of seqlab's LSTM and of the book's models."""
+    ours, books = result["seqlab"], result.get("book", {})
+    epochs_run = len(ours["epochs"])
+    lines = ["", "Valid perplexity per epoch (seqlab: the whole stream; the book: its `eval_perplexity`, 10 rows × 35, "
               "the tail dropped; BetterRnnlm's lr after the epoch in brackets):", ""]
     header = ["epoch", "seqlab"] + [k for k in ("rnnlm", "better") if k in books]
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -567,26 +601,37 @@ def tables(result: dict, command: str, machine_line: str) -> str:
             else:
                 cells.append("")
         lines.append("| " + " | ".join(cells) + " |")
+    return lines
 
-    if thr:
-        peaks = thr["peaks"]["peaks_gflops"]
-        f = thr["runs"][0]["flops_per_token"]
-        measured = "; ".join(f"{p}: " + ", ".join(f"{lib} {g:.0f}" for lib, g in m.items())
-                             for p, m in thr["peaks"]["measured"].items())
-        lines += ["", f"Training step of the LSTM LM (`StreamLM.loss` + `optimizer_step` on the train stream's "
-                  f"{thr['batch_shape']} TBPTT batches, {thr['runs'][0]['steps']} steps after {thr['warmup']}). Model "
-                  f"FLOPs per training token: 3 × ({f['recurrent'] / 1e6:.2f} M LSTM + {f['output'] / 1e6:.2f} M output) "
-                  f"= {f['train'] / 1e6:.2f} M. Matmul peaks measured now (n = 1024, GFLOP/s; {measured}); MFU is taken "
-                  "against the faster of the two: " + ", ".join(f"{p} {g:.0f} GFLOP/s" for p, g in peaks.items()) + ".", "",
-                  "| precision | tokens/s | model GFLOP/s | MFU of the fp32 peak | MFU of the bf16 peak |",
-                  "|---|---|---|---|---|"]
-        for r in thr["runs"]:
-            bf16 = f"{r['gflops'] / peaks['bf16']:.1%}" if "bf16" in peaks else "— (no native bf16)"
-            lines.append(f"| {r['precision']} | {r['tokens_per_s']:,.0f} | {r['gflops']:.1f} "
-                         f"| {r['gflops'] / peaks['fp32']:.1%} | {bf16} |")
-        if len(thr["runs"]) == 2:
-            lines.append(f"\nbf16 / fp32 speed: {thr['runs'][1]['tokens_per_s'] / thr['runs'][0]['tokens_per_s']:.2f}×")
 
+def throughput_table(thr: dict[str, Any]) -> list[str]:
+    """The LSTM LM step's tokens/s, model GFLOP/s and MFU per precision, and the matmul peaks."""
+    peaks = thr["peaks"]["peaks_gflops"]
+    f = thr["runs"][0]["flops_per_token"]
+    measured = "; ".join(f"{p}: " + ", ".join(f"{lib} {g:.0f}" for lib, g in m.items())
+                         for p, m in thr["peaks"]["measured"].items())
+    lines = ["", f"Training step of the LSTM LM (`StreamLM.loss` + `optimizer_step` on the train stream's "
+              f"{thr['batch_shape']} TBPTT batches, {thr['runs'][0]['steps']} steps after {thr['warmup']}). Model "
+              f"FLOPs per training token: 3 × ({f['recurrent'] / 1e6:.2f} M LSTM + {f['output'] / 1e6:.2f} M output) "
+              f"= {f['train'] / 1e6:.2f} M. Matmul peaks measured now (n = 1024, GFLOP/s; {measured}); MFU is taken "
+              "against the faster of the two: " + ", ".join(f"{p} {g:.0f} GFLOP/s" for p, g in peaks.items()) + ".", "",
+              "| precision | tokens/s | model GFLOP/s | MFU of the fp32 peak | MFU of the bf16 peak |",
+              "|---|---|---|---|---|"]
+    for r in thr["runs"]:
+        bf16 = f"{r['gflops'] / peaks['bf16']:.1%}" if "bf16" in peaks else "— (no native bf16)"
+        lines.append(f"| {r['precision']} | {r['tokens_per_s']:,.0f} | {r['gflops']:.1f} "
+                     f"| {r['gflops'] / peaks['fp32']:.1%} | {bf16} |")
+    if len(thr["runs"]) == 2:
+        lines.append(f"\nbf16 / fp32 speed: {thr['runs'][1]['tokens_per_s'] / thr['runs'][0]['tokens_per_s']:.2f}×")
+    return lines
+
+
+def tables(result: dict[str, Any], command: str, machine_line: str) -> str:
+    """Everything the race prints, in markdown."""
+    ours = result["seqlab"]
+    lines = results_table(result, command, machine_line) + result_notes(result) + epochs_table(result)
+    if result.get("throughput"):
+        lines += throughput_table(result["throughput"])
     lines += ["", f"Samples of the seqlab model (`{ours['generate_command']}`):", ""]
     lines += [f"{i}. {s['text']}" for i, s in enumerate(ours["samples"], 1)]
     return "\n".join(lines) + "\n"
@@ -595,7 +640,7 @@ def tables(result: dict, command: str, machine_line: str) -> str:
 # --- main ---------------------------------------------------------------------------------------------------
 
 
-def quick_data(config, data_dir: Path, work: Path) -> Path:
+def quick_data(config: Config, data_dir: Path, work: Path) -> Path:
     """The first lines of each split, written where the config looks for them under a new data directory."""
     from seqlab.data import load_sentence_splits
 
@@ -609,7 +654,8 @@ def quick_data(config, data_dir: Path, work: Path) -> Path:
     return out
 
 
-def main(argv: list[str] | None = None) -> None:
+def arguments(argv: list[str] | None) -> argparse.Namespace:
+    """The command line (the module's docstring says what each option does)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", type=Path, default=CONFIG, help="an LSTM LM config over lines files")
     parser.add_argument("--data-dir", default=os.environ.get("SEQLAB_DATA"), help="default: $SEQLAB_DATA")
@@ -637,22 +683,102 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--work-dir", type=Path, help="keep the runs here (default: a temporary directory)")
     parser.add_argument("--worker", nargs=3, metavar=("KIND", "SPEC", "RESULT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    return args
 
+
+def book_systems(args: argparse.Namespace, paths: dict[str, str], vocab_size: int, work: Path) -> dict[str, Any]:
+    """The book's models that ``--systems`` names, each a worker on the streams."""
+    books = {}
+    for kind in ("rnnlm", "better"):
+        if kind not in args.systems:
+            continue
+        epochs = min(args.book_epochs, BOOK[kind]["epochs"])
+        print(f"book {kind}: {epochs} epoch(s) ...", file=sys.stderr, flush=True)
+        books[kind] = b = run_worker("book", dict(book_repo=str(Path(args.book_repo).resolve()), model=kind,
+                                                  streams=paths, epochs=epochs, vocab_size=vocab_size, seed=args.seed),
+                                     work)
+        print(f"book {kind}: valid ppl {b['valid']['perplexity']:.2f}, test ppl {b['test']['perplexity']:.2f}, "
+              f"{b['train_s']:.1f} s training", file=sys.stderr, flush=True)
+    return books
+
+
+def throughput_system(args: argparse.Namespace, run_dir: str, train_stream: str, streams: int, time_size: int,
+                      work: Path) -> dict[str, Any]:
+    """The matmul peaks, then the LSTM LM's training step in each native precision: a worker each."""
+    from seqlab import precision
+
+    peaks = run_worker("peaks", {}, work)
+    precisions = ["fp32", "bf16"] if precision.native_bf16() else ["fp32"]
+    runs = [run_worker("throughput", dict(run_dir=run_dir, precision=p, train_stream=train_stream, steps=args.steps,
+                                          warmup=args.warmup), work) for p in precisions]
+    for r in runs:
+        print(f"throughput {r['precision']}: {r['tokens_per_s']:,.0f} tokens/s, {r['gflops']:.1f} GFLOP/s",
+              file=sys.stderr, flush=True)
+    return dict(peaks=peaks, runs=runs, warmup=args.warmup, batch_shape=f"{streams} × {time_size}")
+
+
+def race(args: argparse.Namespace, data_dir: Path, work: Path) -> dict[str, Any]:
+    """seqlab's LSTM LM first (its tokenizer makes the streams), then every system of ``--systems``."""
+    from seqlab import precision
+    from seqlab.data import load_sentence_splits
+    from seqlab.language_model import load
+    from seqlab.model import num_parameters
+
+    shown = args.config.relative_to(ROOT) if args.config.is_relative_to(ROOT) else args.config
+    result: dict[str, Any] = dict(benchmark="lm_race", config=str(shown), quick=args.quick, data_dir=str(data_dir))
+    quick = ["train.epochs=1"] if args.quick else []
+    result["seqlab"] = ours = seqlab_system(args.config, args.seqlab_run, "seqlab-lm", data_dir, work, quick)
+    print(f"seqlab: valid ppl {ours['valid']['perplexity']:.2f}, test ppl {ours['test']['perplexity']:.2f}, "
+          f"{ours['train_s']:.1f} s training", file=sys.stderr, flush=True)
+
+    lm = load(ours["run_dir"])
+    splits = load_sentence_splits(lm.config.data, data_dir)
+    names = ("train", "valid", "test")
+    streams = {name: lm.stream(splits[name]) for name in names}
+    paths = {name: str(work / f"stream-{name}.npy") for name in names}
+    for name in names:
+        np.save(paths[name], streams[name])
+    result.update(vocab_size=lm.tokenizer.vocab_size, params=num_parameters(lm.model),
+                  tokens={name: len(streams[name]) - 1 for name in names}, lines={n: len(splits[n]) for n in names})
+    for name in ("valid", "test"):
+        if ours[name]["tokens"] != result["tokens"][name]:
+            raise SystemExit(f"seqlab eval scored {ours[name]['tokens']} {name} tokens, the stream has "
+                             f"{result['tokens'][name]}")
+    result["precision_auto"] = precision.resolve(lm.config.train.precision)
+    if "transformer" in args.systems:
+        result["transformer"] = tr = seqlab_system(args.transformer_config.resolve(), args.transformer_run,
+                                                   "seqlab-transformer-lm", data_dir, work, quick)
+        tr["params"] = num_parameters(load(tr["run_dir"]).model)
+        if load(tr["run_dir"]).stream(splits["test"]).tolist() != streams["test"].tolist():
+            raise SystemExit(f"{args.transformer_config}: its tokens differ from {args.config}'s")
+        print(f"seqlab Transformer: valid ppl {tr['valid']['perplexity']:.2f}, test ppl {tr['test']['perplexity']:.2f}, "
+              f"{tr['train_s']:.1f} s training", file=sys.stderr, flush=True)
+    if "kenlm" in args.systems:
+        result["kenlm"] = kn = kenlm_system(args, lm.tokenizer, {n: splits[n] for n in names}, work)
+        print(f"KenLM: valid ppl {kn['valid']['perplexity']:.2f}, test ppl {kn['test']['perplexity']:.2f}, "
+              f"{kn['train_s']:.1f} s", file=sys.stderr, flush=True)
+    if args.book_repo:
+        result["book"] = book_systems(args, paths, lm.tokenizer.vocab_size, work)
+    if "throughput" in args.systems:
+        cfg = lm.config.train
+        result["throughput"] = throughput_system(args, ours["run_dir"], paths["train"], cfg.streams, cfg.time_size, work)
+    return result
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the race (or a worker, or build KenLM), print the tables and write the JSON."""
+    args = arguments(argv)
     if args.worker:
-        kind, spec, result = args.worker
+        kind, spec, result_file = args.worker
         out = WORKERS[kind](json.loads(Path(spec).read_text(encoding="utf-8")))
-        Path(result).write_text(json.dumps(out), encoding="utf-8")
+        Path(result_file).write_text(json.dumps(out), encoding="utf-8")
         return
     if args.build_kenlm:
         build_kenlm(args.build_kenlm)
         return
 
-    from report import emit, machine
-
     from seqlab.config import LMConfig, load_config
-    from seqlab.data import load_sentence_splits, resolve_data_dir
-    from seqlab.language_model import load
-    from seqlab.model import num_parameters
+    from seqlab.data import resolve_data_dir
 
     args.config = args.config.resolve()
     config = load_config(args.config)
@@ -666,77 +792,19 @@ def main(argv: list[str] | None = None) -> None:
               "that spin-wait slow down many times over when they do; time on an idle machine", file=sys.stderr, flush=True)
 
     with contextlib.ExitStack() as stack:
-        temporary = None if args.work_dir else stack.enter_context(tempfile.TemporaryDirectory(prefix="lm-race-"))
-        work = args.work_dir.resolve() if args.work_dir else Path(temporary)
+        work = (args.work_dir.resolve() if args.work_dir
+                else Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="lm-race-"))))
         work.mkdir(parents=True, exist_ok=True)
         data_dir = resolve_data_dir(args.data_dir).resolve()
         if args.quick:
             data_dir = quick_data(config, data_dir, work)
-        result: dict = dict(benchmark="lm_race", config=str(args.config.relative_to(ROOT) if args.config.is_relative_to(ROOT)
-                                                                 else args.config), quick=args.quick, data_dir=str(data_dir))
-        quick = ["train.epochs=1"] if args.quick else []
-        result["seqlab"] = ours = seqlab_system(args.config, args.seqlab_run, "seqlab-lm", data_dir, work, quick)
-        print(f"seqlab: valid ppl {ours['valid']['perplexity']:.2f}, test ppl {ours['test']['perplexity']:.2f}, "
-              f"{ours['train_s']:.1f} s training", file=sys.stderr, flush=True)
-
-        lm = load(ours["run_dir"])
-        splits = load_sentence_splits(lm.config.data, data_dir)
-        names = ("train", "valid", "test")
-        streams = {name: lm.stream(splits[name]) for name in names}
-        paths = {name: str(work / f"stream-{name}.npy") for name in names}
-        for name in names:
-            np.save(paths[name], streams[name])
-        result.update(vocab_size=lm.tokenizer.vocab_size, params=num_parameters(lm.model),
-                      tokens={name: len(streams[name]) - 1 for name in names}, lines={n: len(splits[n]) for n in names})
-        for name in ("valid", "test"):
-            if ours[name]["tokens"] != result["tokens"][name]:
-                raise SystemExit(f"seqlab eval scored {ours[name]['tokens']} {name} tokens, the stream has "
-                                 f"{result['tokens'][name]}")
-        from seqlab import precision
-
-        result["precision_auto"] = precision.resolve(lm.config.train.precision)
-        if "transformer" in args.systems:
-            result["transformer"] = tr = seqlab_system(args.transformer_config.resolve(), args.transformer_run,
-                                                       "seqlab-transformer-lm", data_dir, work, quick)
-            tr["params"] = num_parameters(load(tr["run_dir"]).model)
-            if load(tr["run_dir"]).stream(splits["test"]).tolist() != streams["test"].tolist():
-                raise SystemExit(f"{args.transformer_config}: its tokens differ from {args.config}'s")
-            print(f"seqlab Transformer: valid ppl {tr['valid']['perplexity']:.2f}, test ppl {tr['test']['perplexity']:.2f}, "
-                  f"{tr['train_s']:.1f} s training", file=sys.stderr, flush=True)
-
-        if "kenlm" in args.systems:
-            result["kenlm"] = kn = kenlm_system(args, lm.tokenizer, {n: splits[n] for n in names}, work)
-            print(f"KenLM: valid ppl {kn['valid']['perplexity']:.2f}, test ppl {kn['test']['perplexity']:.2f}, "
-                  f"{kn['train_s']:.1f} s", file=sys.stderr, flush=True)
-        if args.book_repo:
-            result["book"] = {}
-            for kind in ("rnnlm", "better"):
-                if kind not in args.systems:
-                    continue
-                epochs = min(args.book_epochs, BOOK[kind]["epochs"])
-                print(f"book {kind}: {epochs} epoch(s) ...", file=sys.stderr, flush=True)
-                result["book"][kind] = b = run_worker("book", dict(book_repo=str(Path(args.book_repo).resolve()),
-                                                                   model=kind, streams=paths, epochs=epochs,
-                                                                   vocab_size=lm.tokenizer.vocab_size, seed=args.seed), work)
-                print(f"book {kind}: valid ppl {b['valid']['perplexity']:.2f}, test ppl {b['test']['perplexity']:.2f}, "
-                      f"{b['train_s']:.1f} s training", file=sys.stderr, flush=True)
-        if "throughput" in args.systems:
-            peaks = run_worker("peaks", {}, work)
-            precisions = ["fp32", "bf16"] if precision.native_bf16() else ["fp32"]
-            runs = [run_worker("throughput", dict(run_dir=ours["run_dir"], precision=p, train_stream=paths["train"],
-                                                  steps=args.steps, warmup=args.warmup), work) for p in precisions]
-            cfg = lm.config.train
-            result["throughput"] = dict(peaks=peaks, runs=runs, warmup=args.warmup,
-                                        batch_shape=f"{cfg.streams} × {cfg.time_size}")
-            for r in runs:
-                print(f"throughput {r['precision']}: {r['tokens_per_s']:,.0f} tokens/s, {r['gflops']:.1f} GFLOP/s",
-                      file=sys.stderr, flush=True)
+        result = race(args, data_dir, work)
 
     result.update(loadavg_start=load_start, loadavg_end=os.getloadavg(), machine=machine_info(),
                   date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
     command = "python benchmarks/lm_race.py " + " ".join(sys.argv[1:] if argv is None else argv)
     result["command"] = command
-    emit(tables(result, command, machine()), args.record)
+    report.emit(tables(result, command, report.machine()), args.record)
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
         print("wrote", args.json, file=sys.stderr)

@@ -21,22 +21,26 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import report
 
 
-def worker(spec: dict) -> dict:
+def worker(spec: dict[str, Any]) -> dict[str, Any]:
+    """The config's training steps on random ids in one precision, timed after the warm-up steps."""
     import numpy as np
     import torch
 
     from seqlab import precision
-    from seqlab.config import load_config
+    from seqlab.config import LMConfig, TransformerLMConfig, load_config
     from seqlab.loss import token_nll_sum
     from seqlab.model import build_lm
     from seqlab.train.optimizer import build_optimizer, optimizer_step
     from seqlab.train.schedule import build_schedule
 
     config = load_config(spec["config"], [f"train.precision={spec['precision']}"])
+    if not isinstance(config.model, (LMConfig, TransformerLMConfig)):
+        raise SystemExit(f"{spec['config']}: not a language model (model.type lm or transformer_lm)")
     torch.manual_seed(config.seed)
     model = build_lm(config.model, spec["vocab"])
     optimizer = build_optimizer(model, config.train)
@@ -62,7 +66,14 @@ def worker(spec: dict) -> dict:
                 parameters=sum(p.numel() for p in model.parameters()))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """Time the config's training step in each native precision (a worker process each) and print the table."""
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) == 4 and argv[0] == "--worker":
+        kind, spec_file, result_file = argv[1:]
+        out = {"estimate": worker}[kind](json.loads(Path(spec_file).read_text(encoding="utf-8")))
+        Path(result_file).write_text(json.dumps(out), encoding="utf-8")
+        return
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("config")
     parser.add_argument("--vocab", type=int, required=True)
@@ -70,13 +81,13 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
     report.add_record_option(parser)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     from seqlab import precision
 
     precisions = ["fp32"] + (["bf16"] if precision.native_bf16() else [])
     work = Path(tempfile.mkdtemp(prefix="lm-estimate-"))
     lines = [f"### Training time of `{args.config}` on this machine (`benchmarks/lm_time_estimate.py`)", "",
-             f"{report.machine()}. Command: `python benchmarks/lm_time_estimate.py {' '.join(sys.argv[1:])}`", "",
+             f"{report.machine()}. Command: `python benchmarks/lm_time_estimate.py {' '.join(argv)}`", "",
              "| precision | parameters | s / step | tokens/s | s / epoch | epochs | hours in all |",
              "|---|---|---|---|---|---|---|"]
     for name in precisions:
@@ -90,8 +101,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 5 and sys.argv[1] == "--worker":
-        spec = json.loads(Path(sys.argv[3]).read_text(encoding="utf-8"))
-        Path(sys.argv[4]).write_text(json.dumps({"estimate": worker}[sys.argv[2]](spec)), encoding="utf-8")
-    else:
-        main()
+    main()

@@ -39,6 +39,7 @@ from report import add_record_option, emit, machine
 
 import seqlab
 from seqlab.data.tasks import generate_date
+from seqlab.decoding import DecodeOptions
 
 SEARCHES = ({"beam": 1}, {"beam": 3}, {"beam": 5})
 
@@ -58,17 +59,19 @@ class Tally:
         self.statuses[status] = self.statuses.get(status, 0) + 1
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """Both phases against fresh servers; print (and record) the table; exit 1 if a phase broke its promise."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=60.0)
     add_record_option(parser)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     pool = [source for source, _ in generate_date(500, seed=20261124)]  # dates the model was not trained on
     translator = seqlab.load(args.run_dir)
-    expected = {search["beam"]: dict(zip(pool, translator.translate(pool, **search))) for search in SEARCHES}
+    expected = {search["beam"]: dict(zip(pool, translator.translate(pool, DecodeOptions.model_validate(search))))
+                for search in SEARCHES}
     del translator
     with serving(args.run_dir) as (url, pid):
         steady = asyncio.run(phase(url, pid, pool, expected, args.clients, args.seconds))
@@ -78,7 +81,8 @@ def main() -> None:
     emit(report(args, steady, full, queue), args.record)
     failed = errors(steady) or full.wrong or full.transport or full.refused_without_retry_after or \
         set(full.statuses) - {200, 503} or 503 not in full.statuses
-    sys.exit(1 if failed else 0)
+    if failed:
+        sys.exit(1)
 
 
 @contextlib.contextmanager
@@ -157,10 +161,12 @@ def resident_bytes(pid: int) -> int:
 
 
 def errors(tally: Tally) -> int:
+    """Answers that count as errors: any status but 200, wrong outputs, transport errors."""
     return sum(n for status, n in tally.statuses.items() if status != 200) + tally.wrong + tally.transport
 
 
 def percentile(values: list[float], q: float) -> float:
+    """The ``q`` quantile of ``values`` (the nearest rank); NaN for none."""
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else float("nan")
 

@@ -35,6 +35,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, Literal
 
 import torch
 from report import add_record_option, emit, machine
@@ -45,13 +46,17 @@ from seqlab.data import load_splits, resolve_data_dir
 from seqlab.decoding import DecodeOptions
 from seqlab.evaluate import EncodedSplit
 from seqlab.metrics import corpus_bleu, exact_match
+from seqlab.model import Transformer
+from seqlab.model.transformer import Embedder
 from seqlab.precision import native_bf16, quantize_int8
 from seqlab.translator import Translator, load
 
 PEERS = Path(__file__).parent / "peers"
 PEER_PACKAGES = ["torch==2.13.0", "joeynmt==2.3.0", "importlib_metadata", "safetensors"]
 WORKERS = {"joeynmt": "joeynmt_decode.py"}
-EXPORTS = {"ctranslate2": ("ctranslate2", "ct2"), "onnxruntime": ("onnx", "onnx")}  # decoded here, from seqlab's export
+# decoded here, from seqlab's export: the target of ``seqlab export --to`` and the engine that loads it
+EXPORTS: dict[str, tuple[Literal["ctranslate2", "onnx"], Literal["ct2", "onnx"]]] = {
+    "ctranslate2": ("ctranslate2", "ct2"), "onnxruntime": ("onnx", "onnx")}
 
 
 def peer_python(venv: Path) -> Path:
@@ -67,8 +72,11 @@ def peer_python(venv: Path) -> Path:
 def export(translator: Translator, src: list[list[int]], out: Path) -> None:
     """Write weights.safetensors, model.json and source.txt (see benchmarks/peers/export.py)."""
     model, cfg = translator.model, translator.config.model
+    assert isinstance(model, Transformer) and isinstance(cfg, TransformerConfig)  # main refuses other models
+    embed = model.encoder.embed
+    assert isinstance(embed, Embedder)  # sinusoidal positions: a seq2seq Transformer has no learned ones
     weights = {name: t.detach().float().clone().contiguous() for name, t in model.state_dict().items()}
-    weights["positional_table"] = model.encoder.embed.positions.table[0].clone()
+    weights["positional_table"] = embed.positions.table[0].clone()
     save_file(weights, str(out / "weights.safetensors"))
     sizes = {"d_model": cfg.d_model, "num_layers": cfg.num_layers, "num_heads": cfg.num_heads, "d_ff": cfg.d_ff,
              "norm": cfg.norm, "source_vocab": translator.source.vocab_size,
@@ -90,12 +98,12 @@ def variants(translator: Translator) -> list[tuple[str, Translator]]:
     return settings + [("int8", int8)]
 
 
-def seqlab_runs(translator: Translator, src: list[list[int]], beams: list[int], repeats: int) -> list[dict]:
+def seqlab_runs(translator: Translator, src: list[list[int]], beams: list[int], repeats: int) -> list[dict[str, Any]]:
     return [run for setting, t in variants(translator) for run in timed_runs("seqlab", setting, t, src, beams, repeats)]
 
 
 def timed_runs(engine: str, setting: str, translator: Translator, src: list[list[int]], beams: list[int],
-               repeats: int) -> list[dict]:
+               repeats: int) -> list[dict[str, Any]]:
     """One translator's search over the split per beam size, after a warm-up batch, ``repeats`` times."""
     runs = []
     for beam in beams:
@@ -111,7 +119,7 @@ def timed_runs(engine: str, setting: str, translator: Translator, src: list[list
 
 
 def export_runs(peer: str, run_dir: str, src: list[list[int]], beams: list[int], repeats: int,
-                work: Path) -> list[dict]:
+                work: Path) -> list[dict[str, Any]]:
     """``seqlab export --to ctranslate2|onnx`` in float32 and int8, decoded through ``seqlab translate --engine
     ct2|onnx``'s path (``CT2Translator.search_ids``; seqlab's search over ``OnnxSeq2seq``)."""
     import importlib
@@ -126,7 +134,7 @@ def export_runs(peer: str, run_dir: str, src: list[list[int]], beams: list[int],
 
 
 def peer_runs(python: Path, worker: str, export_dir: Path, beams: list[int], repeats: int,
-              translator: Translator) -> list[dict]:
+              translator: Translator) -> list[dict[str, Any]]:
     """Run one worker in the peers' venv with the run's decoding settings; its JSON lines."""
     command = [str(python), str(PEERS / worker), str(export_dir), "--beams", *map(str, beams),
                "--max-length", str(translator.config.eval.max_output_length),
@@ -136,7 +144,7 @@ def peer_runs(python: Path, worker: str, export_dir: Path, beams: list[int], rep
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 
 
-def table(runs: list[dict], translator: Translator, references: list[str]) -> list[str]:
+def table(runs: list[dict[str, Any]], translator: Translator, references: list[str]) -> list[str]:
     """One row per engine, setting and beam: time, speed, quality, agreement with seqlab fp32, ratio."""
     texts = {id(r): translator.target.decode(r["outputs"]) for r in runs}
     reference_run = {r["beam"]: r for r in runs if r["engine"] == "seqlab" and r["setting"] == "fp32"}
@@ -159,7 +167,7 @@ def table(runs: list[dict], translator: Translator, references: list[str]) -> li
     return lines
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_dir")
     parser.add_argument("--split", default="test")
@@ -170,7 +178,7 @@ def main() -> None:
     parser.add_argument("--peer-venv", type=Path, default=Path(tempfile.gettempdir()) / "seqlab-peers")
     parser.add_argument("--threads", type=int, default=None)
     add_record_option(parser)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
 

@@ -1,7 +1,8 @@
 """Does pretraining pay? BERT pretrained on ChatbotData, then fine-tuned on its labels, against the same encoder
 trained on the labels from scratch for as long as pretraining and fine-tuning together.
 
-    python benchmarks/pretrain_race.py --data-dir ../shared/data [--seeds 1 2 3] [--json FILE] [--record FILE]
+    python benchmarks/pretrain_race.py --data-dir ../shared/data [--seeds 1 2 3] [--set KEY=VALUE ...] [--json FILE] \\
+        [--record FILE]
 
 For each seed, one after the other on one machine, as a user runs the commands:
 
@@ -13,7 +14,8 @@ For each seed, one after the other on one machine, as a user runs the commands:
    the fine-tuning's together (E = the fine-tuning's epochs × (pretraining s + fine-tuning s) / fine-tuning s,
    rounded; both classifiers cost the same per epoch), its best epoch picked on valid as always.
 
-Both classifiers are scored once on the test split (``seqlab eval --split test --json``): macro-F1 and accuracy.
+``--set`` overrides both configs in every run (before the overrides above). Both classifiers are scored once on the
+test split (``seqlab eval --split test --json``): macro-F1 and accuracy.
 Training seconds are the runs' logged ones (validation excluded). A few ``seqlab fill-mask`` examples of the
 first pretrained model close the report.
 """
@@ -28,6 +30,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from report import add_record_option, emit, machine
@@ -41,11 +44,13 @@ FILL = ["오늘 [MASK] 너무 좋다", "[MASK] 싶어", "헤어진 지 [MASK] �
 
 
 def seqlab(command: list[str], data_dir: str) -> str:
+    """Run ``seqlab COMMAND`` with ``data_dir`` as its data directory; the output of ``eval`` and ``fill-mask``."""
     return subprocess.run(["seqlab", *command], check=True, env=os.environ | {"SEQLAB_DATA": data_dir},
                           capture_output=command[0] in ("eval", "fill-mask"), text=True).stdout
 
 
-def summary(run_dir: Path, data_dir: str) -> dict:
+def summary(run_dir: Path, data_dir: str) -> dict[str, Any]:
+    """A run's training seconds, epochs, best epoch and valid scores; a classifier's test scores too."""
     run = RunDir(run_dir)
     log = run.log()
     out = {"run_dir": str(run_dir), "train_s": sum(e["train_seconds"] for e in log), "epochs": len(log),
@@ -55,20 +60,22 @@ def summary(run_dir: Path, data_dir: str) -> dict:
     return out
 
 
-def race(seed: int, data_dir: str, work: Path) -> dict:
+def race(seed: int, extra: list[str], data_dir: str, work: Path) -> dict[str, Any]:
+    """Pretraining, fine-tuning and training from scratch for as long, for one seed."""
+    sets = [x for item in [*extra, f"seed={seed}"] for x in ("--set", item)]
     pre_dir, fine_dir, scratch_dir = work / f"pretrain-{seed}", work / f"fine-{seed}", work / f"scratch-{seed}"
-    seqlab(["pretrain", str(PRETRAIN), "--out", str(pre_dir), "--set", f"seed={seed}"], data_dir)
+    seqlab(["pretrain", str(PRETRAIN), "--out", str(pre_dir), *sets], data_dir)
     pre = summary(pre_dir, data_dir)
-    seqlab(["train", str(CLASSIFY), "--out", str(fine_dir), "--set", f"seed={seed}",
-            "--set", f"model.init_from={pre_dir}"], data_dir)
+    seqlab(["train", str(CLASSIFY), "--out", str(fine_dir), *sets, "--set", f"model.init_from={pre_dir}"], data_dir)
     fine = summary(fine_dir, data_dir)
     epochs = max(fine["epochs"], round(fine["epochs"] * (pre["train_s"] + fine["train_s"]) / fine["train_s"]))
-    seqlab(["train", str(CLASSIFY), "--out", str(scratch_dir), "--set", f"seed={seed}",
-            "--set", "model.init_from=null", "--set", f"train.epochs={epochs}"], data_dir)
+    seqlab(["train", str(CLASSIFY), "--out", str(scratch_dir), *sets, "--set", "model.init_from=null",
+            "--set", f"train.epochs={epochs}"], data_dir)
     return {"seed": seed, "pretrain": pre, "fine": fine, "scratch": summary(scratch_dir, data_dir)}
 
 
-def table(results: list[dict], fill: str, command: str) -> str:
+def table(results: list[dict[str, Any]], fill: str, command: str) -> str:
+    """The markdown table of the seeds, the mean test macro-F1 of both classifiers, and fill-mask's output."""
     lines = [
         "#### Pretraining pays? BERT on ChatbotData, fine-tuned on its labels, against the same encoder from scratch",
         "", f"{time.strftime('%Y-%m-%d')}, {machine()}. Command: `{command}`", "",
@@ -93,20 +100,23 @@ def table(results: list[dict], fill: str, command: str) -> str:
     return "\n".join(lines)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """Race each seed, print (and record) the table, write the JSON."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", required=True, help="holds chatbot_ko/ChatbotData.csv")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--work", type=Path, help="where the runs go (default: a new temporary directory)")
+    parser.add_argument("--set", dest="extra", action="append", default=[], help="an override of both configs, every run")
     parser.add_argument("--json", help="also write every number here")
     add_record_option(parser)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     data_dir = str(Path(args.data_dir).resolve())
     work = args.work or Path(tempfile.mkdtemp(prefix="pretrain-race-"))
-    results = [race(seed, data_dir, work) for seed in args.seeds]
+    results = [race(seed, args.extra, data_dir, work) for seed in args.seeds]
     fill = seqlab(["fill-mask", results[0]["pretrain"]["run_dir"], *FILL, "--top", "5"], data_dir)
-    emit(table(results, fill, "python benchmarks/pretrain_race.py " + " ".join(sys.argv[1:])) + "\n", args.record)
+    command = "python benchmarks/pretrain_race.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    emit(table(results, fill, command) + "\n", args.record)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1, ensure_ascii=False), encoding="utf-8")
 

@@ -19,8 +19,8 @@ import argparse
 import time
 
 import torch
-from torch.profiler import profile
 from throughput import make_batches, training_step
+from torch.profiler import profile
 
 from seqlab.config import load_config
 from seqlab.data import load_splits, resolve_data_dir
@@ -31,6 +31,7 @@ from seqlab.translator import load
 
 
 def profile_training(config: str, overrides: list[str], steps: int) -> profile:
+    """The profile of ``steps`` training steps of the config's model on its batches, after 3 warm-up steps."""
     cfg = load_config(config, overrides)
     batches, src_vocab, trg_vocab = make_batches(cfg, steps + 3)
     torch.manual_seed(0)
@@ -48,6 +49,7 @@ def profile_training(config: str, overrides: list[str], steps: int) -> profile:
 
 
 def profile_decoding(run_dir: str, data_dir: str | None, beam: int, sentences: int) -> profile:
+    """The profile of decoding the run's first ``sentences`` test sources, after a warm-up batch."""
     translator = load(run_dir)
     pairs = load_splits(translator.config.data, resolve_data_dir(data_dir))["test"][:sentences]
     src = EncodedSplit.build(translator, pairs, "test").src
@@ -61,6 +63,7 @@ def profile_decoding(run_dir: str, data_dir: str | None, beam: int, sentences: i
 
 
 def profile_vectors(config: str, overrides: list[str]) -> profile:
+    """The profile of one word2vec epoch of the config, after the same epoch timed unprofiled."""
     from seqlab.config import VectorsConfig
     from seqlab.vectors.pairs import Vocabulary
     from seqlab.vectors.run import read_words
@@ -80,7 +83,8 @@ def profile_vectors(config: str, overrides: list[str]) -> profile:
     return prof
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """Profile what the subcommand names and print its ops by self CPU time."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="what", required=True)
     train = sub.add_parser("train")
@@ -96,7 +100,7 @@ def main() -> None:
     vectors.add_argument("config")
     vectors.add_argument("--set", dest="overrides", action="append", default=[])
     parser.add_argument("--rows", type=int, default=20, help="ops to list")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     if args.what == "train":
         prof = profile_training(args.config, args.overrides, args.steps)

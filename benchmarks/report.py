@@ -1,23 +1,35 @@
-"""What every benchmark script does with its tables (print them, append them to a markdown file on request) and
-with its timed runs (each in a process of its own, so that its time and peak memory are its own)."""
+"""What every benchmark script does with its tables (print them as markdown, record them in the scoreboard, or, for
+the reliability scripts, append them to a markdown file on request) and with its timed runs (each in a process of its
+own, so that its time and peak memory are its own)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
+from scoreboard import RESULTS, Result, Table, record
 
 from seqlab import precision
+from seqlab.data.splits import SELECTION_ENV
 from seqlab.precision import cpu_flags
 
 
-def run_worker(script: str | Path, kind: str, spec: dict, work: Path) -> dict:
+def choose_on_valid() -> None:
+    """Make this process, and every process it starts (``seqlab train``, a peer), part of a selection run: the test
+    split is withheld from all of them (``SEQLAB_SELECTION=1``; seqlab.data.splits). Every script that chooses calls
+    it first, before it reads its arguments."""
+    os.environ[SELECTION_ENV] = "1"
+
+
+def run_worker(script: str | Path, kind: str, spec: dict[str, Any], work: Path) -> dict[str, Any]:
     """Run ``script --worker KIND SPEC RESULT`` in a fresh interpreter: ``spec`` goes in as a JSON file, the
     worker's result comes back from one."""
     spec_path = work / f"spec-{kind}-{time.monotonic_ns()}.json"
@@ -26,6 +38,24 @@ def run_worker(script: str | Path, kind: str, spec: dict, work: Path) -> dict:
     subprocess.run([sys.executable, str(Path(script).resolve()), "--worker", kind, str(spec_path), str(result)],
                    check=True, cwd=Path(__file__).resolve().parents[1])
     return json.loads(result.read_text(encoding="utf-8"))
+
+
+def add_results_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--results", type=Path, default=RESULTS, metavar="DIR",
+                        help="where the scoreboard's JSON goes (default benchmarks/results/)")
+
+
+def markdown(table: Table) -> str:
+    """A table's header, rule and rows as markdown lines (the scoreboard's cells as they are)."""
+    lines = [f"| {' | '.join(table.columns)} |", "|" + "---|" * len(table.columns)]
+    return "\n".join(lines + [f"| {' | '.join(row)} |" for row in table.rows])
+
+
+def publish(result: Result, results: Path) -> Path:
+    """Record ``result`` in the scoreboard under ``results`` and say where."""
+    path = record(result, results)
+    print(f"recorded in {path}")
+    return path
 
 
 def add_record_option(parser: argparse.ArgumentParser) -> None:

@@ -23,9 +23,10 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
-from report import add_record_option, emit, machine
+from report import add_record_option, choose_on_valid, emit, machine
 
 from seqlab.config import dump_config, load_config
 from seqlab.rundir import RunDir
@@ -38,7 +39,7 @@ class Trial:
     variant: str
     precision: str
     seed: int | None  # None: the config's own
-    valid: dict  # the best epoch's valid metrics
+    valid: dict[str, float]  # the best epoch's valid metrics
     train_s: float  # training seconds of all epochs, validation excluded
 
 
@@ -88,7 +89,8 @@ def rank(trials: list[Trial], metric: str) -> list[str]:
     return sorted(by_variant, key=key)
 
 
-def table(search: dict, trials: list[Trial], order: list[str], precisions: list[str], command: str) -> str:
+def table(search: dict[str, Any], trials: list[Trial], order: list[str], precisions: list[str], command: str) -> str:
+    """The markdown table of the ranked variants: per precision, the valid score, loss and training seconds."""
     metric = search["metric"]
     seeds = len({t.seed for t in trials})
     shown = f"valid {metric}" + (f" (worst of {seeds} seeds; mean)" if seeds > 1 else "")
@@ -115,7 +117,9 @@ def table(search: dict, trials: list[Trial], order: list[str], precisions: list[
     return "\n".join(lines)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """Train the search's variants, rank them on valid, print (and record) the table and the choice."""
+    choose_on_valid()
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("search", type=Path, help="a search file, e.g. benchmarks/searches/date.yaml")
     parser.add_argument("--precisions", nargs="+", choices=["fp32", "bf16"], default=["fp32"])
@@ -125,7 +129,8 @@ def main() -> None:
     parser.add_argument("--data-dir", help="the data directory (default: seqlab's)")
     parser.add_argument("--runs", type=Path, default=Path("runs/search"), help="where the runs are kept")
     add_record_option(parser)
-    args = parser.parse_args()
+    given = sys.argv[1:] if argv is None else argv
+    args = parser.parse_args(given)
 
     search = yaml.safe_load(args.search.read_text(encoding="utf-8"))
     names = args.variants or list(search["variants"])
@@ -144,7 +149,7 @@ def main() -> None:
                       f"{trial.valid[search['metric']]}, {trial.train_s:.1f} s training", flush=True)
     order = rank(trials, search["metric"])
     winner = order[0]
-    command = f"python benchmarks/select_config.py {' '.join(sys.argv[1:])}"
+    command = f"python benchmarks/select_config.py {' '.join(given)}"
     overrides = " ".join(f"--set {o}" for o in search["variants"][winner])
     text = (table(search, trials, order, args.precisions, command) + "\n\n"
             f"Chosen on valid: **{winner}**. Score it on test once: "

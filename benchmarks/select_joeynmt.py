@@ -17,20 +17,23 @@ import datetime
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import joeynmt_date as joey
 from peer_decoding import peer_python
-from report import add_record_option, emit, machine
+from report import add_record_option, choose_on_valid, emit, machine
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    choose_on_valid()
+    argv = sys.argv[1:] if argv is None else argv
     variants, same = joey.recipes()
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", type=Path, required=True, help="holds dlfs2/date.txt")
     parser.add_argument("--variants", nargs="+", choices=sorted(variants), default=list(variants))
     parser.add_argument("--peer-venv", type=Path, default=Path(tempfile.gettempdir()) / "seqlab-peers")
     add_record_option(parser)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
     splits = joey.date_splits(args.data_dir.resolve())
     tokenizer = joey.source_tokenizer(splits["train"])
@@ -38,19 +41,19 @@ def main() -> None:
     data = {"train": joey.write_split(work, "train", splits["train"], tokenizer),
             "dev": joey.write_split(work, "valid", splits["valid"], tokenizer)}
     python = peer_python(args.peer_venv)
-    runs = []
+    runs: list[dict[str, Any]] = []
     for name in args.variants:
         runs.append(joey.train(python, data, variants[name], len(splits["train"]), name))
         last = runs[-1]["epochs"][-1]
         print(f"{name}: valid {last['valid']:.2f} % after epoch {last['epoch']}", file=sys.stderr, flush=True)
-    emit(table(runs, same), args.record)
+    emit(table(runs, same, " ".join(argv)), args.record)
 
 
-def table(runs: list[dict], same: str) -> str:
+def table(runs: list[dict[str, Any]], same: str, command: str) -> str:
     best = min(runs, key=joey.rank_key)
     lines = [
         f"### JoeyNMT's recipe for the date task, chosen on valid ({datetime.date.today().isoformat()})", "",
-        f"Command: `python benchmarks/select_joeynmt.py {' '.join(sys.argv[1:])}`. {machine()}. JoeyNMT 2.3.0, "
+        f"Command: `python benchmarks/select_joeynmt.py {command}`. {machine()}. JoeyNMT 2.3.0, "
         "seqlab's tokens (BPE source pieces, character targets), the model of `configs/book/date-fast.yaml`; "
         f"variants from `benchmarks/searches/joeynmt-date.yaml` ({same} is seqlab's recipe in JoeyNMT's options).",
         "",

@@ -1,8 +1,9 @@
 """Choose scikit-learn's TF-IDF + logistic regression for ChatbotData's labels on the valid split.
 
-    python benchmarks/select_tfidf.py --data-dir ../shared/data [--record docs/results.md]
+    python benchmarks/select_tfidf.py --data-dir ../shared/data [--set KEY=VALUE ...] [--record docs/results.md]
 
-The split is configs/chatbot_ko_labels.yaml's (``--config``), read by ``seqlab.data.load_splits``.
+The split is configs/chatbot_ko_labels.yaml's (``--config``, with ``--set`` overrides as
+``classify_race.py`` takes them), read by ``seqlab.data.load_splits``.
 ``TfidfVectorizer`` over character n-grams inside words (``char_wb``), word n-grams, or both side by side
 (``FeatureUnion``), sublinear tf, then ``LogisticRegression`` (lbfgs, multinomial, ``max_iter`` 2000) with C
 from a grid: every combination is fitted on train and scored on valid by macro-F1
@@ -19,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from report import add_record_option, emit, machine
+from report import add_record_option, choose_on_valid, emit, machine
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import FeatureUnion, Pipeline, make_pipeline
@@ -55,14 +56,17 @@ def labelled(pairs: list[tuple[str, str]], labels: list[str]) -> tuple[list[str]
     return [text for text, _ in pairs], [index[label] for _, label in pairs]
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """Fit every feature set × C on train, rank them on valid, print (and record) the table and the choice."""
+    choose_on_valid()
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", required=True, help="holds chatbot_ko/ChatbotData.csv")
     parser.add_argument("--config", type=Path, default=ROOT / "configs" / "chatbot_ko_labels.yaml")
+    parser.add_argument("--set", dest="extra", action="append", default=[], help="an override of the config")
     add_record_option(parser)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
 
-    splits = load_splits(load_config(args.config).data, Path(args.data_dir))
+    splits = load_splits(load_config(args.config, args.extra).data, Path(args.data_dir))
     labels = class_labels([label for _, label in splits["train"]])
     (train_x, train_y), (valid_x, valid_y) = labelled(splits["train"], labels), labelled(splits["valid"], labels)
     trials = []
@@ -76,13 +80,14 @@ def main() -> None:
     trials.sort(key=lambda t: -t[0])
     lines = ["#### TF-IDF + logistic regression on ChatbotData's labels, chosen on valid", "",
              f"{time.strftime('%Y-%m-%d')}, {machine()}. Command: `python benchmarks/select_tfidf.py "
-             f"{' '.join(sys.argv[1:])}`", "",
+             f"{' '.join(sys.argv[1:] if argv is None else argv)}`", "",
              "| rank | features | C | valid macro-F1 | valid accuracy | fit s |", "|---|---|---|---|---|---|"]
     lines += [f"| {rank} | {features} | {c} | {f1:.2f} | {accuracy:.2f} | {fit_s:.1f} |"
               for rank, (f1, accuracy, features, c, fit_s) in enumerate(trials[:10], 1)]
     best = trials[0]
     lines += ["", f"Chosen on valid: **{best[2]}, C {best[3]}**; scored on test once by "
-                  f"`python benchmarks/classify_race.py --features \"{best[2]}\" --C {best[3]}`."]
+                  f"`python benchmarks/classify_race.py --features \"{best[2]}\" --C {best[3]}"
+                  + "".join(f" --set {item}" for item in args.extra) + "`."]
     emit("\n".join(lines) + "\n", args.record)
 
 

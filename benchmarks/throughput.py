@@ -11,26 +11,28 @@ fraction of this machine's fp32 and bf16 matmul peaks measured by the same scrip
 
     SEQLAB_DATA=../shared/data python benchmarks/throughput.py configs/book/date-transformer.yaml
 
-Prints a markdown table; ``--record docs/benchmarks.md`` appends it there.
+Prints a markdown table and records it with the runs in the scoreboard (``--results``, benchmarks/results/).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import sys
 import time
 from collections.abc import Callable
 
 import torch
+from report import add_results_option, machine, markdown, publish
+from scoreboard import Result, Table, command
 from torch.optim.lr_scheduler import LambdaLR
-from report import add_record_option, emit, machine
 
 from seqlab import precision
-from seqlab.config import Config, TrainConfig, load_config
+from seqlab.config import Config, TrainConfig, TransformerConfig, load_config
 from seqlab.data import load_splits, resolve_data_dir
 from seqlab.data.batching import Batch, collate, length_batches, source_ids
-from seqlab.model import build_model, num_parameters
 from seqlab.loss import token_nll_sum
+from seqlab.model import build_model, num_parameters
 from seqlab.tokenizer import learn_tokenizers
 from seqlab.train.optimizer import build_optimizer, optimizer_step
 
@@ -50,9 +52,9 @@ def matmul_peak(dtype: torch.dtype, n: int = 1024, seconds: float = 1.0) -> floa
     return best
 
 
-def step_flops(cfg: Config, batch: Batch, trg_vocab: int) -> float:
-    """Matmul FLOPs of one training step (forward + backward) on padded shapes."""
-    d, ff, layers = cfg.model.d_model, cfg.model.d_ff, cfg.model.num_layers
+def step_flops(model: TransformerConfig, batch: Batch, trg_vocab: int) -> float:
+    """Matmul FLOPs of one training step (forward + backward) of a Transformer on padded shapes."""
+    d, ff, layers = model.d_model, model.d_ff, model.num_layers
     b, ls = batch.src.shape
     lt = batch.trg_in.size(1)
     src_tokens, trg_tokens = b * ls, b * lt
@@ -66,6 +68,8 @@ def step_flops(cfg: Config, batch: Batch, trg_vocab: int) -> float:
 
 
 def make_batches(cfg: Config, steps: int) -> tuple[list[Batch], int, int]:
+    """The first ``steps`` batches of the config's training split (its tokenizers learnt on it, its token budget),
+    and the source and target vocabulary sizes."""
     pairs = load_splits(cfg.data, resolve_data_dir())["train"]
     source, target = learn_tokenizers(pairs, cfg.tokens)
     src = [source_ids(ids) for ids in source.encode([s for s, _ in pairs])]
@@ -87,9 +91,12 @@ def training_step(model: torch.nn.Module, bf16: bool = False) -> Callable[[Batch
     return step
 
 
-def measure(cfg: Config, batches: list[Batch], src_vocab: int, trg_vocab: int, bf16: bool) -> dict:
+def measure(config: TransformerConfig, batches: list[Batch], src_vocab: int, trg_vocab: int,
+            bf16: bool) -> dict[str, float]:
+    """Target tokens/s and model GFLOP/s of training steps on ``batches`` (after 3 warm-up steps), and the
+    model's parameters."""
     torch.manual_seed(0)
-    model = build_model(cfg.model, src_vocab, trg_vocab).train()
+    model = build_model(config, src_vocab, trg_vocab).train()
     step = training_step(model, bf16)
     for batch in batches[:3]:  # warm-up
         step(batch)
@@ -98,50 +105,46 @@ def measure(cfg: Config, batches: list[Batch], src_vocab: int, trg_vocab: int, b
         step(batch)
     seconds = time.perf_counter() - start
     tokens = sum(b.num_target_tokens for b in batches)
-    flops = sum(step_flops(cfg, b, trg_vocab) for b in batches)
+    flops = sum(step_flops(config, b, trg_vocab) for b in batches)
     return {"tokens_per_s": tokens / seconds, "gflops": flops / seconds / 1e9, "params": num_parameters(model)}
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """Measure the peaks and the config's training steps, print the table and record it."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("config")
     parser.add_argument("--set", dest="overrides", action="append", default=[], help="config override key=value")
     parser.add_argument("--steps", type=int, default=30)
-    add_record_option(parser)
-    args = parser.parse_args()
+    parser.add_argument("--peak-size", type=int, default=1024, help="n of the n×n×n matmul that measures the peaks")
+    add_results_option(parser)
+    args = parser.parse_args(argv)
 
     cfg = load_config(args.config, args.overrides)
+    if not isinstance(cfg.model, TransformerConfig):
+        parser.error(f"model.type {cfg.model.type}: the FLOP count is a Transformer's")
     batches, src_vocab, trg_vocab = make_batches(cfg, args.steps)
-    peaks = {"fp32": matmul_peak(torch.float32), "bf16": matmul_peak(torch.bfloat16)}
+    peaks = {p: matmul_peak(dtype, args.peak_size) for p, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16))}
     precisions = ["fp32", "bf16"] if precision.native_bf16() else ["fp32"]
-    rows = {p: measure(cfg, batches, src_vocab, trg_vocab, p == "bf16") for p in precisions}
     m = cfg.model
-    command = " ".join(["python benchmarks/throughput.py", args.config, *(f"--set {o}" for o in args.overrides),
-                        f"--steps {args.steps}"])
-    lines = [
-        f"### Training throughput: `{args.config}` {' '.join(args.overrides)}",
-        "",
-        f"{datetime.date.today()}, {machine()}; d_model {m.d_model}, {m.num_layers}+{m.num_layers} layers, "
-        f"d_ff {m.d_ff}, dropout {m.dropout}, {rows['fp32']['params']:,} parameters, {len(batches)} batches of "
-        f"≤{cfg.train.batch_tokens} tokens. Command: `{command}`",
-        "",
-        f"Matmul peaks of this machine, measured now (n = 1024): fp32 {peaks['fp32']:.0f} GFLOP/s, "
-        f"bf16 {peaks['bf16']:.0f} GFLOP/s.",
-        "",
-        "| precision | target tokens/s | model GFLOP/s | MFU of the fp32 peak | MFU of the bf16 peak |",
-        "|---|---|---|---|---|",
-    ]
-    for p, r in rows.items():
-        of_bf16 = f"{r['gflops'] / peaks['bf16']:.1%}" if precision.native_bf16() else "— (bf16 emulated)"
-        lines.append(f"| {p} | {r['tokens_per_s']:,.0f} | {r['gflops']:.1f} | {r['gflops'] / peaks['fp32']:.1%} "
-                     f"| {of_bf16} |")
+    rows = {p: measure(m, batches, src_vocab, trg_vocab, p == "bf16") for p in precisions}
+    caption = (f"d_model {m.d_model}, {m.num_layers}+{m.num_layers} layers, d_ff {m.d_ff}, dropout {m.dropout}, "
+               f"{rows['fp32']['params']:,} parameters, {len(batches)} batches of ≤{cfg.train.batch_tokens} tokens")
+    peak_note = (f"Matmul peaks of this machine, measured now (n = {args.peak_size}): fp32 {peaks['fp32']:.0f} GFLOP/s, "
+                 f"bf16 {peaks['bf16']:.0f} GFLOP/s.")
+    table = Table(f"Training throughput: `{args.config}` {' '.join(args.overrides)}".strip(),
+                  ["precision", "target tokens/s", "model GFLOP/s", "MFU of the fp32 peak", "MFU of the bf16 peak"],
+                  [[p, f"{r['tokens_per_s']:,.0f}", f"{r['gflops']:.1f}", f"{r['gflops'] / peaks['fp32']:.1%}",
+                    f"{r['gflops'] / peaks['bf16']:.1%}" if precision.native_bf16() else "— (bf16 emulated)"]
+                   for p, r in rows.items()])
     if "bf16" in rows:
-        lines.append(f"\nbf16 / fp32 speed: {rows['bf16']['tokens_per_s'] / rows['fp32']['tokens_per_s']:.2f}×")
+        ratio = f"bf16 / fp32 speed: {rows['bf16']['tokens_per_s'] / rows['fp32']['tokens_per_s']:.2f}×"
     else:
-        lines.append("\nNo bf16 row: this CPU has no native bf16 (see docs/benchmarks.md, \"bf16 on a CPU without it\").")
-    text = "\n".join(lines)
-    emit(text, args.record)
-
+        ratio = "No bf16 row: this CPU has no native bf16 (see docs/benchmarks.md, \"bf16 on a CPU without it\")."
+    given = command(__file__, sys.argv[1:] if argv is None else argv)
+    print(f"### {table.title}\n\n{datetime.date.today()}, {machine()}; {caption}. Command: `{given}`\n\n{peak_note}\n\n"
+          f"{markdown(table)}\n\n{ratio}")
+    runs = [{"precision": p, **r, "peak_gflops": peaks[p], "steps": len(batches)} for p, r in rows.items()]
+    publish(Result("throughput", table.title, given, [table], runs, notes=[caption, peak_note, ratio]), args.results)
 
 if __name__ == "__main__":
     main()

@@ -66,10 +66,16 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import report
+
+if TYPE_CHECKING:
+    from seqlab.config import VectorsConfig, VectorsTrainConfig
+    from seqlab.vectors.pairs import Vocabulary
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
@@ -93,11 +99,12 @@ def _peak_rss_mib() -> float:
 
 
 def _read_corpus(path: str) -> list[list[str]]:
+    """The words of the corpus file: one sentence a line, words separated by single spaces."""
     with open(path, encoding="utf-8") as f:
         return [line.split(" ") if line else [] for line in f.read().split("\n")[:-1]]
 
 
-def seqlab_worker(spec: dict) -> dict:
+def seqlab_worker(spec: dict[str, Any]) -> dict[str, Any]:
     """``train_vectors`` on the shared words, timed in this process."""
     import torch
 
@@ -118,7 +125,7 @@ def seqlab_worker(spec: dict) -> dict:
                 torch_threads=torch.get_num_threads(), loadavg=os.getloadavg())
 
 
-def book_worker(spec: dict) -> dict:
+def book_worker(spec: dict[str, Any]) -> dict[str, Any]:
     """The book's ch04 CBOW on one stream of ids, epoch by epoch."""
     os.environ.setdefault("MPLBACKEND", "Agg")  # common/trainer.py imports pyplot
     root = os.path.abspath(spec["book_repo"])
@@ -158,14 +165,16 @@ def book_worker(spec: dict) -> dict:
 WORKERS = {"seqlab": seqlab_worker, "book": book_worker}
 
 
-def run_worker(kind: str, spec: dict, work: Path) -> dict:
+def run_worker(kind: str, spec: dict[str, Any], work: Path) -> dict[str, Any]:
+    """``WORKERS[kind](spec)`` in a process of its own (this script with ``--worker``)."""
     return report.run_worker(__file__, kind, spec, work)
 
 
 # --- the systems --------------------------------------------------------------------------------------------
 
 
-def _scores(words: list[str], counts: np.ndarray, vectors: np.ndarray, eval_dir: Path) -> dict:
+def _scores(words: list[str], counts: np.ndarray, vectors: np.ndarray, eval_dir: Path) -> dict[str, Any]:
+    """seqlab's scores of the vectors on the three evaluation files, with their coverage."""
     from seqlab.vectors import WordVectors
 
     wv = WordVectors(list(words), np.asarray(counts), np.asarray(vectors, dtype=np.float32), {}, lowercase=True)
@@ -177,8 +186,9 @@ def _scores(words: list[str], counts: np.ndarray, vectors: np.ndarray, eval_dir:
             "vocab_size": len(words)}
 
 
-def seqlab_run(args, work: Path, corpus: Path, method: str, seed: int, epochs: int, extra: list[str],
-               eval_dir: Path) -> dict:
+def seqlab_run(args: argparse.Namespace, work: Path, corpus: Path, method: str, seed: int, epochs: int,
+               extra: list[str], eval_dir: Path) -> dict[str, Any]:
+    """One seqlab run (a worker), scored."""
     from seqlab.vectors import WordVectors
 
     run_dir = work / f"seqlab-{method}-{seed}-{epochs}-{time.monotonic_ns()}"
@@ -192,7 +202,9 @@ def seqlab_run(args, work: Path, corpus: Path, method: str, seed: int, epochs: i
     return result
 
 
-def gensim_run(args, work: Path, corpus: Path, train, sg: int, seed: int, eval_dir: Path) -> dict:
+def gensim_run(args: argparse.Namespace, work: Path, corpus: Path, train: VectorsTrainConfig, sg: int, seed: int,
+               eval_dir: Path) -> dict[str, Any]:
+    """One run of gensim_word2vec.py by gensim's python, scored."""
     out = work / f"gensim-{sg}-{seed}-{time.monotonic_ns()}"
     command = [str(args.gensim_python), str(BENCHMARKS / "gensim_word2vec.py"), "--corpus", str(corpus),
                "--out", str(out), "--sg", str(sg), "--seed", str(seed), "--workers", str(args.gensim_workers),
@@ -209,8 +221,9 @@ def gensim_run(args, work: Path, corpus: Path, train, sg: int, seed: int, eval_d
     return result
 
 
-def book_run(args, work: Path, ids: np.ndarray, words: list[str], counts: np.ndarray, seed: int,
-             eval_dir: Path) -> dict:
+def book_run(args: argparse.Namespace, work: Path, ids: np.ndarray, words: list[str], counts: np.ndarray, seed: int,
+             eval_dir: Path) -> dict[str, Any]:
+    """The book's CBOW on the ids (a worker), scored."""
     ids_path, vectors_path = work / "book-ids.npy", work / "book-vectors.npy"
     np.save(ids_path, ids)
     result = run_worker("book", {"book_repo": str(args.book_repo), "ids": str(ids_path), "vocab_size": len(words),
@@ -223,14 +236,16 @@ def book_run(args, work: Path, ids: np.ndarray, words: list[str], counts: np.nda
 # --- the report ---------------------------------------------------------------------------------------------
 
 
-def _mean_std(values: list[float | None]) -> tuple[float | None, float | None]:
+def _mean_std(values: Sequence[float | None]) -> tuple[float | None, float | None]:
+    """Mean and sample std of the values present (std None for one, both None for none)."""
     present = [v for v in values if v is not None]
     if not present:
         return None, None
     return statistics.fmean(present), (statistics.stdev(present) if len(present) > 1 else None)
 
 
-def _fmt(values: list, digits: int = 1, scale: float = 1.0) -> str:
+def _fmt(values: Sequence[float | None], digits: int = 1, scale: float = 1.0) -> str:
+    """``mean ± std`` of the values, scaled, or — where there are none."""
     mean, std = _mean_std(values)
     if mean is None:
         return "—"
@@ -238,7 +253,8 @@ def _fmt(values: list, digits: int = 1, scale: float = 1.0) -> str:
     return text + (f" ± {std * scale:.{digits}f}" if std is not None else "")
 
 
-def summarise(label: str, runs: list[dict], tokenise_s: float | None) -> dict:
+def summarise(label: str, runs: list[dict[str, Any]], tokenise_s: float | None) -> dict[str, Any]:
+    """A group of runs' label, mean ± std of scores, times and memory, and the raw values."""
     scores = {key: [r["scores"][key] for r in runs] for key in runs[0]["scores"]}
     per_epoch = [statistics.fmean(r["epoch_s"]) for r in runs if r.get("epoch_s")]
     total = [r["train_s"] + r.get("read_s", 0.0) for r in runs]
@@ -251,7 +267,9 @@ def summarise(label: str, runs: list[dict], tokenise_s: float | None) -> dict:
                 _raw=dict(scores=scores, total=total, per_epoch=per_epoch))
 
 
-def table(rows: list[dict], corpus: dict, epochs: int, command: str, machine_line: str, load: tuple) -> str:
+def table(rows: list[dict[str, Any]], corpus: dict[str, Any], epochs: int, command: str, machine_line: str,
+          load: tuple[float, float]) -> str:
+    """The markdown table of the groups, and the speed ratios."""
     cov = rows[0]["scores"]
     lines = [
         f"### Word vectors on Multi30k en+de train: seqlab, gensim, the book, PPMI + SVD ({datetime.date.today()})",
@@ -277,7 +295,7 @@ def table(rows: list[dict], corpus: dict, epochs: int, command: str, machine_lin
             f"| {_fmt(raw['scores']['ws353'], 3)} | {_fmt(raw['scores']['simlex'], 3)} | {_fmt(raw['total'], 1)} "
             f"| {'—' if with_tok[0] is None else f'{with_tok[0]:.1f}'} | {_fmt(raw['per_epoch'], 2)} "
             f"| {row['peak_rss_mib'][0]:,.0f} ({row['rise_mib'][0]:,.0f}) |")
-    def find(system: str, method: str, n: int) -> dict | None:
+    def find(system: str, method: str, n: int) -> dict[str, Any] | None:
         return next((r for r in rows if (r["system"], r["method"], r["epochs"]) == (system, method, n)), None)
 
     notes = []
@@ -296,7 +314,8 @@ def table(rows: list[dict], corpus: dict, epochs: int, command: str, machine_lin
     return "\n".join(lines) + "\n"
 
 
-def machine_info(gensim_runs: list[dict]) -> dict:
+def machine_info(gensim_runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The CPU, its flags, threads, versions and thread variables, for the JSON."""
     import torch
 
     from seqlab.precision import cpu_flags
@@ -317,7 +336,8 @@ def machine_info(gensim_runs: list[dict]) -> dict:
                                                     "SEQLAB_PRECISION")})
 
 
-def find_eval_dir(args) -> Path:
+def find_eval_dir(args: argparse.Namespace) -> Path:
+    """``--eval-dir``, else the evaluation files of the gensim package that ``--gensim-python`` imports."""
     if args.eval_dir:
         return Path(args.eval_dir)
     out = subprocess.run([str(args.gensim_python), "-c", "import os, gensim; print(os.path.dirname(gensim.__file__))"],
@@ -325,7 +345,8 @@ def find_eval_dir(args) -> Path:
     return Path(out) / "test/test_data"
 
 
-def main(argv: list[str] | None = None) -> None:
+def arguments(argv: list[str] | None) -> argparse.Namespace:
+    """The command line (the module's docstring says what each option does)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--config", type=Path, default=ROOT / "configs" / "vectors" / "multi30k.yaml")
     parser.add_argument("--data-dir", default=os.environ.get("SEQLAB_DATA"), help="default: $SEQLAB_DATA")
@@ -348,18 +369,69 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--worker", nargs=3, metavar=("KIND", "SPEC", "RESULT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.config = args.config.resolve()  # workers run from the repository's root
+    return args
 
+
+def shared_words(args: argparse.Namespace, config: VectorsConfig) -> tuple[list[list[str]], float]:
+    """The corpus's sentences as seqlab's words, which every system gets, and the seconds tokenising took."""
+    from seqlab.vectors.run import read_words
+
+    started = time.perf_counter()
+    words = read_words(config, args.data_dir)
+    tokenise_s = time.perf_counter() - started
+    if args.quick:  # read_words gives the sources (German), then the targets (English)
+        half = len(words) // 2
+        words = words[:QUICK_SENTENCES] + words[half : half + QUICK_SENTENCES]
+    if any(" ".join(s).split(" ") != s for s in words if s):
+        raise SystemExit("a word holds a space: the corpus file would not give the same words back")
+    return words, tokenise_s
+
+
+def run_systems(args: argparse.Namespace, work: Path, corpus_file: Path, vocabulary: Vocabulary, ids: np.ndarray,
+                train: VectorsTrainConfig, eval_dir: Path) -> list[tuple[str, list[dict[str, Any]]]]:
+    """Every system's runs, in groups (a label, its runs: one per seed)."""
+    groups: list[tuple[str, list[dict[str, Any]]]] = []
+
+    def group(label: str, runs: list[dict[str, Any]]) -> None:
+        groups.append((label, runs))
+        for r in runs:
+            s = r["scores"]
+            print(f"{label} seed {r['seed']}: {r['train_s']:.1f} s, analogy {s['analogy']:.2f} %, "
+                  f"ws353 {s['ws353']}, simlex {s['simlex']}", file=sys.stderr, flush=True)
+
+    for method, sg in (("skipgram", 1), ("cbow", 0)):
+        if "seqlab" in args.systems:
+            group(f"seqlab {method} *", [seqlab_run(args, work, corpus_file, method, seed, train.epochs, [],
+                                                    eval_dir) for seed in args.seeds])
+        if "gensim" in args.systems:
+            runs = [gensim_run(args, work, corpus_file, train, sg, seed, eval_dir) for seed in args.seeds]
+            group(f"gensim {runs[0]['gensim']} {method} ({args.gensim_workers} workers)", runs)
+    if "book" in args.systems and args.book_repo:
+        book = book_run(args, work, ids, vocabulary.words, vocabulary.counts, args.seeds[0], eval_dir)
+        group(f"book NumPy CBOW (ch04, Adam, batch {BOOK['batch']}; book runs {BOOK['max_epoch']} epochs)", [book])
+        if "seqlab" in args.systems and args.book_epochs != train.epochs:
+            group(f"seqlab cbow, {args.book_epochs} epoch(s) as the book",
+                  [seqlab_run(args, work, corpus_file, "cbow", seed, args.book_epochs, [], eval_dir)
+                   for seed in args.seeds])
+    if "count" in args.systems:
+        for window in args.count_windows:
+            group(f"seqlab count (PPMI + SVD), window {window}",
+                  [seqlab_run(args, work, corpus_file, "count", args.seeds[0], train.epochs,
+                              [f"train.window={window}"], eval_dir)])
+    return groups
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Tokenise the corpus once, run every system on its words, print the table (and write the JSON)."""
+    args = arguments(argv)
     if args.worker:
         kind, spec, result = args.worker
         out = WORKERS[kind](json.loads(Path(spec).read_text(encoding="utf-8")))
         Path(result).write_text(json.dumps(out), encoding="utf-8")
         return
 
-    from report import emit, machine
-
     from seqlab.config import VectorsConfig, load_config
     from seqlab.vectors.pairs import Vocabulary
-    from seqlab.vectors.run import read_words
 
     config = load_config(args.config, ["train.epochs=1"] if args.quick else [], schema=VectorsConfig)
     if args.quick:
@@ -372,14 +444,7 @@ def main(argv: list[str] | None = None) -> None:
               "OpenMP threads that spin-wait slow down many times over when they do; time on an idle machine",
               file=sys.stderr, flush=True)
 
-    started = time.perf_counter()
-    words = read_words(config, args.data_dir)
-    tokenise_s = time.perf_counter() - started
-    if args.quick:  # read_words gives the sources (German), then the targets (English)
-        half = len(words) // 2
-        words = words[:QUICK_SENTENCES] + words[half : half + QUICK_SENTENCES]
-    if any(" ".join(s).split(" ") != s for s in words if s):
-        raise SystemExit("a word holds a space: the corpus file would not give the same words back")
+    words, tokenise_s = shared_words(args, config)
     vocabulary = Vocabulary.build(words, train.min_count)
     ids = np.concatenate(vocabulary.encode(words))
     corpus = dict(sentences=len(words), words=sum(map(len, words)), vocab_size=len(vocabulary.words),
@@ -387,42 +452,12 @@ def main(argv: list[str] | None = None) -> None:
     print(f"corpus: {corpus}", file=sys.stderr, flush=True)
 
     with contextlib.ExitStack() as stack:
-        temporary = None if args.work_dir else stack.enter_context(tempfile.TemporaryDirectory(prefix="vectors-race-"))
-        work = args.work_dir.resolve() if args.work_dir else Path(temporary)
+        work = (args.work_dir.resolve() if args.work_dir
+                else Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="vectors-race-"))))
         work.mkdir(parents=True, exist_ok=True)
         corpus_file = work / "words.txt"
         corpus_file.write_text("".join(" ".join(s) + "\n" for s in words), encoding="utf-8")
-
-        groups: list[tuple[str, list[dict]]] = []
-        gensim_runs: list[dict] = []
-
-        def group(label: str, runs: list[dict]) -> None:
-            groups.append((label, runs))
-            for r in runs:
-                s = r["scores"]
-                print(f"{label} seed {r['seed']}: {r['train_s']:.1f} s, analogy {s['analogy']:.2f} %, "
-                      f"ws353 {s['ws353']}, simlex {s['simlex']}", file=sys.stderr, flush=True)
-
-        for method, sg in (("skipgram", 1), ("cbow", 0)):
-            if "seqlab" in args.systems:
-                group(f"seqlab {method} *", [seqlab_run(args, work, corpus_file, method, seed, train.epochs, [],
-                                                        eval_dir) for seed in args.seeds])
-            if "gensim" in args.systems:
-                runs = [gensim_run(args, work, corpus_file, train, sg, seed, eval_dir) for seed in args.seeds]
-                gensim_runs += runs
-                group(f"gensim {runs[0]['gensim']} {method} ({args.gensim_workers} workers)", runs)
-        if "book" in args.systems and args.book_repo:
-            book = book_run(args, work, ids, vocabulary.words, vocabulary.counts, args.seeds[0], eval_dir)
-            group(f"book NumPy CBOW (ch04, Adam, batch {BOOK['batch']}; book runs {BOOK['max_epoch']} epochs)", [book])
-            if "seqlab" in args.systems and args.book_epochs != train.epochs:
-                group(f"seqlab cbow, {args.book_epochs} epoch(s) as the book",
-                      [seqlab_run(args, work, corpus_file, "cbow", seed, args.book_epochs, [], eval_dir)
-                       for seed in args.seeds])
-        if "count" in args.systems:
-            for window in args.count_windows:
-                group(f"seqlab count (PPMI + SVD), window {window}",
-                      [seqlab_run(args, work, corpus_file, "count", args.seeds[0], train.epochs,
-                                  [f"train.window={window}"], eval_dir)])
+        groups = run_systems(args, work, corpus_file, vocabulary, ids, train, eval_dir)
 
     rows = [summarise(label, runs, tokenise_s if runs[0]["system"] == "seqlab" else None) for label, runs in groups]
     for row, (_, runs) in zip(rows, groups):
@@ -430,8 +465,9 @@ def main(argv: list[str] | None = None) -> None:
             row["_raw"]["setup_s"] = runs[0]["setup_s"]
     command = "python benchmarks/vectors_race.py " + " ".join(sys.argv[1:] if argv is None else argv)
     load = (load_start[0], os.getloadavg()[0])
-    emit(table(rows, corpus, train.epochs, command, machine(), load), args.record)
+    report.emit(table(rows, corpus, train.epochs, command, report.machine(), load), args.record)
     if args.json:
+        gensim_runs = [r for _, runs in groups for r in runs if r["system"] == "gensim"]
         record = dict(benchmark="vectors_race", command=command, config=str(args.config), corpus=corpus,
                       options=train.model_dump(), eval_dir=str(eval_dir), gensim_workers=args.gensim_workers,
                       book=dict(repo=args.book_repo, epochs=args.book_epochs, **BOOK),

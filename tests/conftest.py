@@ -64,6 +64,13 @@ def each_precision(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPat
     return request.param
 
 
+@pytest.fixture(autouse=True)
+def _not_a_selection_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test starts outside a selection run, whatever an earlier test's in-process benchmark did
+    (``report.choose_on_valid`` sets SEQLAB_SELECTION for its process); tests/test_selection.py sets it itself."""
+    monkeypatch.setenv("SEQLAB_SELECTION", "0")
+
+
 @pytest.fixture
 def shared_data() -> Path:
     """The real corpora in ``../shared/data`` (dlfs2/, chatbot_ko/, multi30k/); skip loudly where absent."""

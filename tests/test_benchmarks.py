@@ -1,54 +1,38 @@
-"""Benchmarks choose on valid: no script that selects a configuration reads the test split."""
+"""Benchmarks choose on valid: every script that selects makes itself a selection run, where the data has no test
+split (seqlab.data.splits; tests/test_selection.py plants the ways a script could still ask for it)."""
 
 from __future__ import annotations
 
-import ast
+import importlib
+import os
+import re
 from pathlib import Path
+
+import pytest
+
+from seqlab.data.splits import SELECTION_ENV
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
-# Scripts that read the test split, and why that is not a choice made on it. Every other script, those that
-# choose a configuration among them (SELECTS), must never name the split.
-READS_TEST = {
-    "book_tasks.py": "scores each final config once, after training chose its best epoch on valid",
-    "date_race.py": "times each system to 99.9 % on valid, then scores each final run on test once",
-    "decoding_speed.py": "times decoding of test sources; no choice depends on the outputs",
-    "peer_decoding.py": "times decoding of test sources next to the peers and scores the outputs of one model",
-    "profile_ops.py": "profiles decoding of test sources",
-    "joeynmt_decode.py": "JoeyNMT decoding the test sources for peer_decoding.py",
-    "lm_race.py": "scores each language model once on test after training; seqlab's best epoch and BetterRnnlm's "
-                  "rate are chosen on valid",
-    "classify_race.py": "scores the TF-IDF model select_tfidf.py chose and each seqlab run (best epoch on valid) "
-                        "on test once",
-    "pretrain_race.py": "scores each fine-tuned and scratch classifier (best epoch on valid) on test once",
-    "checkpoint_average.py": "scores the best checkpoint (by valid) and the mean of the last N epochs (N fixed "
-                             "before training) on test once each",
-}
-SELECTS = {"select_config.py", "select_decoding.py", "select_joeynmt.py", "chatbot_variants.py", "select_tfidf.py"}
+# The scripts that choose a configuration, a decoding setting or a peer's recipe: each calls
+# report.choose_on_valid() before it reads its arguments.
+SELECTS = ["select_config", "select_decoding", "select_joeynmt", "select_tfidf", "chatbot_variants"]
 
 
-def _names_the_test_split(path: Path) -> bool:
-    """A string literal 'test' in the code (a split's key, ``split="test"``, ``--split test`` as an argument)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    return any(isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.strip() in
-               ("test", "--split test") for node in ast.walk(tree))
+def test_every_select_script_is_known_to_choose() -> None:
+    assert {path.stem for path in BENCHMARKS.glob("select_*.py")} <= set(SELECTS)
 
 
-def test_no_selecting_script_reads_the_test_split():
-    scripts = {p.name: p for p in BENCHMARKS.rglob("*.py")}
-    assert SELECTS <= set(scripts)
-    readers = {name for name, path in scripts.items() if _names_the_test_split(path)}
-    assert not readers & SELECTS
-    assert readers == set(READS_TEST), "a script that reads test must say why here, and must not select"
-
-
-def test_the_check_sees_a_test_split_read(tmp_path):
-    script = tmp_path / "choose.py"
-    script.write_text('"""Ranks on --split test."""\nsplits = {}\nscores = splits["test"]\n', encoding="utf-8")
-    assert _names_the_test_split(script)
-    script.write_text('"""Ranks on valid; then seqlab eval RUN --split test."""\nscores = {}["valid"]\n',
-                      encoding="utf-8")
-    assert not _names_the_test_split(script)
+@pytest.mark.parametrize("script", SELECTS)
+def test_a_choosing_script_withholds_the_test_split_from_itself_and_its_processes(
+        script: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    monkeypatch.setenv(SELECTION_ENV, "0")
+    module = importlib.import_module(script)
+    with pytest.raises(SystemExit) as exit:
+        module.main(["--help"])
+    assert exit.value.code == 0 and "usage" in capsys.readouterr().out
+    assert os.environ[SELECTION_ENV] == "1", f"{script}.main does not call report.choose_on_valid() first"
 
 
 def test_a_search_ranks_a_variant_by_its_worst_seed(monkeypatch):
@@ -64,3 +48,13 @@ def test_a_search_ranks_a_variant_by_its_worst_seed(monkeypatch):
     assert rank(lucky + steady, "exact_match") == ["steady", "lucky"]  # lucky's mean is 80, its worst 40
     by_loss = trials("high-loss", [0.3, 0.1], "loss") + trials("low-loss", [0.2, 0.2], "loss")
     assert rank(by_loss, "loss") == ["low-loss", "high-loss"]  # the worst loss decides: 0.2 against 0.3
+
+
+def test_every_benchmark_script_has_a_smoke_test_in_the_suite() -> None:
+    """Each script in benchmarks/ (helpers and peers' workers too) is run end to end by a test named
+    ``test_<script>_runs_end_to_end``, so that none can rot; report.py is the scripts' shared library."""
+    tests = {match for path in Path(__file__).parent.glob("test_*.py")
+             for match in re.findall(r"^def (test_\w+_runs_end_to_end)\(", path.read_text(encoding="utf-8"), re.M)}
+    scripts = {path.stem for path in BENCHMARKS.rglob("*.py") if "stand_ins" not in path.parts} - {"report"}
+    missing = sorted(script for script in scripts if f"test_{script}_runs_end_to_end" not in tests)
+    assert missing == [], f"benchmark scripts without a smoke test: {missing}"

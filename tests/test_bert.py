@@ -42,6 +42,7 @@ def test_the_presets_have_berts_parameter_counts(preset, published, hf_model):  
         bert = Bert(cfg, 30522)
     expected = _published_count(30522, cfg.d_model, cfg.num_layers, cfg.d_ff)
     assert expected["model"] == hf_model
+    assert bert.pooler is not None  # next_sentence=True
     assert num_parameters(bert.encoder) + num_parameters(bert.pooler) == expected["model"]
     assert num_parameters(bert) == expected["pretraining"]
     # the seed's rounded 110 M / 340 M: base 0.5 % above its count, large 1.4 % (the paper rounds 335 M up)
@@ -205,9 +206,10 @@ def test_pretrain_and_train_each_refuse_the_others_configs(tmp_path, pretrained)
 def test_a_classifier_starts_from_the_pretrained_encoder(tmp_path, pretrained):
     import csv
 
-    from seqlab.config import parse_config
+    from seqlab.config import BertConfig, parse_config
     from seqlab.model.bert import Bert
     from seqlab.rundir import RunDir
+    from seqlab.train.family import Classification
     from seqlab.train.trainer import Trainer
 
     with (tmp_path / "labels.csv").open("w", encoding="utf-8", newline="") as f:
@@ -224,7 +226,10 @@ def test_a_classifier_starts_from_the_pretrained_encoder(tmp_path, pretrained):
            "train": {"epochs": 1, "batch_sentences": 4, "schedule": "constant", "lr": 1e-9, "precision": "fp32"}}
     run = tmp_path / "fine"
     family = Trainer(parse_config(raw), run, progress=False).family
-    bert = Bert(RunDir(pretrained).config().model, family.model.encoder.embed.embedding.num_embeddings)
+    assert isinstance(family, Classification)
+    bert_config = RunDir(pretrained).config().model
+    assert isinstance(bert_config, BertConfig)
+    bert = Bert(bert_config, family.model.encoder.embed.embedding.num_embeddings)
     RunDir(pretrained).load_model(bert)
     for name, tensor in bert.encoder.state_dict().items():
         torch.testing.assert_close(family.model.encoder.state_dict()[name], tensor, rtol=0, atol=0)
@@ -238,9 +243,10 @@ def test_a_classifier_starts_from_the_pretrained_encoder(tmp_path, pretrained):
 def test_a_span_extractor_starts_from_the_pretrained_encoder(tmp_path, pretrained):
     from conftest import squad_json
 
-    from seqlab.config import parse_config
+    from seqlab.config import BertConfig, parse_config
     from seqlab.model.bert import Bert
     from seqlab.rundir import RunDir
+    from seqlab.train.family import SpanExtraction
     from seqlab.train.trainer import Trainer
 
     squad = {"format": "squad", "path": str(squad_json(tmp_path / "q.json", 8, 0))}
@@ -250,7 +256,10 @@ def test_a_span_extractor_starts_from_the_pretrained_encoder(tmp_path, pretraine
            "model": {"type": "span", "init_from": str(pretrained), **shape},
            "train": {"epochs": 1, "batch_sentences": 4, "schedule": "constant", "lr": 1e-9, "precision": "fp32"}}
     family = Trainer(parse_config(raw), tmp_path / "fine", progress=False).family
-    bert = Bert(RunDir(pretrained).config().model, family.model.encoder.embed.embedding.num_embeddings)
+    assert isinstance(family, SpanExtraction)
+    bert_config = RunDir(pretrained).config().model
+    assert isinstance(bert_config, BertConfig)
+    bert = Bert(bert_config, family.model.encoder.embed.embedding.num_embeddings)
     RunDir(pretrained).load_model(bert)
     for name, tensor in bert.encoder.state_dict().items():
         torch.testing.assert_close(family.model.encoder.state_dict()[name], tensor, rtol=0, atol=0)

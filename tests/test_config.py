@@ -1,10 +1,11 @@
 """Configs: every key validated, misspellings named, overrides typed, the resolved config round-trips."""
 
 import sys
+from typing import Any
 
 import pytest
 
-from seqlab.config import ConfigError, apply_override, dump_config, load_config, parse_config
+from seqlab.config import ConfigError, TaskCorpus, apply_override, dump_config, load_config, parse_config
 
 MINIMAL = {"data": {"corpus": {"format": "task", "task": "date"}}}
 
@@ -44,7 +45,7 @@ def test_load_config_files(tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text("data:\n  corpus: {format: task, task: addition}\ntrain: {epochs: 2}\n", encoding="utf-8")
     config = load_config(path, ["train.epochs=7"])
-    assert config.train.epochs == 7 and config.data.corpus.task == "addition"
+    assert config.train.epochs == 7 and isinstance(config.data.corpus, TaskCorpus) and config.data.corpus.task == "addition"
     (tmp_path / "again.yaml").write_text(dump_config(config), encoding="utf-8")
     assert load_config(tmp_path / "again.yaml") == config
     with pytest.raises(ConfigError, match="not found"):
@@ -62,7 +63,10 @@ def test_shipped_configs_are_valid():
     configs = sorted((Path(__file__).parents[1] / "configs").rglob("*.yaml"))
     assert len([p for p in configs if p.parent.name == "vectors"]) >= 4
     for path in configs:
-        load_config(path, schema=VectorsConfig if path.parent.name == "vectors" else Config)
+        if path.parent.name == "vectors":
+            load_config(path, schema=VectorsConfig)
+        else:
+            load_config(path, schema=Config)
 
 
 def test_vectors_config():
@@ -167,7 +171,8 @@ def test_an_integer_too_long_to_write_back_is_refused(tmp_path, number):
 
 def test_keys_that_are_not_names_are_quoted_in_their_problem_line():
     with pytest.raises(ConfigError) as err:
-        parse_config(MINIMAL | {"a\nb": 1, "a.b": 2, "x y": 3, "trai\x1bn": 4, 5: 6})
+        keys: dict[Any, int] = {"a\nb": 1, "a.b": 2, "x y": 3, "trai\x1bn": 4, 5: 6}  # 5: YAML's keys need not be strings
+        parse_config(MINIMAL | keys)
     assert str(err.value).split("\n")[1:] == [
         "  'a\\nb': unknown key", "  'a.b': unknown key", "  'x y': unknown key",
         "  'trai\\x1bn': unknown key (did you mean 'train'?)", "  5: Keys should be strings"]

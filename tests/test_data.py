@@ -16,6 +16,7 @@ from seqlab.config import Corpus, DataConfig, LinesCorpus, SplitConfig, TsvCorpu
 from seqlab.data import DataError, generate_task, load_splits, read_corpus, read_sentences, resolve_data_dir, tasks
 from seqlab.data.splits import split_pairs
 from seqlab.data.tasks import generate_addition, generate_date
+from seqlab.metrics import seen_form
 
 CORPUS = TypeAdapter(Corpus)
 
@@ -75,7 +76,7 @@ def test_date_has_every_form_and_casing_in_book_proportions():
     shapes = Counter(date_shape(source) for source, _ in generate_date(4000, seed=1))
     forms = {"short", "medium", "long", "full"}
     assert set(shapes) == {("short", "digits")} | {(f, c) for f in forms - {"short"} for c in ("title", "upper", "lower")}
-    per_form = Counter()
+    per_form: Counter[str] = Counter()
     for (form, _), count in shapes.items():
         per_form[form] += count
     for form in forms:  # a quarter each in date.txt ("May" moves a twelfth of long into medium)
@@ -107,22 +108,30 @@ def test_addition_sums_are_correct_and_operands_in_range():
 
 
 @pytest.mark.parametrize("generate", [generate_date, generate_addition])
-def test_generated_sources_are_drawn_without_replacement(generate):
+def test_generated_sources_are_drawn_without_replacement_up_to_case_and_spacing(generate):
     pairs = generate(30000, seed=4)
-    assert len({source for source, _ in pairs}) == len(pairs) == 30000
+    assert len({seen_form(source) for source, _ in pairs}) == len(pairs) == 30000
+
+
+def test_seen_form_ignores_letter_case_and_spacing_only():
+    assert seen_form("  SEPTEMBER 27,\t1994 ") == seen_form("september 27, 1994") == "september 27, 1994"
+    assert seen_form("september 27, 1994") != seen_form("september 27 1994")
+    assert seen_form("9/27/94") != seen_form("sep 27, 1994")
 
 
 def test_every_written_form_of_a_day_is_counted_and_too_large_a_corpus_is_refused():
     day = date(1994, 9, 27)
     forms = {tasks._cased(form(day), casing) for form in tasks.DATE_FORMATS.values() for casing in tasks.CASINGS}
-    assert len(forms) == tasks.DATE_FORMS_PER_DAY == 10
-    with pytest.raises(ValueError, match="only 175,320 distinct sources exist"):
-        generate_date(175321, seed=0)
+    assert len(forms) == 10  # the short form, and three casings of each of the others
+    assert len({seen_form(form) for form in forms}) == tasks.DATE_FORMS_PER_DAY == 4
+    with pytest.raises(ValueError, match="only 70,128 distinct sources exist"):
+        generate_date(70129, seed=0)
 
 
-def test_the_main_configs_splits_share_no_source():
+def test_the_main_configs_splits_share_no_source_in_any_casing_or_spacing():
     config = load_config(Path(__file__).parents[1] / "configs" / "date.yaml")
-    parts = {name: {source for source, _ in pairs} for name, pairs in load_splits(config.data, Path("/nonexistent")).items()}
+    splits = load_splits(config.data, Path("/nonexistent"))
+    parts = {name: {seen_form(source) for source, _ in pairs} for name, pairs in splits.items()}
     assert len(parts["test"]) == 5000 and parts["valid"]
     assert not parts["train"] & parts["test"] and not parts["train"] & parts["valid"] and not parts["valid"] & parts["test"]
 
@@ -365,8 +374,10 @@ def test_load_splits_from_explicit_files(tmp_path):
                      skip_bad_lines=True)
     assert load_splits(cfg, tmp_path) == {"train": [("a", "b"), ("c", "d")], "valid": [("e", "f")], "test": []}
     cfg = cfg.model_copy(update={"test": corpus(format="tsv", path="test.tsv"), "skip_bad_lines": False})
+    splits = load_splits(cfg, tmp_path)
+    assert splits["train"] == [("a", "b"), ("c", "d")]  # a split is read when it is asked for, not before
     with pytest.raises(DataError, match=r"valid\.tsv:2: "):
-        load_splits(cfg, tmp_path)
+        splits["valid"]
 
 
 # --- the real corpora (skipped where ../shared/data is absent) ---------------

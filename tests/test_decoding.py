@@ -28,6 +28,7 @@ def _model(kind: str, trg_vocab: int = 9, steps: int = 80):
     """A small model, briefly trained to map each source word w to w mod (trg_vocab - 3) + 3 then <eos>:
     far enough from random that outputs end at different lengths, far from perfect so that search matters."""
     torch.manual_seed(0)
+    cfg: TransformerConfig | RNNConfig
     if kind == "transformer":
         cfg = TransformerConfig(d_model=16, num_layers=2, num_heads=2, d_ff=32, dropout=0.0, max_length=40)
     else:
@@ -219,12 +220,14 @@ def test_attention_of_the_chosen_output(kind):
     layers, heads = (2, 2) if kind == "transformer" else (1, 1)
     for hyps in search(model, src, DecodeOptions(beam=3, nbest=2), default_max=12, need_weights=True):
         for h in hyps:
+            assert h.attention is not None
             steps = h.attention.shape[0]
             assert h.attention.shape == (steps, layers, heads, src.size(1))
             assert steps in (len(h.tokens), len(h.tokens) + 1)
             torch.testing.assert_close(h.attention.sum(-1), torch.ones(steps, layers, heads))
     padded_source = int((src[0] != PAD).sum())
     greedy = search(model, src, DecodeOptions(), default_max=12, need_weights=True)[0][0]
+    assert greedy.attention is not None
     assert float(greedy.attention[..., padded_source:].abs().max()) == 0.0  # nothing on padding
 
 

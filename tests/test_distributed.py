@@ -1,6 +1,7 @@
 """Data-parallel training: two processes under torchrun (gloo on loopback) take the steps of one process with
 ``train.accumulate: 2``; a killed process stops the job, and the run resumes under torchrun or in one process."""
 
+import logging
 import os
 import shutil
 import signal
@@ -22,7 +23,6 @@ from seqlab.train.distributed import World, step_groups
 # torchrun beside the interpreter running the tests (the venv's)
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m",
             "seqlab"]
-SEQLAB = [sys.executable, "-m", "seqlab"]
 
 # Tolerances of the two ways to the same step, in fp32: the sum of 2 gradients in one process against gloo's
 # average of them round differently (about 1e-7); Adam (ε 1e-9) divides by each gradient's running size, so a
@@ -99,6 +99,19 @@ def _train(command: list[str], config: Path, out: Path, *sets: str) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
 
 
+def _train_here(config: Path, out: Path, *sets: str, resume: bool = False) -> None:
+    """The one-process run, trained in this process (on one thread, as each process under torchrun: no
+    interpreter to start; the configs' precision is fp32)."""
+    from seqlab.config import load_config
+    from seqlab.train.trainer import Trainer
+
+    threads = torch.get_num_threads()
+    try:
+        Trainer(load_config(config, [*sets, "train.threads=1"]), out, resume=resume, progress=False).fit()
+    finally:
+        torch.set_num_threads(threads)
+
+
 def _same_training(one: Path, two: Path, exact: bool = False) -> None:
     """The two runs' logs and final weights agree (bit for bit with ``exact``)."""
     log_one, log_two = RunDir(one).log(), RunDir(two).log()
@@ -116,14 +129,27 @@ def _same_training(one: Path, two: Path, exact: bool = False) -> None:
                 torch.testing.assert_close(weights_two[name], value, atol=WEIGHT_ATOL, rtol=0, msg=name)
 
 
+@pytest.fixture(scope="module")
+def date_under_torchrun(tmp_path_factory) -> tuple[Path, Path]:
+    """The date Transformer's config for 6 epochs with a checkpoint every 7 steps, and its run trained under
+    torchrun, unbroken: shared by the seq2seq case of the accumulate test and the killed-rank test."""
+    tmp = tmp_path_factory.mktemp("date-torchrun")
+    config = _date_config(tmp, epochs=6, save_every=7)
+    _train(TORCHRUN, config, tmp / "two")
+    return config, tmp / "two"
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("family", ["seq2seq", "lm", "bert"])
-def test_two_processes_take_the_steps_of_one_with_accumulate_2(tmp_path, family):
-    config = {"seq2seq": _date_config, "lm": _lm_config, "bert": _bert_config}[family](tmp_path)
-    _train(SEQLAB, config, tmp_path / "one", "train.accumulate=2")
-    _train(TORCHRUN, config, tmp_path / "two")
-    _same_training(tmp_path / "one", tmp_path / "two")
-    assert (tmp_path / "two" / MODEL).exists() and not list(tmp_path.glob("two/*.tmp*"))
+def test_two_processes_take_the_steps_of_one_with_accumulate_2(tmp_path, family, request):
+    if family == "seq2seq":
+        config, two = request.getfixturevalue("date_under_torchrun")
+    else:
+        config, two = {"lm": _lm_config, "bert": _bert_config}[family](tmp_path), tmp_path / "two"
+        _train(TORCHRUN, config, two)
+    _train_here(config, tmp_path / "one", "train.accumulate=2")
+    _same_training(tmp_path / "one", two)
+    assert (two / MODEL).exists() and not list(two.glob("*.tmp*"))
 
 
 def _rank_pid(rank: int, out: Path) -> int | None:
@@ -140,9 +166,8 @@ def _rank_pid(rank: int, out: Path) -> int | None:
 
 
 @pytest.mark.slow
-def test_a_killed_rank_stops_the_job_and_the_run_resumes(tmp_path):
-    config = _date_config(tmp_path, epochs=6, save_every=7)
-    _train(TORCHRUN, config, tmp_path / "whole")
+def test_a_killed_rank_stops_the_job_and_the_run_resumes(tmp_path, date_under_torchrun, caplog):
+    config, whole = date_under_torchrun
     out = tmp_path / "killed"
     env = os.environ | {"OMP_NUM_THREADS": "1", "SEQLAB_PRECISION": "fp32"}
     job = subprocess.Popen([*TORCHRUN, "train", str(config), "--out", str(out)], env=env,
@@ -162,13 +187,12 @@ def test_a_killed_rank_stops_the_job_and_the_run_resumes(tmp_path):
     shutil.copytree(out, tmp_path / "alone")
     resumed = _run([*TORCHRUN, "train", str(config), "--out", str(out), "--resume"])
     assert resumed.returncode == 0, resumed.stderr[-3000:]
-    _same_training(tmp_path / "whole", out, exact=True)
+    _same_training(whole, out, exact=True)
 
-    alone = _run([*SEQLAB, "train", str(config), "--out", str(tmp_path / "alone"), "--resume",
-                  "--set", "train.accumulate=2"])
-    assert alone.returncode == 0, alone.stderr[-3000:]
-    _same_training(tmp_path / "whole", tmp_path / "alone")
-    assert "takes" not in alone.stderr  # 2 processes × 1 = 1 process × 2: no warning of a changed step
+    with caplog.at_level(logging.INFO, logger="seqlab"):
+        _train_here(config, tmp_path / "alone", "train.accumulate=2", resume=True)
+    _same_training(whole, tmp_path / "alone")
+    assert "resuming at epoch" in caplog.text and "takes" not in caplog.text  # 2 processes × 1 = 1 process × 2: no warning
 
 
 def test_numpy_engine_and_accumulate_are_refused_together():

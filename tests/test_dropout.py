@@ -38,7 +38,7 @@ def test_gradient_is_the_mask():
     y = Dropout(0.2).train()(x)
     y.sum().backward()
     kept = y.detach() != 0
-    assert torch.allclose(x.grad, kept.float() / 0.8)
+    assert x.grad is not None and torch.allclose(x.grad, kept.float() / 0.8)
 
 
 def test_seeded_masks_repeat():

@@ -2,6 +2,7 @@
 
 import gzip
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -12,18 +13,19 @@ import seqlab
 from seqlab.cli import app
 from seqlab.config import parse_config
 from seqlab.data import load_splits, resolve_data_dir
+from seqlab.export import Engine, Target
 from seqlab.rundir import RunDir
 from seqlab.train.trainer import Trainer
 
 OPTIONAL = "an optional extra: pip install -e '.[export]'"
-ENGINES = {  # engine: (what `seqlab export --to` names, the package it needs)
+ENGINES: dict[Engine, tuple[Target, str]] = {  # engine: (what `seqlab export --to` names, the package it needs)
     "ct2": ("ctranslate2", "ctranslate2"),
     "onnx": ("onnx", "onnxruntime"),
 }
 
 
 @pytest.fixture(params=sorted(ENGINES))
-def engine(request) -> str:
+def engine(request) -> Engine:
     pytest.importorskip(ENGINES[request.param][1], reason=f"{ENGINES[request.param][1]} is {OPTIONAL}")
     if request.param == "onnx":
         pytest.importorskip("onnxscript", reason=f"onnxscript (torch's ONNX exporter) is {OPTIONAL}")
@@ -32,16 +34,18 @@ def engine(request) -> str:
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
-    """export(run, engine, quantization) -> the export's directory, made once per module."""
-    from seqlab.export import export
-
+    """export(run, engine, quantization) -> the export's directory, made once per module by ``seqlab export``
+    (the command succeeds; test_the_commands_export_and_translate goes on with what it made)."""
     made: dict[tuple, Path] = {}
 
-    def make(run: Path, engine: str, quantization: str = "float32") -> Path:
+    def make(run: Path, engine: Engine, quantization: str = "float32") -> Path:
         key = (run, engine, quantization)
         if key not in made:
-            made[key] = export(run, tmp_path_factory.mktemp(f"{engine}-{quantization}") / "export",
-                               ENGINES[engine][0], quantization)
+            out = tmp_path_factory.mktemp(f"{engine}-{quantization}") / "export"
+            result = CliRunner().invoke(app, ["export", str(run), "--to", ENGINES[engine][0], "--out", str(out),
+                                              "--quantization", quantization])
+            assert result.exit_code == 0, result.output
+            made[key] = out
         return made[key]
 
     return make
@@ -100,7 +104,7 @@ def _sources(run: Path) -> list[str]:
     return [source for source, _ in load_splits(translator.config.data, resolve_data_dir(None))["valid"]]
 
 
-def _same_as_seqlab(run: Path, export_dir: Path, engine: str, sources: list[str], beam: int,
+def _same_as_seqlab(run: Path, export_dir: Path, engine: Engine, sources: list[str], beam: int,
                     nbest_share: float | None) -> None:
     """The best outputs equal seqlab's on >= 99 % of the sources; the n-best sets on ``nbest_share`` of them."""
     from seqlab.export import load_translator
@@ -157,12 +161,13 @@ def test_onnx_gives_seqlab_scores_attention_and_samples(date_run, exported):
     sources = _sources(date_run)[:40]
     for a, b in zip(ours.generate(sources, need_weights=True), theirs.generate(sources, need_weights=True)):
         assert a[0].text == b[0].text and b[0].log_prob == pytest.approx(a[0].log_prob, abs=1e-4)
+        assert a[0].attention is not None and b[0].attention is not None
         assert b[0].attention.shape == a[0].attention.shape  # (output pieces + <eos>, layers, heads, source pieces)
         torch.testing.assert_close(b[0].attention, a[0].attention, atol=1e-4, rtol=0)
-    penalty = {"beam": 4, "nbest": 4, "length_penalty": 0.6}
+    penalty: dict[str, Any] = {"beam": 4, "nbest": 4, "length_penalty": 0.6}
     assert ([[h.text for h in out] for out in theirs.generate(sources, **penalty)]
             == [[h.text for h in out] for out in ours.generate(sources, **penalty)])
-    sampled = {"sample": True, "temperature": 0.7, "num_samples": 3, "seed": 5}
+    sampled: dict[str, Any] = {"sample": True, "temperature": 0.7, "num_samples": 3, "seed": 5}
     assert ([[h.text for h in out] for out in theirs.generate(sources, **sampled)]
             == [[h.text for h in out] for out in ours.generate(sources, **sampled)])
 
@@ -189,11 +194,9 @@ def test_an_int8_export_is_smaller_and_stays_close(date_run, engine, exported):
     assert _weight_bytes(exported(date_run, engine, "int8"), engine) < 0.5 * fp32  # 1 byte a weight, not 4
 
 
-def test_the_commands_export_and_translate(date_run, engine, tmp_path):
-    out = tmp_path / "export"
+def test_the_commands_export_and_translate(date_run, engine, exported):
+    out = exported(date_run, engine)  # by `seqlab export`
     to = ENGINES[engine][0]
-    result = CliRunner().invoke(app, ["export", str(date_run), "--to", to, "--out", str(out)])
-    assert result.exit_code == 0, result.output
     dates = ["september 27, 1994", "10/15/94"]
     result = CliRunner().invoke(app, ["translate", str(out), "--engine", engine, *dates])
     assert result.exit_code == 0, result.output

@@ -44,7 +44,7 @@ def test_written_files_get_the_usual_permissions(tmp_path):
 
 
 def test_the_directory_is_synced_after_the_rename(tmp_path, monkeypatch):
-    events = []
+    events: list[tuple[str, bool | str]] = []  # ("fsync", of a directory?) or ("replace", the destination)
     real_fsync, real_replace = os.fsync, os.replace
 
     def fsync(fd):

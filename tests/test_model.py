@@ -4,9 +4,10 @@ import pytest
 import torch
 
 from seqlab.config import TransformerConfig
-from seqlab.model import build_model, num_parameters
+from seqlab.model import num_parameters
 from seqlab.model.attention import MultiHeadAttention
 from seqlab.model.masks import padding_mask
+from seqlab.model.transformer import Embedder, EncoderLayer, Transformer
 
 SMALL = TransformerConfig(d_model=32, num_layers=2, num_heads=4, d_ff=64, dropout=0.1, max_length=64)
 
@@ -73,17 +74,18 @@ def test_paper_defaults():
 
 def test_small_transformer_of_seed_000():
     cfg = TransformerConfig(d_model=128, num_layers=4, num_heads=4, d_ff=512, dropout=0.3)
-    model = build_model(cfg, 9000, 9000).eval()
+    model = Transformer(cfg, 9000, 9000).eval()
     logits = model(torch.randint(1, 9000, (2, 10)), torch.randint(1, 9000, (2, 9)))
     assert logits.shape == (2, 9, 9000)
     assert len(model.encoder.layers) == 4 and len(model.decoder.layers) == 4
-    assert model.encoder.layers[0].self_attn.depth == 32
+    first = model.encoder.layers[0]
+    assert isinstance(first, EncoderLayer) and first.self_attn.depth == 32
 
 
 @pytest.mark.parametrize("norm", ["post", "pre"])
 def test_fused_path_equals_reference_path(norm):
     torch.manual_seed(0)
-    model = build_model(SMALL.model_copy(update={"norm": norm}), 20, 20).eval()
+    model = Transformer(SMALL.model_copy(update={"norm": norm}), 20, 20).eval()
     src = torch.randint(1, 20, (4, 9))
     src[1, 6:] = 0
     trg = torch.randint(1, 20, (4, 6))
@@ -99,8 +101,9 @@ def test_fused_path_equals_reference_path(norm):
 
 def test_embeddings_scaled_and_positions_added():
     torch.manual_seed(0)
-    model = build_model(SMALL, 20, 20).eval()
+    model = Transformer(SMALL, 20, 20).eval()
     embed = model.encoder.embed
+    assert isinstance(embed, Embedder)  # sinusoidal positions, not BERT's learned ones
     ids = torch.tensor([[3, 5, 7]])
     expected = embed.embedding.weight[ids] * SMALL.d_model**0.5 + embed.positions.table[:, :3]
     torch.testing.assert_close(embed(ids), expected)
@@ -110,7 +113,7 @@ def test_embeddings_scaled_and_positions_added():
 
 def test_decoder_is_causal():
     torch.manual_seed(0)
-    model = build_model(SMALL, 20, 20).eval()
+    model = Transformer(SMALL, 20, 20).eval()
     src = torch.randint(1, 20, (1, 8))
     trg = torch.randint(1, 20, (1, 6))
     changed = trg.clone()
@@ -122,7 +125,7 @@ def test_decoder_is_causal():
 
 def test_source_padding_changes_nothing():
     torch.manual_seed(0)
-    model = build_model(SMALL, 20, 20).eval()
+    model = Transformer(SMALL, 20, 20).eval()
     src = torch.randint(1, 20, (1, 8))
     trg = torch.randint(1, 20, (1, 6))
     padded = torch.cat([src, torch.zeros(1, 5, dtype=torch.long)], dim=1)
@@ -133,13 +136,13 @@ def test_source_padding_changes_nothing():
 
 
 def test_tied_output_shares_the_target_embedding():
-    model = build_model(SMALL.model_copy(update={"tie_output": True}), 20, 25)
+    model = Transformer(SMALL.model_copy(update={"tie_output": True}), 20, 25)
     assert model.generator.weight is model.decoder.embed.embedding.weight
-    assert num_parameters(model) == num_parameters(build_model(SMALL, 20, 25)) - 25 * 32
+    assert num_parameters(model) == num_parameters(Transformer(SMALL, 20, 25)) - 25 * 32
 
 
 def test_cross_attention_weights_are_returned_per_layer():
-    model = build_model(SMALL, 20, 20).eval()
+    model = Transformer(SMALL, 20, 20).eval()
     memory, mask = model.encode(torch.tensor([[5, 6, 7, 0]]))
     _, weights = model.decode(torch.tensor([[1, 4, 9]]), memory, mask, need_weights=True)
     assert len(weights) == SMALL.num_layers and weights[0].shape == (1, 4, 3, 4)

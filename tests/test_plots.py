@@ -4,6 +4,7 @@ import json
 import warnings
 
 import matplotlib
+import numpy as np
 import pytest
 import torch
 from conftest import KOREAN_PAIRS
@@ -79,7 +80,7 @@ def test_positional_figure_is_the_seed_table():
 
 def test_schedule_figure_peaks_at_the_warmup():
     line = plots.schedule_figure(128, 4000, 200_000).axes[0].lines[0]
-    steps, rates = line.get_xdata(), line.get_ydata()
+    steps, rates = np.asarray(line.get_xdata()), np.asarray(line.get_ydata())
     assert steps[0] == 1 and steps[-1] <= 200_000
     peak = steps[rates.argmax()]
     assert abs(peak - 4000) <= 100  # the curve is drawn every 100 steps
@@ -104,6 +105,7 @@ def test_cli_plots_attention_of_a_trained_model(korean_chatbot, tmp_path):
 
 def test_cli_attention_figure_shows_the_models_own_weights(korean_chatbot):
     translation = seqlab.load(korean_chatbot).generate(["배고파"], need_weights=True)[0][0]
+    assert translation.attention is not None
     maps, _ = plots.head_maps(translation.attention, -1, None)
     figure = plots.attention_figure(translation.source_tokens, [*translation.tokens, "<eos>"], maps)
     drawn = torch.stack([torch.tensor(ax.images[0].get_array()) for ax in figure.axes if ax.images])
@@ -134,9 +136,10 @@ def test_curves_figure_overlays_runs():
     figure = plots.curves_figure({"baseline": records, "peeky": records[:2]})
     loss, exact, bleu = figure.axes[:3]
     assert len(loss.lines) == 4 and len(exact.lines) == 2 and len(bleu.lines) == 2
-    assert list(bleu.lines[0].get_ydata()) == [5.0, 10.0, 15.0, 20.0]
-    assert list(exact.lines[1].get_ydata()) == [10.0, 20.0]
-    assert json.dumps([t.get_text() for t in exact.get_legend().get_texts()]) == '["baseline", "peeky"]'
+    assert np.asarray(bleu.lines[0].get_ydata()).tolist() == [5.0, 10.0, 15.0, 20.0]
+    assert np.asarray(exact.lines[1].get_ydata()).tolist() == [10.0, 20.0]
+    legend = exact.get_legend()
+    assert legend is not None and json.dumps([t.get_text() for t in legend.get_texts()]) == '["baseline", "peeky"]'
 
 
 @pytest.mark.parametrize("valid, titles, first", [
@@ -148,7 +151,7 @@ def test_curves_show_the_scores_a_kind_of_run_has(valid, titles, first):
     records = [{"epoch": e, "train_loss": 3.0 / e, "valid": {"loss": 3.5 / e, **valid}} for e in (1, 2)]
     figure = plots.curves_figure({"run": records})
     assert [ax.get_title() for ax in figure.axes] == ["loss", *titles]
-    assert list(figure.axes[1].lines[0].get_ydata()) == [first, first]
+    assert np.asarray(figure.axes[1].lines[0].get_ydata()).tolist() == [first, first]
 
 
 @pytest.fixture(scope="module")
@@ -171,7 +174,7 @@ def korean_rnn(tmp_path_factory):
 
 def test_rnn_attention_map(korean_rnn, tmp_path):
     translation = seqlab.load(korean_rnn).generate(["배고파"], need_weights=True)[0][0]
-    assert translation.attention.shape[1:3] == (1, 1)  # one layer, one head
+    assert translation.attention is not None and translation.attention.shape[1:3] == (1, 1)  # one layer, one head
     result = CliRunner().invoke(app, ["plot", "attention", str(korean_rnn), "배고파", "--all-heads",
                                       "--out", str(tmp_path / "rnn.png")])
     assert result.exit_code == 0, result.output
@@ -182,7 +185,6 @@ def test_rnn_attention_map(korean_rnn, tmp_path):
 
 
 def test_vectors_figure_places_each_word_at_its_principal_components():
-    import numpy as np
     from sklearn.decomposition import PCA
 
     words = ["사과", "배", "king", "queen", "dog"]

@@ -73,6 +73,18 @@ def test_a_run_killed_before_its_first_checkpoint_can_go_on(kill_trials, one_epo
     assert trial.fresh_starts == [], trial.fresh_starts
 
 
+@pytest.mark.slow
+def test_kill_trials_runs_end_to_end(kill_trials, tmp_path):
+    """The script as a user runs it, at toy size: one killed trial of a 1-epoch run, resumed to the same result."""
+    import json
+
+    out = tmp_path / "kill.json"
+    kill_trials.main(["--trials", "1", "--epochs", "1", "--seed", "3", "--json", str(out)])
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert result["summary"]["trials"] == result["summary"]["identical"] == 1
+    assert result["summary"]["kills"] >= 1 and result["command"].endswith("--json " + str(out))
+
+
 # --- fuzzing (benchmarks/fuzz.py) -------------------------------------------------------------------------------
 
 
@@ -97,6 +109,16 @@ def test_fuzzing_finds_no_crash(fuzz, tmp_path, section):
     for outcome in outcomes:
         assert outcome.examples == 100, outcome.line()
         assert outcome.kinds == {}, f"{outcome.line()}\n{outcome.kinds}\n{outcome.shrunk}"
+
+
+def test_fuzz_runs_end_to_end(fuzz, tmp_path):
+    """The script as a user runs it, at toy size: 20 configs, its JSON written, no crash."""
+    import json
+
+    out = tmp_path / "fuzz.json"
+    fuzz.main(["--only", "configs", "--examples", "20", "--json", str(out)])
+    numbers = json.loads(out.read_text(encoding="utf-8"))
+    assert numbers["crashes"] == 0 and numbers["examples"] == 20
 
 
 def _config(tmp_path: Path, text: str) -> Path:

@@ -17,6 +17,7 @@ import seqlab.vectors
 from seqlab.cli import app
 from seqlab.config import TokenizerConfig, TrainConfig, TransformerConfig, VectorsConfig, parse_config
 from seqlab.model import build_model
+from seqlab.model.transformer import Transformer
 from seqlab.rundir import CHECKPOINT, LOG, MODEL, RunDir, RunFileError
 from seqlab.tokenizer import Tokenizer
 from seqlab.train.optimizer import build_optimizer
@@ -36,7 +37,7 @@ def test_model_weights_round_trip_with_tied_embeddings(tmp_path):
     assert info == {"epoch": 1, "step": 5}
     for (name, a), b in zip(model.state_dict().items(), fresh.state_dict().values()):
         assert torch.equal(a, b), name
-    assert fresh.generator.weight is fresh.decoder.embed.embedding.weight
+    assert isinstance(fresh, Transformer) and fresh.generator.weight is fresh.decoder.embed.embedding.weight
 
 
 def test_weights_and_their_description_are_one_file(tmp_path):

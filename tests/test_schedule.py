@@ -14,8 +14,10 @@ def test_cosine_matches_torch_cosine_annealing():
     theirs_schedule = torch.optim.lr_scheduler.CosineAnnealingLR(theirs, T_max=total)
     for _ in range(total):
         assert ours_schedule.get_last_lr()[0] == pytest.approx(theirs_schedule.get_last_lr()[0], rel=1e-9, abs=1e-15)
-        ours.step(), theirs.step()
-        ours_schedule.step(), theirs_schedule.step()
+        ours.step()
+        theirs.step()
+        ours_schedule.step()
+        theirs_schedule.step()
 
 
 def test_cosine_starts_at_lr_halves_midway_and_stays_at_zero():

@@ -29,6 +29,18 @@ def assert_checked(errors):
     assert max(errors) < TOL, errors
 
 
+def array_grad(d: np.ndarray | float) -> np.ndarray:
+    """check_gradients' upstream gradient for a layer whose output is an array: its random probe."""
+    assert isinstance(d, np.ndarray)
+    return d
+
+
+def loss_grad(d: np.ndarray | float) -> float:
+    """check_gradients' upstream gradient for a loss: 1.0."""
+    assert isinstance(d, float)
+    return d
+
+
 # ---- functions (S5, S9, S10) ----
 
 def test_sigmoid_and_its_derivative():
@@ -69,7 +81,7 @@ def test_affine_shapes_and_gradients(rng):
     layer = Affine(randn(rng, 2, 4), randn(rng, 4))
     x = randn(rng, 5, 2)
     assert layer.forward(x).shape == (5, 4)
-    assert_checked(check_gradients(lambda: layer.forward(x), lambda d: [layer.backward(d), *layer.grads],
+    assert_checked(check_gradients(lambda: layer.forward(x), lambda d: [layer.backward(array_grad(d)), *layer.grads],
                                    [x, *layer.params]))
     layer.forward(x)
     dout = randn(rng, 5, 4)
@@ -97,7 +109,7 @@ def test_softmax_with_loss_backward_is_y_minus_t_over_n(rng):
     layer.forward(x, t)
     expected = (softmax(x) - np.eye(5)[t]) / 4
     assert np.allclose(layer.backward(), expected)
-    assert_checked(check_gradients(lambda: layer.forward(x, t), lambda d: [layer.backward(d)], [x]))
+    assert_checked(check_gradients(lambda: layer.forward(x, t), lambda d: [layer.backward(loss_grad(d))], [x]))
 
 
 # ---- Embedding, Dropout (S27, S46) ----
@@ -111,8 +123,12 @@ def test_embedding_backward_accumulates_repeated_ids(rng):
     dW = layer.grads[0]
     assert np.allclose(dW[0], dout[0] + dout[2]) and np.allclose(dW[2], dout[1])
     assert not dW[[1, 3, 5, 6]].any()  # untouched rows are 0
-    assert_checked(check_gradients(lambda: layer.forward(idx), lambda d: [layer.backward(d) or layer.grads[0]],
-                                   layer.params))
+
+    def backward(d: np.ndarray | float) -> list[np.ndarray]:
+        layer.backward(array_grad(d))
+        return [layer.grads[0]]
+
+    assert_checked(check_gradients(lambda: layer.forward(idx), backward, layer.params))
 
 
 def test_dropout_drops_about_its_ratio_and_is_the_identity_in_evaluation():
@@ -151,8 +167,8 @@ def test_embedding_dot_seed_example():
 def test_embedding_dot_gradients(rng):
     layer = EmbeddingDot(randn(rng, 6, 4))
     h, idx = randn(rng, 5, 4), np.array([0, 2, 2, 5, 1])
-    assert_checked(check_gradients(lambda: layer.forward(h, idx), lambda d: [layer.backward(d), layer.grads[0]],
-                                   [h, layer.params[0]]))
+    assert_checked(check_gradients(lambda: layer.forward(h, idx),
+                                   lambda d: [layer.backward(array_grad(d)), layer.grads[0]], [h, layer.params[0]]))
 
 
 def test_sigmoid_with_loss_seed_numbers(rng):
@@ -162,7 +178,7 @@ def test_sigmoid_with_loss_seed_numbers(rng):
     x, t = randn(rng, 6), np.array([1, 0, 0, 1, 1, 0])
     layer.forward(x, t)
     assert np.allclose(layer.backward(), (sigmoid(x) - t) / 6)
-    assert_checked(check_gradients(lambda: layer.forward(x, t), lambda d: [layer.backward(d)], [x]))
+    assert_checked(check_gradients(lambda: layer.forward(x, t), lambda d: [layer.backward(loss_grad(d))], [x]))
 
 
 def test_unigram_sampler_power_and_frequencies():
@@ -187,7 +203,7 @@ def test_negative_sampling_loss_at_zero_scores_and_gradients(rng):
         layer.sampler.rng = np.random.default_rng(6)
         return layer.forward(h, target)
 
-    assert_checked(check_gradients(forward, lambda d: [layer.backward(d), layer.grads[0]], [h, layer.params[0]]))
+    assert_checked(check_gradients(forward, lambda d: [layer.backward(loss_grad(d)), layer.grads[0]], [h, layer.params[0]]))
 
 
 # ---- recurrent cells and Time layers (S34–S37, S42–S43) ----
@@ -258,20 +274,21 @@ def test_time_layers_pass_the_gradient_check_and_equal_their_cell_step_by_step(r
     xs = randn(rng, 2, 5, 3)
     hs = layer.forward(xs)
     assert hs.shape == (2, 5, 4)
-    h, c = np.zeros((2, 4)), np.zeros((2, 4))
+    h = np.zeros((2, 4))
+    c: np.ndarray | None = np.zeros((2, 4))
     for t in range(5):  # the same numbers as the single-step layer, one step at a time
         out = one.forward(xs[:, t], h, c if one.has_cell else None)
         h, c = out if one.has_cell else (out, None)
         assert np.allclose(hs[:, t], h, atol=1e-12)
-    assert_checked(check_gradients(lambda: layer.forward(xs), lambda d: [layer.backward(d), *layer.grads],
+    assert_checked(check_gradients(lambda: layer.forward(xs), lambda d: [layer.backward(array_grad(d)), *layer.grads],
                                    [xs, *layer.params]))
 
 
 def test_stateful_time_lstm_continues_and_cuts_the_backward_path(rng):
-    params = cell("lstm", rng).params
+    Wx, Wh, b = cell("lstm", rng).params
     xs = randn(rng, 2, 6, 3)
-    expected = TimeLSTM(*params).forward(xs)
-    blocks = TimeLSTM(*params, stateful=True)
+    expected = TimeLSTM(Wx, Wh, b).forward(xs)
+    blocks = TimeLSTM(Wx, Wh, b, stateful=True)
     first = blocks.forward(xs[:, :3])
     h1, c1 = blocks.h, blocks.c
     second = blocks.forward(xs[:, 3:])  # starts from the first block's last h and c
@@ -279,7 +296,7 @@ def test_stateful_time_lstm_continues_and_cuts_the_backward_path(rng):
     dhs = randn(rng, *second.shape)
     blocks.backward(dhs)
     # truncated BPTT: block 2's gradients are those of a layer that starts at block 1's state as a constant
-    alone = TimeLSTM(*params, stateful=True)
+    alone = TimeLSTM(Wx, Wh, b, stateful=True)
     alone.set_state(h1, c1)
     alone.forward(xs[:, 3:])
     alone.backward(dhs)
@@ -291,7 +308,8 @@ def test_stateful_time_lstm_continues_and_cuts_the_backward_path(rng):
 
 def test_set_state_starts_a_stateful_layer_where_it_is_told(rng):
     params = cell("lstm", rng).params
-    layer = TimeLSTM(*params, stateful=True)
+    Wx, Wh, b = params
+    layer = TimeLSTM(Wx, Wh, b, stateful=True)
     h0, c0 = randn(rng, 2, 4), randn(rng, 2, 4)
     layer.set_state(h0, c0)
     hs = layer.forward(randn(rng, 2, 1, 3))
@@ -306,12 +324,16 @@ def test_time_embedding_and_affine(rng):
     embed = TimeEmbedding(randn(rng, 7, 4))
     ids = np.array([[0, 1, 2], [3, 4, 1]])
     assert embed.forward(ids).shape == (2, 3, 4)
-    assert_checked(check_gradients(lambda: embed.forward(ids), lambda d: [embed.backward(d) or embed.grads[0]],
-                                   embed.params))
+
+    def backward(d: np.ndarray | float) -> list[np.ndarray]:
+        embed.backward(array_grad(d))
+        return [embed.grads[0]]
+
+    assert_checked(check_gradients(lambda: embed.forward(ids), backward, embed.params))
     affine = TimeAffine(randn(rng, 3, 7), randn(rng, 7))
     x = randn(rng, 2, 3, 3)
     assert affine.forward(x).shape == (2, 3, 7)  # (6, 3)(3, 7) + (7,) inside
-    assert_checked(check_gradients(lambda: affine.forward(x), lambda d: [affine.backward(d), *affine.grads],
+    assert_checked(check_gradients(lambda: affine.forward(x), lambda d: [affine.backward(array_grad(d)), *affine.grads],
                                    [x, *affine.params]))
 
 
@@ -326,7 +348,7 @@ def test_time_softmax_with_loss_seed_example_and_mask(rng):
     assert loss == pytest.approx(-np.mean([log_p[n, t, ts[n, t]] for n, t in zip(*np.nonzero(kept))]))
     dx = layer.backward()
     assert not dx[~kept].any()  # masked targets: no gradient
-    assert_checked(check_gradients(lambda: layer.forward(xs, ts), lambda d: [layer.backward(d)], [xs]))
+    assert_checked(check_gradients(lambda: layer.forward(xs, ts), lambda d: [layer.backward(loss_grad(d))], [xs]))
 
 
 # ---- attention (S64–S66) ----
@@ -359,9 +381,10 @@ def test_time_attention_equals_one_attention_per_step_and_passes_the_check(rng):
     for t in range(3):
         step = Attention()
         assert np.allclose(out[:, t], step.forward(enc, dec[:, t]))
-        assert np.allclose(layer.attention_weights[t], step.attention_weight)
+        assert step.attention_weight is not None and np.allclose(layer.attention_weights[t], step.attention_weight)
         assert np.allclose(layer.attention_weights[t].sum(axis=1), 1)
-    assert_checked(check_gradients(lambda: layer.forward(enc, dec), lambda d: list(layer.backward(d)), [enc, dec]))
+    assert_checked(check_gradients(lambda: layer.forward(enc, dec), lambda d: list(layer.backward(array_grad(d))),
+                                   [enc, dec]))
 
 
 # ---- clipping and shared weights (S41, S45) ----

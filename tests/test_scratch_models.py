@@ -54,7 +54,7 @@ def test_trainer_iterations_loss_lines_and_learning():
     x = r.standard_normal((320, 2))
     t = (x[:, 0] * x[:, 1] > 0).astype(int) + (x[:, 0] > 1)  # three classes, not linearly separable
     net = TwoLayerNet(2, 10, 3, rng(4))
-    lines = []
+    lines: list[str] = []
     trainer = Trainer(net, Adam(0.05), rng(5), log=lines.append)
     trainer.fit(x, t, max_epoch=30, batch_size=32, eval_interval=20)
     assert len(lines) == len(trainer.loss_list) == 30 * 10 // 20

@@ -158,7 +158,7 @@ def test_fifty_concurrent_clients_are_all_answered_correctly(served, korean_chat
     questions = [q for q, _ in KOREAN_PAIRS]
     expected = {beam: dict(zip(questions, translator.translate(questions, beam=beam))) for beam in (1, 2, 3)}
 
-    async def one(client: httpx.AsyncClient, i: int) -> list[str]:
+    async def one(client: httpx.AsyncClient, i: int) -> list[bool]:
         inputs = [questions[(i + k) % len(questions)] for k in range(1 + i % 3)]  # 1-3 inputs, beam 1-3
         response = await client.post(f"{served.url}/api/translate", json={"inputs": inputs, "beam": 1 + i % 3})
         assert response.status_code == 200, response.text
@@ -184,11 +184,14 @@ def test_a_request_over_its_time_gets_503(korean_chatbot):
 
 
 def test_serve_binds_to_localhost_by_default():
+    from typer.core import TyperGroup
     from typer.main import get_command
 
     from seqlab.cli import app
 
-    params = {p.name: p.default for p in get_command(app).commands["serve"].params}
+    command = get_command(app)
+    assert isinstance(command, TyperGroup)
+    params = {p.name: p.default for p in command.commands["serve"].params}
     assert params["host"] == "127.0.0.1"
 
 

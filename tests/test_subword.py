@@ -8,6 +8,7 @@ import functools
 import json
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
@@ -15,6 +16,7 @@ from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 from seqlab.subword import (
     UNK,
     Learnt,
+    Pieces,
     apply_merges,
     build_vocab,
     join,
@@ -90,7 +92,7 @@ def test_the_seeds_vocabulary_after_each_number_of_iterations(n_iter):
 
 
 def test_merge_and_build_vocab_keep_frequencies_and_order():
-    words = Counter({("b", "##a"): 1, ("a", "##b"): 3})
+    words: Counter[Pieces] = Counter({("b", "##a"): 1, ("a", "##b"): 3})
     merged = merge(("a", "##b"), words)
     assert list(merged.items()) == [(("b", "##a"), 1), (("ab",), 3)]
     assert build_vocab(merged) == ["b", "##a", "ab"]
@@ -175,8 +177,9 @@ def _hf_train(texts: list[str], trainer_name: str) -> Tokenizer:
     """HF's trainer on whitespace-split words, '##' continuation, no alphabet limit, min_frequency 1, no special
     tokens, and a vocabulary size that leaves room for exactly N_MERGES merges."""
     alphabet, initial = _alphabet_and_initial_pieces(texts)
-    options = dict(vocab_size=len(alphabet | initial) + N_MERGES, min_frequency=1, show_progress=False,
+    options: dict[str, Any] = dict(vocab_size=len(alphabet | initial) + N_MERGES, min_frequency=1, show_progress=False,
                    special_tokens=[], continuing_subword_prefix="##")
+    trainer: trainers.Trainer
     if trainer_name == "bpe":
         tokenizer = Tokenizer(models.BPE(continuing_subword_prefix="##"))
         trainer = trainers.BpeTrainer(**options)
@@ -190,7 +193,8 @@ def _hf_train(texts: list[str], trainer_name: str) -> Tokenizer:
 
 def _hf_merges(tokenizer: Tokenizer) -> list[tuple[str, str]]:
     merges = json.loads(tokenizer.to_str())["model"]["merges"]
-    return [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in merges]
+    pairs = (m.split(" ") if isinstance(m, str) else m for m in merges)  # "a b", or ["a", "b"] in newer files
+    return [(a, b) for a, b in pairs]
 
 
 @pytest.mark.parametrize("trainer_name", ["bpe", "wordpiece"])

@@ -21,6 +21,7 @@ from seqlab.cli import app
 from seqlab.config import ConfigError, parse_config
 from seqlab.evaluate import EncodedSplit, evaluate
 from seqlab.rundir import CHECKPOINT, MODEL, RunDir
+from seqlab.train.family import Seq2seq
 from seqlab.train.schedule import cosine_lr
 from seqlab.train.trainer import NonFiniteLoss, Trainer
 
@@ -54,7 +55,7 @@ def test_tiny_model_overfits_a_handful_of_pairs_and_int8_agrees(tmp_path, each_p
     translator = seqlab.load(run)
     novel = [("abcd", "dcba"), ("zz", "zz")]
     split = EncodedSplit.build(translator, PAIRS + novel, "valid")
-    metrics = evaluate(translator, split, 500, seen_sources={a for a, _ in PAIRS})
+    metrics = evaluate(translator, split, 500, seen=PAIRS)
     hypotheses = translator.translate([a for a, _ in novel])
     assert metrics["unseen_sentences"] == 2
     assert metrics["exact_match_unseen"] == 50.0 * sum(h == b for h, (_, b) in zip(hypotheses, novel))
@@ -354,6 +355,7 @@ def test_a_multi30k_slice_trains_and_is_scored_by_sacrebleu(shared_data, tmp_pat
     log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
     assert log[-1]["train_loss"] < log[0]["train_loss"]
     translator = seqlab.load(tmp_path / "run")
+    assert isinstance(trainer.family, Seq2seq)
     valid = trainer.family.valid_set
     metrics = evaluate(translator, valid, 1500)
     hypotheses = translator.translate(valid.sources)

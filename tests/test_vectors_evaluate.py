@@ -26,7 +26,8 @@ def test_analogy_accuracy_agrees_with_analogy_on_random_vectors():
     vectors = rng.normal(size=(7, 5))
     lines = [" ".join(rng.choice(WORDS, size=4, replace=False)) for _ in range(40)]
     id_to_word = dict(enumerate(WORDS))
-    expected = sum(analogy(*q.split()[:3], WORD_TO_ID, id_to_word, vectors, top=1)[0][0] == q.split()[3] for q in lines)
+    questions = [q.split() for q in lines]
+    expected = sum(analogy(a, b, c, WORD_TO_ID, id_to_word, vectors, top=1)[0][0] == d for a, b, c, d in questions)
     assert analogy_accuracy(lines, WORD_TO_ID, vectors, chunk=7)["correct"] == expected
 
 

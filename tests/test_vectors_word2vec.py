@@ -64,7 +64,7 @@ def test_embedding_backward_accumulates_repeated_rows():  # S27
     dout = torch.randn(4, 3)
     embedding(idx).backward(dout)
     grad = embedding.weight.grad
-    assert torch.allclose(grad[0], dout[0] + dout[2])
+    assert grad is not None and torch.allclose(grad[0], dout[0] + dout[2])
     assert torch.equal(grad[[1, 3, 5, 6]], torch.zeros(4, 3))
 
 
@@ -77,8 +77,8 @@ def test_embedding_dot_seed_example():  # S28
     w_out = nn.Embedding.from_pretrained(torch.ones(7, 3), freeze=False)
     h = torch.tensor([[3.0, 4, 5]], requires_grad=True)
     embedding_dot(w_out, h, torch.tensor([1])).backward(torch.tensor([3.0]))
-    assert w_out.weight.grad[1].tolist() == [9.0, 12.0, 15.0]
-    assert h.grad.tolist() == [[3.0, 3.0, 3.0]]
+    assert w_out.weight.grad is not None and w_out.weight.grad[1].tolist() == [9.0, 12.0, 15.0]
+    assert h.grad is not None and h.grad.tolist() == [[3.0, 3.0, 3.0]]
 
 
 def test_sigmoid_loss_seed_example():  # S29
@@ -100,9 +100,10 @@ def test_negative_sampling_loss_is_one_plus_k_ln_2_at_zero_scores(cbow):  # S30
 def test_negative_sampling_step_touches_only_its_rows():
     model = NegativeSamplingWord2Vec(1000, 8, cbow=False, generator=torch.Generator().manual_seed(0))
     model(torch.tensor([3, 4]), torch.tensor([5, 6]), torch.tensor([[7, 8], [9, 10]])).backward()
-    assert model.w_in.weight.grad.is_sparse and model.w_out.weight.grad.is_sparse
-    assert set(model.w_in.weight.grad.coalesce().indices()[0].tolist()) == {3, 4}
-    assert set(model.w_out.weight.grad.coalesce().indices()[0].tolist()) == {5, 6, 7, 8, 9, 10}
+    w_in, w_out = model.w_in.weight.grad, model.w_out.weight.grad
+    assert w_in is not None and w_in.is_sparse and w_out is not None and w_out.is_sparse
+    assert set(w_in.coalesce().indices()[0].tolist()) == {3, 4}
+    assert set(w_out.coalesce().indices()[0].tolist()) == {5, 6, 7, 8, 9, 10}
 
 
 def test_negative_sampling_passes_a_gradient_check():
@@ -133,8 +134,10 @@ def test_cbow_gives_every_context_row_the_whole_error():
     h = model._context_mean(torch.tensor([[0, 2, 4]]))
     assert torch.allclose(h[0], model.w_in.weight[[0, 2, 4]].mean(dim=0))
     h.backward(torch.tensor([[1.0, 2.0, 3.0]]))
+    grad = model.w_in.weight.grad
+    assert grad is not None
     for row in (0, 2, 4):
-        assert model.w_in.weight.grad[row].tolist() == [1.0, 2.0, 3.0]
+        assert grad[row].tolist() == [1.0, 2.0, 3.0]
 
 
 @pytest.mark.parametrize("cbow", [True, False])

@@ -23,6 +23,7 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from safetensors.numpy import load_file
@@ -39,7 +40,7 @@ def token_id(s: str) -> int:
     return int(s[1:])
 
 
-def load_export(path: Path) -> tuple[dict, dict[str, np.ndarray], list[list[int]]]:
+def load_export(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray], list[list[int]]]:
     """(sizes, weights, source ids) of an export directory."""
     sizes = json.loads((path / "model.json").read_text())
     weights = load_file(str(path / "weights.safetensors"))

@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import argparse
 import tempfile
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 import joeynmt
 import joeynmt.prediction as jp
@@ -47,7 +49,7 @@ from joeynmt.transformer_layers import PositionalEncoding
 JOEY_SPECIALS = [UNK, PAD, SOS, EOS]  # the seqlab ids of JoeyNMT's ids 0..3
 
 
-def joey_state(sizes: dict, w: dict[str, np.ndarray], joey_pe: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+def joey_state(sizes: dict[str, Any], w: dict[str, np.ndarray], joey_pe: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """seqlab's state dict under JoeyNMT's names, vocabulary rows in JoeyNMT's order."""
     src_order = JOEY_SPECIALS + list(range(4, sizes["source_vocab"]))
     trg_order = JOEY_SPECIALS + list(range(4, sizes["target_vocab"]))
@@ -84,13 +86,13 @@ def joey_state(sizes: dict, w: dict[str, np.ndarray], joey_pe: dict[str, torch.T
     if sizes["norm"] == "pre":
         copy("encoder.layer_norm", "encoder.final_norm")
         copy("decoder.layer_norm", "decoder.final_norm")
-    state = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in state.items()}
-    state.update(joey_pe)  # JoeyNMT's own sinusoidal tables (the same formula; checked in main)
-    return state
+    tensors = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in state.items()}
+    tensors.update(joey_pe)  # JoeyNMT's own sinusoidal tables (the same formula; checked in main)
+    return tensors
 
 
-def joey_config(sizes: dict, model_dir: Path, args: argparse.Namespace) -> dict:
-    def side(lang: str) -> dict:
+def joey_config(sizes: dict[str, Any], model_dir: Path, args: argparse.Namespace) -> dict[str, Any]:
+    def side(lang: str) -> dict[str, Any]:
         return {"lang": lang, "level": "word", "lowercase": False, "max_length": 100_000,
                 "voc_file": str(model_dir / f"{lang}_vocab.txt")}
 
@@ -112,7 +114,7 @@ def joey_config(sizes: dict, model_dir: Path, args: argparse.Namespace) -> dict:
     }
 
 
-def build_with_output_bias(*args, **kwargs):
+def build_with_output_bias(*args: Any, **kwargs: Any) -> Any:
     """JoeyNMT's build_model, with a bias on the output layer (seqlab's generator has one)."""
     model = _build_model(*args, **kwargs)
     out = model.decoder.output_layer
@@ -123,9 +125,20 @@ def build_with_output_bias(*args, **kwargs):
 _build_model = jp.build_model
 
 
-def main() -> None:
+def predict(model: Any, data: Any, global_args: Any, test_args: Any) -> list[list[int]]:
+    """JoeyNMT's ``predict`` over ``data`` with the test settings ``test_args``: the output ids of each sentence."""
+    data.reset_indices()
+    _, _, hypotheses, *_ = jp.predict(
+        model=model, data=data, compute_loss=False, device=global_args.device, rank=0,
+        n_gpu=global_args.n_gpu, num_workers=0, normalization="tokens", args=test_args,
+        autocast=global_args.autocast,
+    )
+    return [[UNK if t == "<unk>" else token_id(t) for t in h.split()] for h in hypotheses]
+
+
+def main(argv: list[str] | None = None) -> None:
     parser = worker_arguments(__doc__)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
 
     sizes, weights, sources = load_export(args.export)
@@ -153,18 +166,8 @@ def main() -> None:
         model.eval()
         for beam in args.beams:
             test_args = global_args.test._replace(beam_size=beam)
-
-            def predict(data) -> list[list[int]]:
-                data.reset_indices()
-                _, _, hypotheses, *_ = jp.predict(
-                    model=model, data=data, compute_loss=False, device=global_args.device, rank=0,
-                    n_gpu=global_args.n_gpu, num_workers=0, normalization="tokens", args=test_args,
-                    autocast=global_args.autocast,
-                )
-                return [[UNK if t == "<unk>" else token_id(t) for t in h.split()] for h in hypotheses]
-
-            predict(warmup)
-            seconds, in_length_order = best_of(args.repeats, lambda: predict(test))
+            predict(model, warmup, global_args, test_args)
+            seconds, in_length_order = best_of(args.repeats, partial(predict, model, test, global_args, test_args))
             outputs: list[list[int]] = [[] for _ in sources]
             for k, output in zip(order, in_length_order):
                 outputs[k] = output

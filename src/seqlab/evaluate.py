@@ -6,6 +6,7 @@ SQuAD's exact match and F1 of its best spans."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,7 +18,7 @@ from seqlab.data.batching import collate, length_batches
 from seqlab.data.squad import Question
 from seqlab.decoding import DecodeOptions
 from seqlab.loss import token_nll_sum
-from seqlab.metrics import classification_scores, corpus_bleu, exact_match, span_scores
+from seqlab.metrics import classification_scores, corpus_bleu, exact_match, seen_form, span_scores
 from seqlab.model import evaluating
 from seqlab.reader import Encoded, Reader, answer_spans
 from seqlab.translator import Translator
@@ -65,7 +66,7 @@ def evaluate(
     batch_tokens: int,
     decode_limit: int | None = None,
     options: DecodeOptions | None = None,
-    seen_sources: set[str] | None = None,
+    seen: Sequence[Pair] | None = None,
 ) -> dict:
     """{'loss', 'perplexity', 'perplexity_per_character', 'exact_match', 'bleu', 'bleu_lowercase', 'sentences'};
     ``decode_limit`` caps the decoded sentences, ``options`` chooses how to decode them (greedy by default).
@@ -74,8 +75,10 @@ def evaluate(
     does not depend on the tokenizer, so it compares models with different vocabularies (perplexity per token
     does not).
 
-    With ``seen_sources`` (the training sources) also 'exact_match_unseen' over the 'unseen_sentences' whose
-    source is not among them: the book's date.txt split repeats 28 % of its test sources in training."""
+    With ``seen`` (the training pairs) also 'exact_match_unseen' over the 'unseen_sentences' whose source is not a
+    training source, and 'exact_match_unseen_target' over the 'unseen_target_sentences' whose reference is not a
+    training target (the date task: days that training wrote in no format), both compared in
+    :func:`~seqlab.metrics.seen_form`. The book's date.txt split repeats 28 % of its test sources in training."""
     loss = teacher_forced_loss(translator, split, batch_tokens)
     n = len(split.src) if decode_limit is None else min(decode_limit, len(split.src))
     hypotheses = translator.translate_ids(split.src[:n], options)
@@ -91,11 +94,18 @@ def evaluate(
         "bleu_lowercase": corpus_bleu(hypotheses, references, lowercase=True),
         "sentences": n,
     }
-    if seen_sources is not None:
-        unseen = [i for i, source in enumerate(split.sources[:n]) if source not in seen_sources]
-        metrics["exact_match_unseen"] = exact_match([hypotheses[i] for i in unseen], [references[i] for i in unseen])
-        metrics["unseen_sentences"] = len(unseen)
+    if seen is not None:
+        metrics |= _unseen("", split.sources[:n], {seen_form(source) for source, _ in seen}, hypotheses, references)
+        metrics |= _unseen("_target", references, {seen_form(target) for _, target in seen}, hypotheses, references)
     return metrics
+
+
+def _unseen(name: str, texts: Sequence[str], seen: set[str], hypotheses: Sequence[str],
+            references: Sequence[str]) -> dict[str, float | int]:
+    """Exact match over the sentences whose text (source or reference) is not in ``seen``, and how many there are."""
+    unseen = [i for i, text in enumerate(texts) if seen_form(text) not in seen]
+    return {f"exact_match_unseen{name}": exact_match([hypotheses[i] for i in unseen], [references[i] for i in unseen]),
+            f"unseen{name}_sentences": len(unseen)}
 
 
 @dataclass

@@ -14,6 +14,13 @@ import numpy as np
 from sacrebleu.metrics import BLEU
 
 
+def seen_form(text: str) -> str:
+    """The form in which a text counts as *seen in training*: lower-cased, its runs of whitespace one space, no
+    space at either end. "SEPTEMBER 27, 1994" and "september  27, 1994" are one source; the built-in tasks draw no
+    two sources of one form, and ``seqlab eval``'s unseen subsets compare in it."""
+    return " ".join(text.lower().split())
+
+
 def exact_match(hypotheses: Sequence[str], references: Sequence[str]) -> float:
     """Percentage of outputs identical to their reference (the book's accuracy)."""
     if len(hypotheses) != len(references):

@@ -6,12 +6,11 @@ the GPU ``torch.cuda`` sees (under ``torchrun`` the one of the process's ``LOCAL
 trained on a GPU decodes on a machine without one, on its CPU.
 
 Under bf16 autocast (``train.precision: bf16``) matrix products run in bfloat16 while
-the master weights, the optimizer and the loss stay in float32. On CPUs with AVX-512
-BF16 or AMX that is 1.2-1.8× faster than fp32 for training and decoding, with the same
-loss curves (docs/benchmarks.md). On CPUs without them (AVX2-only machines) PyTorch
-emulates bf16: on an AVX2 EPYC a 1024² bf16 product ran at 1 GFLOP/s against 150 for
-fp32, and a bf16 training step was 25× *slower* than fp32 (docs/benchmarks.md, "bf16 on a
-CPU without it").
+the master weights, the optimizer and the loss stay in float32. Whether that is faster
+than fp32 depends on the CPU, even among those with AVX-512 BF16 (an AMD EPYC Zen 5 ran
+it faster, an Intel Xeon without AMX slower): ``python benchmarks/throughput.py CONFIG``
+measures both on the machine at hand. On CPUs without native bf16 (AVX2-only machines)
+PyTorch emulates it, many times slower than fp32.
 
 So bf16 runs only where it is native: ``auto`` (the default) and ``bf16`` both mean
 bf16 there and fp32 elsewhere (``bf16`` says so in a warning), ``fp32`` means fp32.
@@ -25,8 +24,8 @@ measure both on one machine.
 
 For decoding only, ``quantize_int8`` gives a copy of a model whose linear layers hold
 int8 weights (dynamic quantisation: activations are quantised on the fly, per batch).
-It changes outputs slightly; docs/benchmarks.md reports speed and accuracy before and
-after, measured in the same run.
+It changes outputs slightly; ``benchmarks/peer_decoding.py`` measures speed and
+accuracy before and after, in the same run.
 """
 
 from __future__ import annotations

@@ -25,7 +25,8 @@ Engine = Annotated[Literal["torch", "ct2", "onnx"], typer.Option(
     "--engine", help="torch: the run directory's model; ct2 or onnx: a `seqlab export --to ctranslate2` or "
                      "`--to onnx` directory, decoded by CTranslate2 or ONNX Runtime.")]
 Int8 = Annotated[bool, typer.Option("--int8", help="Decode with int8 linear layers (dynamic quantisation; "
-                                    "docs/benchmarks.md has its speed and accuracy).", rich_help_panel="Decoding")]
+                                    "benchmarks/peer_decoding.py measures its speed and accuracy).",
+                                    rich_help_panel="Decoding")]
 
 
 def _decoding(flag: str, kind: Any, help: str) -> Any:

@@ -79,7 +79,8 @@ def _valid_line(valid: dict[str, Any]) -> str:
 def evaluate_run(
     run_dir: RunArg,
     options: DecodeOptions,
-    split: Annotated[str, typer.Option(help="train, valid or test.")] = "test",
+    split: Annotated[str, typer.Option(help="train, valid or test (scored only when asked for, never in a "
+                                            "selection run: SEQLAB_SELECTION=1).")] = "valid",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     data_dir: DataDir = None,
     int8: Int8 = False,
@@ -141,8 +142,8 @@ def score_run(run_dir: Path, split: str, data_dir: Path | None, options: DecodeO
     splits = load_splits(translator.config.data, resolve_data_dir(data_dir))
     pairs = _split_of(splits, split)
     encoded = EncodedSplit.build(translator, pairs, split)
-    seen = None if split == "train" else {source for source, _ in splits["train"]}
-    metrics = evaluate(translator, encoded, translator.config.train.batch_tokens, options=options, seen_sources=seen)
+    seen = None if split == "train" else splits["train"]
+    metrics = evaluate(translator, encoded, translator.config.train.batch_tokens, options=options, seen=seen)
     return metrics | {"bleu_signature": bleu_signature(), "bleu_lowercase_signature": bleu_signature(lowercase=True)}
 
 

@@ -1,18 +1,71 @@
-"""Train/valid/test splits: carved out of one corpus by a seeded shuffle, or read from explicit files."""
+"""Train/valid/test splits: carved out of one corpus by a seeded shuffle, or read from explicit files.
+
+Splits are read lazily, a split when it is first asked for, so training never opens a test file. In a *selection
+run* (``SEQLAB_SELECTION=1`` in the environment, which the benchmarks that choose a configuration set for themselves
+and every process they start) the test split is withheld: its file is never opened, its share of a shuffled corpus
+is dropped as the corpus is split, and asking for it in any way raises :class:`WithheldSplit`.
+"""
 
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TypeVar, cast
 
 import numpy as np
 
-from seqlab.config import Corpus, DataConfig, LinesCorpus, SplitConfig, SquadCorpus
+from seqlab.config import Corpus, DataConfig, LinesCorpus, SplitConfig, SquadCorpus, TextCorpus
 from seqlab.data.corpus import BadLines, DataError, Pair, locate, read_corpus, read_sentences
 from seqlab.data.squad import Question, read_squad
 
 Item = TypeVar("Item")
+Other = TypeVar("Other")
+
+SPLITS = ("train", "valid", "test")
+SELECTION_ENV = "SEQLAB_SELECTION"
+
+
+class WithheldSplit(DataError):
+    """The test split was asked for in a selection run, where choices are made on valid alone."""
+
+
+def selection_run() -> bool:
+    """Whether this process is part of a selection run (``SEQLAB_SELECTION=1``): then test is withheld."""
+    return os.environ.get(SELECTION_ENV, "") not in ("", "0")
+
+
+class Splits(Mapping[str, list[Item]]):
+    """A data config's ``train``, ``valid`` and ``test`` items, each read when it is first asked for.
+
+    ``read(name)`` reads one split; a split that a config has no data for is ``[]``. Every way in (``[]``,
+    ``get``, ``items()``, ``values()``) goes through :meth:`__getitem__`, which refuses ``test`` in a selection run.
+    """
+
+    def __init__(self, read: Callable[[str], list[Item]]) -> None:
+        self._read = read
+        self._items: dict[str, list[Item]] = {}
+
+    def __getitem__(self, name: str) -> list[Item]:
+        if name not in SPLITS:
+            raise KeyError(name)
+        if name == "test" and selection_run():
+            raise WithheldSplit(f"the test split is withheld in a selection run ({SELECTION_ENV}=1): "
+                                "choices are made on valid")
+        if name not in self._items:
+            self._items[name] = self._read(name)
+        return self._items[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(SPLITS)
+
+    def __len__(self) -> int:
+        return len(SPLITS)
+
+    def map(self, change: Callable[[list[Item]], list[Other]]) -> Splits[Other]:
+        """The same splits with ``change`` applied to each when it is read (still lazily, still guarded)."""
+        return Splits(lambda name: change(self[name]))
 
 
 def _size(value: float, n: int, name: str) -> int:
@@ -28,7 +81,8 @@ def split_pairs(pairs: list[Item], split: SplitConfig) -> dict[str, list[Item]]:
     """Shuffle indices with ``RandomState(split.seed)``; test is the last ``test``, valid the ``valid`` before it.
 
     ``{valid: 0, test: 5000, seed: 1984}`` on the book's date.txt is the book's split
-    (``numpy.random.seed(1984); numpy.random.shuffle(indices)``, 45,000 train, 5,000 test).
+    (``numpy.random.seed(1984); numpy.random.shuffle(indices)``, 45,000 train, 5,000 test). In a selection run the
+    test items are not taken out of the corpus at all (the dict has no ``test``).
     """
     n = len(pairs)
     n_valid, n_test = _size(split.valid, n, "valid"), _size(split.test, n, "test")
@@ -40,35 +94,53 @@ def split_pairs(pairs: list[Item], split: SplitConfig) -> dict[str, list[Item]]:
     idx = np.arange(n)
     np.random.RandomState(split.seed).shuffle(idx)
     parts = {"train": idx[:n_train], "valid": idx[n_train:n - n_test], "test": idx[n - n_test:]}
+    if selection_run():
+        del parts["test"]
     return {name: [pairs[i] for i in part] for name, part in parts.items()}
 
 
-def load_splits(cfg: DataConfig, data_dir: Path) -> dict[str, list[Pair]]:
-    """``{"train", "valid", "test"}`` pairs of a data config; test is ``[]`` when explicit files name none."""
-    if cfg.corpus is not None:
-        return split_pairs(read_corpus(cast(Corpus, cfg.corpus), data_dir, cfg.skip_bad_lines), cfg.split)
+def _shuffled(read: Callable[[], list[Item]], split: SplitConfig) -> Splits[Item]:
+    """The splits of one corpus cut by ``data.split``: the corpus is read (and cut) once, when a split is asked for."""
+    parts: dict[str, list[Item]] = {}
+
+    def part(name: str) -> list[Item]:
+        if not parts:
+            parts.update(split_pairs(read(), split))
+        return parts[name]
+
+    return Splits(part)
+
+
+def _explicit(cfg: DataConfig, read: Callable[[object], list[Item]]) -> Splits[Item]:
+    """The splits of explicit ``data.train`` / ``valid`` / ``test`` files, each file opened when its split is asked
+    for; no ``data.test``: test is ``[]``."""
     assert cfg.train is not None and cfg.valid is not None  # DataConfig validates this
-    return {
-        "train": read_corpus(cast(Corpus, cfg.train), data_dir, cfg.skip_bad_lines),
-        "valid": read_corpus(cast(Corpus, cfg.valid), data_dir, cfg.skip_bad_lines),
-        "test": read_corpus(cast(Corpus, cfg.test), data_dir, cfg.skip_bad_lines) if cfg.test is not None else [],
-    }
+    specs = {"train": cfg.train, "valid": cfg.valid, "test": cfg.test}
+    return Splits(lambda name: [] if specs[name] is None else read(specs[name]))
 
 
-def load_sentence_splits(cfg: DataConfig, data_dir: Path) -> dict[str, list[str]]:
+def load_splits(cfg: DataConfig, data_dir: Path) -> Splits[Pair]:
+    """``{"train", "valid", "test"}`` pairs of a data config; test is ``[]`` when explicit files name none."""
+    def read(spec: object) -> list[Pair]:
+        return read_corpus(cast(Corpus, spec), data_dir, cfg.skip_bad_lines)
+
+    if cfg.corpus is not None:
+        return _shuffled(lambda: read(cfg.corpus), cfg.split)
+    return _explicit(cfg, read)
+
+
+def load_sentence_splits(cfg: DataConfig, data_dir: Path) -> Splits[str]:
     """``{"train", "valid", "test"}`` sentences of a data config, for a language model: the lines of a ``lines``
     corpus, or both sides of a pair corpus (a pair stays in one split, its source then its target)."""
     if cfg.corpus is not None and not isinstance(cfg.corpus, LinesCorpus):
-        return {name: [s for pair in pairs for s in pair]
-                for name, pairs in split_pairs(read_corpus(cfg.corpus, data_dir, cfg.skip_bad_lines), cfg.split).items()}
+        return load_splits(cfg, data_dir).map(lambda pairs: [s for pair in pairs for s in pair])
+
+    def read(spec: object) -> list[str]:
+        return read_sentences(cast(TextCorpus, spec), data_dir, cfg.skip_bad_lines)
+
     if cfg.corpus is not None:
-        return split_pairs(read_sentences(cfg.corpus, data_dir, cfg.skip_bad_lines), cfg.split)
-    assert cfg.train is not None and cfg.valid is not None  # DataConfig validates this
-    return {
-        "train": read_sentences(cfg.train, data_dir, cfg.skip_bad_lines),
-        "valid": read_sentences(cfg.valid, data_dir, cfg.skip_bad_lines),
-        "test": read_sentences(cfg.test, data_dir, cfg.skip_bad_lines) if cfg.test is not None else [],
-    }
+        return _shuffled(lambda: read(cfg.corpus), cfg.split)
+    return _explicit(cfg, read)
 
 
 def read_questions(spec: SquadCorpus, data_dir: Path, skip_bad_lines: bool = False) -> list[Question]:
@@ -82,15 +154,13 @@ def read_questions(spec: SquadCorpus, data_dir: Path, skip_bad_lines: bool = Fal
     return questions
 
 
-def load_question_splits(cfg: DataConfig, data_dir: Path) -> dict[str, list[Question]]:
+def load_question_splits(cfg: DataConfig, data_dir: Path) -> Splits[Question]:
     """``{"train", "valid", "test"}`` questions of a span-extraction data config: one SQuAD file split by
     ``data.split`` (by question, so a context's questions may fall in different splits; give explicit files to
     keep contexts apart), or SQuAD's own train and dev files."""
-    if cfg.corpus is not None:
-        return split_pairs(read_questions(cast(SquadCorpus, cfg.corpus), data_dir, cfg.skip_bad_lines), cfg.split)
-    assert cfg.train is not None and cfg.valid is not None  # DataConfig validates this
-
     def read(spec: object) -> list[Question]:
         return read_questions(cast(SquadCorpus, spec), data_dir, cfg.skip_bad_lines)
 
-    return {"train": read(cfg.train), "valid": read(cfg.valid), "test": read(cfg.test) if cfg.test is not None else []}
+    if cfg.corpus is not None:
+        return _shuffled(lambda: read(cfg.corpus), cfg.split)
+    return _explicit(cfg, read)

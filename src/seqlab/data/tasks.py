@@ -4,9 +4,11 @@ They follow the toy data of *Deep Learning from Scratch 2* (``dataset/date.txt``
 and ``dataset/addition.txt``) but are generated, not shipped, and unpadded:
 ``("september 27, 1994", "1994-09-27")``, ``("16+75", "91")``.
 
-Every source occurs once in a generated corpus (pairs are drawn without replacement), so
-however the corpus is split, no valid or test source is also a training source. The book's
-own files repeat sources (28 % of the test sources of its date.txt split occur in training).
+Every source occurs once in a generated corpus, up to letter case and spacing (pairs are drawn
+without replacement in :func:`~seqlab.metrics.seen_form`), so however the corpus is split, no valid
+or test source is also a training source written another way ("SEPTEMBER 27, 1994" and
+"september 27, 1994" are one source). The book's own files repeat sources (28 % of the test sources
+of its date.txt split occur in training).
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from datetime import date, timedelta
+
+from seqlab.metrics import seen_form
 
 # English names are spelt out: strftime's %B/%A follow the process locale.
 MONTHS = ("January", "February", "March", "April", "May", "June",
@@ -65,22 +69,24 @@ Pair = tuple[str, str]
 
 
 def _distinct(draw: Callable[[], Pair], n: int, space: int, task: str) -> list[Pair]:
-    """``n`` pairs from ``draw`` with no source twice: repeats are drawn again (``space`` distinct sources exist)."""
+    """``n`` pairs from ``draw`` with no source twice in :func:`seen_form`: repeats are drawn again (``space``
+    distinct sources exist)."""
     if n > space:
         raise ValueError(f"task {task}: {n} pairs asked for, but only {space:,} distinct sources exist")
     pairs: list[Pair] = []
     seen: set[str] = set()
     while len(pairs) < n:
         pair = draw()
-        if pair[0] not in seen:
-            seen.add(pair[0])
+        form = seen_form(pair[0])
+        if form not in seen:
+            seen.add(form)
             pairs.append(pair)
     return pairs
 
 
 DAYS = (LAST_DAY - FIRST_DAY).days + 1
-# Distinct written forms of one day: the short form has no letters to case, the others three casings each.
-DATE_FORMS_PER_DAY = 1 + 3 * (len(DATE_FORMATS) - 1)
+# Distinct sources of one day: one per format (its casings are one source, see seen_form).
+DATE_FORMS_PER_DAY = len(DATE_FORMATS)
 
 
 def generate_date(n: int, seed: int) -> list[Pair]:

@@ -2,9 +2,9 @@
 scale the rest by 1 / (1 - p) during training, pass everything through at evaluation.
 
 The same as ``torch.nn.Dropout``, with cheaper random numbers. On the CPU, torch draws
-one 32-bit Mersenne-Twister number per element (``bernoulli_``), which made dropout
-14 % of a Transformer training step (docs/benchmarks.md, "Profile of a training
-step"). Here one 32-bit draw decides two elements: each 16-bit half is compared
+one 32-bit Mersenne-Twister number per element (``bernoulli_``), a large share of a
+small Transformer's training step (``benchmarks/profile_ops.py train CONFIG`` shows
+it). Here one 32-bit draw decides two elements: each 16-bit half is compared
 with p · 2^16, so p is used to within 2^-16 (0.1 becomes 6554 / 65536 = 0.100006).
 The mask is drawn from torch's generator, so ``torch.manual_seed`` makes it
 reproducible, and a resumed run continues the same stream.

@@ -10,7 +10,7 @@ paper's and the seed's order, LayerNorm eps 1e-6), or as
 ``x + Dropout(Sublayer(LayerNorm(x)))`` with a final LayerNorm (pre-LN, optional).
 Embeddings start at N(0, d_model^-0.5) so that after the √d_model scale they have
 unit variance, the size of the positional encoding (with N(0, 1) the positions
-are drowned out; see docs/benchmarks.md).
+are drowned out).
 """
 
 from __future__ import annotations

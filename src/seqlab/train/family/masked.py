@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 from seqlab.config import BertConfig, Config
-from seqlab.data import load_sentence_splits, load_splits, resolve_data_dir
+from seqlab.data import Splits, load_sentence_splits, load_splits, resolve_data_dir
 from seqlab.masked_lm import Examples, MaskedLanguageModel
 from seqlab.model import num_parameters
 from seqlab.model.bert import Bert
@@ -43,13 +43,13 @@ class MaskedLM:
     def build(cls, config: Config, run: RunDir, data_dir: str | Path | None, resume: bool) -> MaskedLM:
         """Read the sentences (or pairs), learn the tokenizer with <mask> (or read it back), build BERT."""
         assert isinstance(config.model, BertConfig)
+        splits: Splits[str] | Splits[tuple[str, str]]
         if config.model.next_sentence:
-            splits: dict[str, list[str]] | dict[str, list[tuple[str, str]]] = load_splits(
-                config.data, resolve_data_dir(data_dir))
-            texts = [text for pair in splits["train"] for text in pair]
+            splits = pairs = load_splits(config.data, resolve_data_dir(data_dir))
+            texts = [text for pair in pairs["train"] for text in pair]
         else:
-            splits = load_sentence_splits(config.data, resolve_data_dir(data_dir))
-            texts = list(splits["train"])
+            splits = sentences = load_sentence_splits(config.data, resolve_data_dir(data_dir))
+            texts = list(sentences["train"])
         if resume:
             tokenizer, _ = run.tokenizers()
         else:

@@ -1,0 +1,1 @@
+"""The book's ``dataset`` package: ``sequence`` (see ../README.md)."""

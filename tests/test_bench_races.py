@@ -1,0 +1,324 @@
+"""The races and their selections run end to end at toy size: each benchmark's ``main([...])`` in-process on tiny
+corpora written into tmp_path in the formats the configs read (ChatbotData's CSV, Multi30k's gzipped lines), tiny
+models through ``--set``, a few steps; what it printed, recorded or wrote is checked. The peers that are not
+installed here run as stand-ins with their interface (tests/stand_ins/: gensim's package behind a "python", KenLM's
+lmplz and query, the book's modules behind ``--book-repo``), so that every step of the orchestration runs; the real
+peers run only in the real benchmarks. The workers that ``report.run_worker`` starts in a fresh interpreter (``python
+SCRIPT --worker ...``) run here as the script's ``main`` (``in_process_workers``), which spares each its imports;
+every ``seqlab`` command runs as the scripts run it, a process of its own."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import importlib
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+from conftest import CLASS_TOPICS, ENDINGS, FILLERS
+
+from seqlab.data.splits import SELECTION_ENV
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS = ROOT / "benchmarks"
+STAND_INS = Path(__file__).resolve().parent / "stand_ins"
+GENSIM_EVAL = STAND_INS / "gensim" / "gensim" / "test" / "test_data"
+BOOK = STAND_INS / "dlfs2"
+
+# Multi30k-like captions: English and its German, word for word, from the words of the stand-in evaluation files.
+ADJECTIVES = {"young": "junger", "old": "alter", "little": "kleiner", "black": "schwarzer", "white": "weißer"}
+SUBJECTS = {"man": "mann", "woman": "frau", "boy": "junge", "girl": "mädchen", "dog": "hund"}
+VERBS = {"walking": "geht", "running": "rennt", "sitting": "sitzt", "playing": "spielt"}
+PLACES = {"park": "park", "street": "straße", "beach": "strand", "snow": "schnee", "water": "wasser"}
+# Small models of the Korean configs, for every seqlab run of a chatbot benchmark.
+KOREAN_TOY = ["data.split.valid=30", "data.split.test=30", "model.d_model=32", "model.num_heads=2", "model.d_ff=64",
+              "model.num_layers=1", "tokens.source.morphemes=false", "tokens.source.vocab_size=150"]
+
+
+@pytest.fixture
+def bench(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
+    """``bench("x")``: benchmarks/x.py as a module (flat imports as the scripts use them). The directories the
+    scripts make with ``tempfile`` go under tmp_path, ``seqlab`` is the one beside this python, and the selection
+    run that a choosing script makes of this process (``report.choose_on_valid``) ends with the test."""
+    monkeypatch.setenv(SELECTION_ENV, "0")
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    return importlib.import_module
+
+
+@pytest.fixture
+def in_process_workers(bench: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``report.run_worker``'s ``python SCRIPT --worker KIND SPEC RESULT`` runs as SCRIPT's ``main([...])`` in this
+    process, in the directory it names; what a worker changes for the process is undone: ``sys.path``, the book's
+    modules, the working directory, MPLBACKEND, and vectors_race's replacement of ``read_words``."""
+    import seqlab.vectors.run as vectors_run
+
+    monkeypatch.setattr(vectors_run, "read_words", vectors_run.read_words)
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+
+    def run(command: list[str], check: bool, cwd: Path) -> subprocess.CompletedProcess[bytes]:
+        python, script, *argv = command
+        assert python == sys.executable and check
+        path, here = list(sys.path), Path.cwd()
+        os.chdir(cwd)
+        try:
+            bench(Path(script).stem).main(argv)
+        finally:
+            os.chdir(here)
+            sys.path[:] = path
+            for name in [name for name, module in sys.modules.items()
+                         if str(getattr(module, "__file__", None) or "").startswith(str(STAND_INS))]:
+                del sys.modules[name]
+        return subprocess.CompletedProcess(command, 0)
+
+    monkeypatch.setattr(bench("report"), "subprocess", SimpleNamespace(run=run))
+
+
+def table_rows(text: str) -> list[list[str]]:
+    """The body rows of the markdown tables in ``text`` (each header and rule line left out), as cells."""
+    lines = [line.strip() for line in text.splitlines() if line.startswith("|")]
+    rules = {i for i, line in enumerate(lines) if line.startswith("|---")}
+    return [[cell.strip() for cell in line.strip("|").split("|")] for i, line in enumerate(lines)
+            if i not in rules and i + 1 not in rules]
+
+
+def chatbot_data(data_dir: Path, n: int = 200) -> Path:
+    """``data_dir/chatbot_ko/ChatbotData.csv``: ``n`` rows of ChatbotData's columns Q, A, label, where a question's
+    topic word (conftest's CLASS_TOPICS) decides its label and its answer."""
+    path = data_dir / "chatbot_ko" / "ChatbotData.csv"
+    path.parent.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    with path.open("w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["Q", "A", "label"])
+        for _ in range(n):
+            label = str(rng.integers(0, 3))
+            topic = str(rng.choice(CLASS_TOPICS[label]))
+            question = f"{rng.choice(FILLERS)} {topic} {rng.choice(ENDINGS)}"
+            writer.writerow([question, f"{topic} 얘기 좋아요", label])
+    return data_dir
+
+
+def multi30k_data(data_dir: Path, train: int, valid: int, test: int) -> Path:
+    """Multi30k's files under ``data_dir/multi30k/``: train.de.gz and train.en.gz (line i a German caption and its
+    English), val.en.gz and test_2016_flickr.en.gz."""
+    rng = np.random.default_rng(0)
+    out = data_dir / "multi30k"
+    out.mkdir(parents=True)
+    for name, count in [("train", train), ("val", valid), ("test_2016_flickr", test)]:
+        words = [[str(rng.choice(list(table))) for table in (ADJECTIVES, SUBJECTS, VERBS, PLACES)] for _ in range(count)]
+        en = [f"A {a} {s} is {v} in the {p} ." for a, s, v, p in words]
+        de = [f"Ein {ADJECTIVES[a]} {SUBJECTS[s]} {VERBS[v]} im {PLACES[p]} ." for a, s, v, p in words]
+        for language, lines in [("en", en), ("de", de)]:
+            (out / f"{name}.{language}.gz").write_bytes(gzip.compress("".join(f"{x}\n" for x in lines).encode()))
+    return data_dir
+
+
+def stand_in_command(path: Path, text: str) -> Path:
+    """An executable at ``path`` that runs the shell command ``text`` with the arguments it is given."""
+    path.write_text(f"#!/bin/sh\n{text} \"$@\"\n", encoding="utf-8")
+    path.chmod(0o755)
+    return path
+
+
+@pytest.fixture
+def stand_in_gensim(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The stand-in gensim importable in this process; forgotten afterwards."""
+    monkeypatch.syspath_prepend(str(STAND_INS / "gensim"))
+    yield
+    for name in [m for m in sys.modules if m == "gensim" or m.startswith("gensim.")]:
+        del sys.modules[name]
+
+
+def test_gensim_word2vec_runs_end_to_end(bench: Any, stand_in_gensim: None, tmp_path: Path) -> None:
+    sentences = ["a man is walking in the park", "", "a dog is running", "a man and a dog", "the park"]
+    corpus = tmp_path / "words.txt"
+    corpus.write_text("".join(f"{s}\n" for s in sentences), encoding="utf-8")
+    bench("gensim_word2vec").main(["--corpus", str(corpus), "--out", str(tmp_path / "out"), "--sg", "0", "--dim", "8",
+                                   "--min-count", "2", "--epochs", "3", "--eval-dir", str(GENSIM_EVAL)])
+    vocabulary = json.loads((tmp_path / "out" / "vocabulary.json").read_text(encoding="utf-8"))
+    counts = Counter(" ".join(sentences).split())
+    kept = sorted((w for w in counts if counts[w] >= 2), key=lambda w: (-counts[w], w))
+    assert vocabulary == {"words": kept, "counts": [counts[w] for w in kept]}
+    vectors = np.load(tmp_path / "out" / "vectors.npy")
+    assert vectors.shape == (len(kept), 8) and vectors.dtype == np.float32
+    result = json.loads((tmp_path / "out" / "result.json").read_text(encoding="utf-8"))
+    assert len(result["epoch_s"]) == 3 and result["corpus_words"] == sum(counts.values())
+    assert result["vocab_size"] == len(kept) and result["gensim"] == "4.4.0.stand-in"
+    own = result["gensim_own_scores"]  # of its 6 WordSim pairs only "dog park" has both words in the vocabulary
+    assert own["wordsim353.tsv"]["oov_percent"] == pytest.approx(100 * 5 / 6) and "simlex999.txt" in own
+
+
+def test_vectors_race_runs_end_to_end(bench: Any, in_process_workers: None, tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    data = multi30k_data(tmp_path / "data", 300, 0, 0)
+    config = tmp_path / "vectors.yaml"
+    config.write_text(yaml.safe_dump({
+        "data": {"corpora": [{"format": "aligned", "source": "multi30k/train.de.gz", "target": "multi30k/train.en.gz"}]},
+        "words": {"lowercase": True}, "train": {"method": "skipgram", "dim": 8, "min_count": 2, "epochs": 2}}))
+    python = stand_in_command(tmp_path / "python", f"PYTHONPATH={STAND_INS / 'gensim'} exec {sys.executable}")
+    out = tmp_path / "race.json"
+    bench("vectors_race").main(["--config", str(config), "--data-dir", str(data), "--gensim-python", str(python),
+                                "--gensim-workers", "1", "--book-repo", str(BOOK), "--book-epochs", "1", "--seeds", "1",
+                                "--count-windows", "2", "--work-dir", str(tmp_path / "work"), "--json", str(out)])
+    labels = [row[0] for row in table_rows(capsys.readouterr().out)]
+    assert labels == ["seqlab skipgram *", "gensim 4.4.0.stand-in skipgram (1 workers)", "seqlab cbow *",
+                      "gensim 4.4.0.stand-in cbow (1 workers)",
+                      "book NumPy CBOW (ch04, Adam, batch 100; book runs 10 epochs)",
+                      "seqlab cbow, 1 epoch(s) as the book", "seqlab count (PPMI + SVD), window 2"]
+    record = json.loads(out.read_text(encoding="utf-8"))
+    corpus = record["corpus"]
+    assert corpus["sentences"] == 600 and corpus["words"] == 300 * (9 + 7)  # 9 English and 7 German words a line
+    runs = [run for group in record["runs"].values() for run in group]
+    assert {run["scores"]["vocab_size"] for run in runs} == {corpus["vocab_size"]}  # the same words for every system
+    assert all(run["corpus_words"] == corpus["words"] for run in runs if run["system"] == "gensim")
+    assert [len(run["epoch_s"]) for run in runs] == [2, 2, 2, 2, 1, 1, 0]
+    # of the stand-in files' questions and pairs, those with a word outside the corpus are not covered
+    assert {(run["scores"]["analogy_coverage"], run["scores"]["ws353_coverage"]) for run in runs} == {(75.0, 500 / 6)}
+
+
+def test_lm_time_estimate_runs_end_to_end(bench: Any, in_process_workers: None, tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    from seqlab import precision
+    from seqlab.config import LMConfig, load_config
+    from seqlab.model import build_lm, num_parameters
+
+    config = ROOT / "configs" / "lm" / "multi30k_en.yaml"
+    record = tmp_path / "record.md"
+    bench("lm_time_estimate").main([str(config), "--vocab", "50", "--train-tokens", "70000", "--steps", "1",
+                                    "--warmup", "1", "--record", str(record)])
+    rows = table_rows(capsys.readouterr().out)
+    assert [row[0] for row in rows] == ["fp32"] + (["bf16"] if precision.native_bf16() else [])
+    model = load_config(config).model
+    assert isinstance(model, LMConfig)
+    for _, parameters, step_s, tokens_per_s, epoch_s, epochs, hours in rows:
+        assert int(parameters.replace(",", "")) == num_parameters(build_lm(model, 50))
+        assert float(tokens_per_s.replace(",", "")) == pytest.approx(20 * 35 / float(step_s), rel=0.05)
+        assert float(epoch_s.replace(",", "")) == pytest.approx(70000 / float(tokens_per_s.replace(",", "")), abs=1)
+        assert epochs == "10" and float(hours) == pytest.approx(float(epoch_s.replace(",", "")) * 10 / 3600, abs=0.06)
+    assert table_rows(record.read_text(encoding="utf-8")) == rows
+
+
+def small_config(path: Path, config: Path, model: dict[str, Any]) -> Path:
+    """``config`` with the ``model`` keys changed, written to ``path``."""
+    raw = yaml.safe_load(config.read_text(encoding="utf-8"))
+    raw["model"] |= model
+    path.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    return path
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated")  # torch.utils.mkldnn, for the peaks
+def test_lm_race_runs_end_to_end(bench: Any, in_process_workers: None, tmp_path: Path,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Every system but seqlab's Transformer LM, which takes the LSTM's path (``seqlab_system``) with another config
+    and would cost three more ``seqlab`` processes."""
+    data = multi30k_data(tmp_path / "data", 250, 40, 40)
+    lstm = small_config(tmp_path / "lstm.yaml", ROOT / "configs" / "lm" / "multi30k_en.yaml",
+                        {"embedding_size": 32, "hidden_size": 32})
+    kenlm = tmp_path / "kenlm"
+    kenlm.mkdir()
+    for tool in ("lmplz", "query"):
+        stand_in_command(kenlm / tool, f"exec {sys.executable} {STAND_INS / 'kenlm' / f'{tool}.py'}")
+    out, record = tmp_path / "race.json", tmp_path / "record.md"
+    bench("lm_race").main(["--config", str(lstm), "--data-dir", str(data), "--systems", "kenlm", "rnnlm", "better",
+                           "throughput", "--book-repo", str(BOOK), "--kenlm-bin", str(kenlm), "--quick",
+                           "--work-dir", str(tmp_path / "work"), "--json", str(out), "--record", str(record)])
+    printed = capsys.readouterr().out
+    result = json.loads(out.read_text(encoding="utf-8"))
+    tokens, per_line = result["tokens"], result["tokens"]["test"] // 40  # every caption is as long in tokens
+    assert tokens == {"train": 250 * per_line, "valid": 40 * per_line, "test": 40 * per_line} and per_line >= 10
+    assert result["seqlab"]["test"]["tokens"] == result["kenlm"]["test"]["tokens"] == tokens["test"]
+    assert result["seqlab"]["wall_s"] > result["seqlab"]["train_s"] and len(result["seqlab"]["samples"]) == 10
+    assert result["kenlm"]["discount_fallback"] and result["kenlm"]["ngrams"][0][0] == "1"
+    for kind in ("rnnlm", "better"):  # the stand-in book models score every word alike
+        book = result["book"][kind]
+        assert book["test"]["perplexity"] == pytest.approx(result["vocab_size"]), kind
+        assert book["test_ppl_book"] == pytest.approx(result["vocab_size"]) and len(book["epochs"]) == 1
+    assert [run["steps"] for run in result["throughput"]["runs"]][0] == 10
+    rows = table_rows(printed)
+    assert [row[0].split(" (")[0] for row in rows[:4]] == [
+        "seqlab LSTM LM", "KenLM lmplz 5-gram, interpolated modified KN", "book NumPy Rnnlm", "book NumPy BetterRnnlm"]
+    assert rows[0][-1] == f"**{result['seqlab']['test']['perplexity']:.2f}**"
+    assert record.read_text(encoding="utf-8").strip() == printed.strip()
+
+
+@pytest.mark.filterwarnings("ignore:The parameter 'token_pattern' will not be used")  # char n-grams
+def test_select_tfidf_runs_end_to_end(bench: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = chatbot_data(tmp_path / "data")
+    bench("select_tfidf").main(["--data-dir", str(data), "--set", "data.split.valid=40", "--set", "data.split.test=40"])
+    printed = capsys.readouterr().out
+    rows = table_rows(printed)
+    assert [row[0] for row in rows] == [str(rank) for rank in range(1, 11)]
+    f1 = [float(row[3]) for row in rows]
+    assert f1 == sorted(f1, reverse=True) and f1[0] >= 90  # the topic word gives the label away
+    chosen = re.search(r"Chosen on valid: \*\*(.+), C (\S+)\*\*", printed)
+    assert chosen and chosen.groups() == (rows[0][1], rows[0][2])
+    assert f'--C {rows[0][2]} --set data.split.valid=40 --set data.split.test=40`' in printed
+
+
+@pytest.mark.filterwarnings("ignore:The parameter 'token_pattern' will not be used")  # char n-grams
+def test_classify_race_runs_end_to_end(bench: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = chatbot_data(tmp_path / "data")
+    out = tmp_path / "race.json"
+    sets = [x for item in [*KOREAN_TOY, "train.epochs=2"] for x in ("--set", item)]
+    bench("classify_race").main(["--data-dir", str(data), "--seeds", "3", *sets, "--json", str(out)])
+    rows = table_rows(capsys.readouterr().out)
+    result = json.loads(out.read_text(encoding="utf-8"))
+    sk, (ours,) = result["sklearn"], result["seqlab"]
+    assert sk["features"] == "char 2-4" and sk["test"]["macro_f1"] >= 90
+    assert ours["seed"] == 3 and ours["epochs"] == 2 and ours["texts_per_s"] > 0
+    assert sum(map(sum, ours["test"]["confusion"])) == 30  # the test split of the overrides, scored by seqlab eval
+    assert [row[0] for row in rows] == ["scikit-learn TF-IDF + LR", "seqlab `configs/chatbot_ko_labels.yaml`, seed 3"]
+    assert rows[1][3] == f"**{ours['test']['macro_f1']:.2f}**"
+
+
+def test_pretrain_race_runs_end_to_end(bench: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = chatbot_data(tmp_path / "data")
+    out = tmp_path / "race.json"
+    sets = [x for item in [*KOREAN_TOY, "train.epochs=1"] for x in ("--set", item)]
+    bench("pretrain_race").main(["--data-dir", str(data), "--seeds", "2", *sets, "--work", str(tmp_path / "work"),
+                                 "--json", str(out)])
+    printed = capsys.readouterr().out
+    (race,) = json.loads(out.read_text(encoding="utf-8"))
+    pre, fine, scratch = race["pretrain"], race["fine"], race["scratch"]
+    assert race["seed"] == 2 and pre["epochs"] == fine["epochs"] == 1 and "test" not in pre
+    # from scratch for as long as pretraining and fine-tuning together, in the fine-tuning's epochs
+    assert scratch["epochs"] == max(1, round((pre["train_s"] + fine["train_s"]) / fine["train_s"]))
+    assert sum(map(sum, fine["test"]["confusion"])) == sum(map(sum, scratch["test"]["confusion"])) == 30
+    assert Path(fine["run_dir"]).parent == tmp_path / "work"
+    (row,) = table_rows(printed)
+    assert row[0] == "2" and row[3].startswith(f"**{fine['test']['macro_f1']:.2f}**")
+    assert printed.count("[MASK] 1:") == 5  # fill-mask's candidates for each of the five texts
+
+
+def test_chatbot_variants_runs_end_to_end(bench: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from seqlab.config import load_config
+    from seqlab.data import load_splits
+
+    data = chatbot_data(tmp_path / "data")
+    sets = [*KOREAN_TOY, "train.epochs=2", "train.warmup=10", "eval.max_output_length=8"]
+    bench("chatbot_variants").main(["--data-dir", str(data), "--variants", "char", "--samples", "3",
+                                    *(x for item in sets for x in ("--set", item))])  # one variant: a `seqlab train` each
+    printed = capsys.readouterr().out
+    (variant, *samples) = table_rows(printed)
+    assert variant[0].startswith("char (`") and re.fullmatch(r"[12] / 2", variant[3])  # best epoch / epochs
+    tokens_per_character, per_token, per_character = map(float, variant[4:7])
+    assert math.isclose(per_character, per_token ** tokens_per_character, rel_tol=0.01)  # both exp(the same NLL / n)
+    assert "Chosen on valid (the lowest perplexity per character): **char**" in printed
+    valid = load_splits(load_config(ROOT / "configs" / "chatbot_ko.yaml", sets).data, data)["valid"]
+    assert [(row[1], row[2]) for row in samples] == valid[:3]

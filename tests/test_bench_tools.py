@@ -1,0 +1,214 @@
+"""The benchmark scripts run end to end at toy size: each ``main([...])`` in-process, on generated tasks, tiny
+models and tiny data written into tmp_path, with what it printed, recorded or wrote checked."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import re
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import yaml
+from conftest import small_date_config
+
+from seqlab.config import parse_config
+from seqlab.rundir import RunDir
+from seqlab.train.trainer import Trainer
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+Bench = Callable[[str], ModuleType]  # a benchmark script's name to its module
+
+
+@pytest.fixture
+def bench(monkeypatch: pytest.MonkeyPatch) -> Iterator[Bench]:
+    """``bench("x")``: benchmarks/x.py as a module (flat imports as the scripts use them). What a script's main sets
+    in the environment (a choosing script makes its process a selection run) is undone after the test."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    environ = dict(os.environ)
+    yield importlib.import_module
+    os.environ.clear()
+    os.environ.update(environ)
+
+
+@pytest.fixture(scope="module")
+def date_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``small_date_config`` as a YAML file, 2 epochs keeping both epochs' weights."""
+    path = tmp_path_factory.mktemp("bench-config") / "date.yaml"
+    path.write_text(yaml.safe_dump(small_date_config(epochs=2, keep_checkpoints=2)), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def date_run(date_config: Path) -> Path:
+    """The run directory of ``date_config`` trained in-process (a few seconds), shared by the scripts that need one."""
+    run = date_config.parent / "run"
+    Trainer(parse_config(yaml.safe_load(date_config.read_text(encoding="utf-8"))), run, progress=False).fit()
+    return run
+
+
+def table_rows(text: str) -> list[list[str]]:
+    """The body rows of the markdown tables in ``text`` (each header and rule line left out), as cells."""
+    lines = [line.strip() for line in text.splitlines() if line.startswith("|")]
+    rules = {i for i, line in enumerate(lines) if line.startswith("|---")}
+    return [[cell.strip() for cell in line.strip("|").split("|")] for i, line in enumerate(lines)
+            if i not in rules and i + 1 not in rules]
+
+
+def recorded(results: Path, race: str) -> Any:
+    """The scoreboard result a race wrote into ``results`` (one JSON file: this machine's kind)."""
+    import scoreboard
+
+    [path] = results.glob(f"{race}.*.json")
+    return scoreboard.Result.read(path)
+
+
+def test_attention_paths_runs_end_to_end(bench: Bench, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bench("attention_paths").main(["--batch", "2", "--heads", "1", "--length", "4", "--depth", "4",
+                                   "--results", str(tmp_path)])
+    rows = table_rows(capsys.readouterr().out)
+    assert [(dtype, path) for dtype, path, _, _ in rows] == [
+        ("float32", "fused SDPA"), ("float32", "reference"), ("bfloat16", "fused SDPA"), ("bfloat16", "reference")]
+    assert all(float(forward) > 0 and float(both) > 0 for _, _, forward, both in rows)
+    result = recorded(tmp_path, "attention_paths")
+    assert result.tables[0].rows == rows
+    assert [f"{run['forward_ms']:.2f}" for run in result.runs] == [row[2] for row in rows]
+
+
+def test_decoding_cache_runs_end_to_end(bench: Bench, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bench("decoding_cache").main(["--length", "3", "--batch", "4", "--source-length", "6", "--d-model", "16",
+                                  "--layers", "1", "--heads", "2", "--vocab", "20", "--beam", "2", "--repeats", "1",
+                                  "--results", str(tmp_path)])
+    rows = table_rows(capsys.readouterr().out)
+    assert [row[0] for row in rows] == ["greedy", "beam 2"]
+    assert all(re.fullmatch(r"\*\*\d+\.\d\d×\*\*", row[-1]) for row in rows)
+    result = recorded(tmp_path, "decoding_cache")
+    assert result.tables[0].rows == rows and [run["search"] for run in result.runs] == ["greedy", "beam 2"]
+    assert all(row[1] == f"{run['cached_s']:.3f}" for row, run in zip(rows, result.runs))
+
+
+def test_decoding_speed_runs_end_to_end(bench: Bench, date_run: Path, tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    bench("decoding_speed").main([str(date_run), "--beams", "1", "2", "--results", str(tmp_path)])
+    out = capsys.readouterr().out
+    rows = table_rows(out)
+    assert [row[0] for row in rows] == ["greedy", "beam 2"]
+    assert all(0 <= float(row[3]) <= 100 for row in rows)
+    assert "100 sentences" in out  # the test split of small_date_config
+    result = recorded(tmp_path, "decoding_speed")
+    assert result.tables[0].rows == rows and [run["sentences"] for run in result.runs] == [100, 100]
+    assert [f"{run['exact_match']:.2f}" for run in result.runs] == [row[3] for row in rows]
+
+
+@pytest.mark.parametrize("what", ["train", "decode", "vectors"])
+def test_profile_ops_runs_end_to_end(bench: Bench, what: str, date_config: Path, date_run: Path, tmp_path: Path,
+                                     capsys: pytest.CaptureFixture[str]) -> None:
+    if what == "train":
+        argv = ["train", str(date_config), "--set", "train.batch_tokens=200", "--steps", "2"]
+    elif what == "decode":
+        argv = ["decode", str(date_run), "--sentences", "8", "--beam", "2"]
+    else:
+        (tmp_path / "corpus.txt").write_text("the cat sat on the mat\nthe dog sat on the log\n" * 20, encoding="utf-8")
+        config = {"data": {"corpora": [{"format": "lines", "path": str(tmp_path / "corpus.txt")}]},
+                  "train": {"dim": 8, "window": 2, "min_count": 1, "sample": 0, "batch_size": 16}}
+        (tmp_path / "vectors.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+        argv = ["vectors", str(tmp_path / "vectors.yaml")]
+    bench("profile_ops").main(["--rows", "5", *argv])
+    out = capsys.readouterr().out
+    expected = {"train": r"\d+ ms per step \(profiled\)", "decode": r"8 sentences in [\d.]+ s \(profiled\)",
+                "vectors": r"skipgram: one epoch of 240 words in [\d.]+ s \(unprofiled\)"}[what]
+    assert re.search(expected, out)
+    assert "Self CPU time total" in out and "aten::" in out
+
+
+def test_throughput_runs_end_to_end(bench: Bench, date_config: Path, tmp_path: Path,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    bench("throughput").main([str(date_config), "--set", "train.batch_tokens=200", "--steps", "4", "--peak-size", "64",
+                              "--results", str(tmp_path)])
+    out = capsys.readouterr().out
+    rows = table_rows(out)
+    assert rows[0][0] == "fp32" and float(rows[0][1].replace(",", "")) > 0
+    assert re.fullmatch(r"\d+\.\d%", rows[0][3]) and float(rows[0][3].rstrip("%")) < 100  # MFU of the fp32 peak
+    assert "4 batches of ≤200 tokens" in out and "(n = 64)" in out
+    result = recorded(tmp_path, "throughput")
+    assert result.tables[0].rows == rows and result.runs[0]["precision"] == "fp32"
+    assert rows[0][1] == f"{result.runs[0]['tokens_per_s']:,.0f}" and result.runs[0]["steps"] == 4
+
+
+def test_ddp_throughput_runs_end_to_end(bench: Bench, date_config: Path, tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the runs' work directory
+    config = tmp_path / "date.yaml"
+    raw = small_date_config(epochs=1)
+    raw["data"] |= {"corpus": raw["data"]["corpus"] | {"size": 400}, "split": {"valid": 40, "test": 40, "seed": 1}}
+    config.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    numbers = tmp_path / "ddp.json"
+    bench("ddp_throughput").main(["--data-dir", str(tmp_path), "--configs", str(config), "--threads", "1",
+                                  "--json", str(numbers)])
+    rows = json.loads(numbers.read_text(encoding="utf-8"))["date.yaml"]
+    assert len(rows) == (3 if (os.cpu_count() or 1) >= 2 else 2)  # 1 process × 2 threads where 2 cores are
+    assert rows[0]["setup"].startswith("1 process × 1") and rows[-1]["setup"].startswith("2 processes × 1")
+    assert len({row["steps"] for row in rows}) == 1  # the same optimisation steps, one way or the other
+    assert all(row["unit"] == "tokens" and row["per_s"] > 0 and "exact_match" in row["valid"] for row in rows)
+    assert [row[1] for row in table_rows(capsys.readouterr().out)] == [row["setup"] for row in rows]
+
+
+def test_checkpoint_average_runs_end_to_end(bench: Bench, date_run: Path, tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    bench("checkpoint_average").main([str(date_run), "--data-dir", str(tmp_path), "--last", "2",
+                                      "--results", str(tmp_path)])
+    rows = table_rows(capsys.readouterr().out)
+    assert re.fullmatch(r"best checkpoint \(epoch [12], by valid\)", rows[0][0]) and rows[1][0] == "mean of epochs 1, 2"
+    assert all(float(row[2]) >= 1 and 0 <= float(row[3].strip("*")) <= 100 for row in rows)  # ppl, test BLEU
+    assert RunDir(date_run.with_name("run-avg2")).model_info()["averaged"] == [1, 2]
+    result = recorded(tmp_path, "checkpoint_average-run")
+    assert result.tables[0].rows == rows and [run["model"] for run in result.runs] == [row[0] for row in rows]
+    assert rows[1][3] == f"**{result.runs[1]['test']['bleu']:.2f}**"
+
+
+def test_select_config_runs_end_to_end(bench: Bench, date_config: Path, date_run: Path, tmp_path: Path,
+                                       monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """One variant is date_run, finished (a stopped search keeps it), the other is trained by ``seqlab train``."""
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")  # seqlab
+    search = {"name": "tiny", "config": str(date_config), "metric": "exact_match",
+              "variants": {"base": [], "one-epoch": ["train.epochs=1", "model.d_ff=32"]}}
+    (tmp_path / "search.yaml").write_text(yaml.safe_dump(search), encoding="utf-8")
+    runs = tmp_path / "runs"
+    shutil.copytree(date_run, runs / "tiny" / "fp32" / "base")
+    bench("select_config").main([str(tmp_path / "search.yaml"), "--runs", str(runs)])
+    out = capsys.readouterr().out
+    rows = table_rows(out)
+    assert sorted(row[1].strip("*") for row in rows) == ["base", "one-epoch"]
+    assert float(rows[0][3]) >= float(rows[1][3])  # ranked by valid exact match
+    winner = rows[0][1].strip("*")
+    assert f"Chosen on valid: **{winner}**" in out and f"seqlab eval {runs}/tiny/fp32/{winner} --split test" in out
+    assert [len(RunDir(runs / "tiny" / "fp32" / name).log()) for name in search["variants"]] == [2, 1]
+
+
+def test_select_decoding_runs_end_to_end(bench: Bench, date_run: Path, tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    bench("select_decoding").main([str(date_run), "--beam", "2", "--length-penalties", "0", "1",
+                                   "--metric", "exact_match", "--results", str(tmp_path)])
+    out = capsys.readouterr().out
+    rows = table_rows(out)
+    assert [row[0].strip("*") for row in rows] == ["0.0", "1.0"]
+    best = max(rows, key=lambda row: float(row[3]))[0]
+    assert best.startswith("**") and f"Chosen on valid: **α {best.strip('*')}**" in out
+    assert "Valid split: 100 pairs" in out
+    result = recorded(tmp_path, "select_decoding-run")
+    assert result.tables[0].rows == rows and [run["length_penalty"] for run in result.runs] == [0.0, 1.0]
+    assert [f"{run['valid']['exact_match']:.2f}" for run in result.runs] == [row[3] for row in rows]
+
+
+def test_load_runs_end_to_end(bench: Bench, date_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bench("load").main([str(date_run), "--clients", "4", "--seconds", "2"])  # exits 1 where a phase failed
+    steady, full = table_rows(capsys.readouterr().out)
+    assert steady[0] == "steady, default limits" and int(steady[4]) > 0 and steady[4] == steady[3]  # all 200s
+    assert full[0] == "queue full (--max-queue 1)" and int(full[5]) > 0 and full[6] == "0"  # 503s, no other errors
