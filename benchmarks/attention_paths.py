@@ -16,6 +16,7 @@ import sys
 import time
 from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -47,7 +48,7 @@ def main(argv: list[str] | None = None) -> None:
     shape = (args.batch, args.heads, args.length, args.depth)
     mask = torch.zeros(args.batch, 1, 1, args.length, dtype=torch.bool)
     mask[::2, ..., -3:] = True  # some padding
-    runs = []
+    runs: list[dict[str, Any]] = []
     for dtype in (torch.float32, torch.bfloat16):
         for name, path in attention_paths(shape, mask, dtype).items():
             runs.append({"dtype": str(dtype).removeprefix("torch."), "path": name, "forward_ms": timed(path),

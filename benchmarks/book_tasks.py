@@ -26,8 +26,9 @@ epoch of 99.9 % valid, so its picked model is the one at the time the clock stop
 
 ``--seeds 1 2 3`` trains seqlab once per seed, and runs the book's code once per seed (``book_numpy.py --seed``:
 the book's scripts draw their first weights from the state ``load_data`` leaves, the same in every run; a seed
-gives them other ones). Prints markdown tables (summary, then accuracy per epoch); ``--record
-docs/results.md`` appends them there.
+gives them other ones). Prints markdown tables (summary, then, with several seeds, each variant's spread over them:
+mean ± sd and range, then accuracy per epoch) and records them with every run in the scoreboard (``--results``,
+benchmarks/results/).
 """
 
 from __future__ import annotations
@@ -44,7 +45,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from report import add_record_option, emit
+from report import add_results_option, markdown, publish
+from scoreboard import Result, Table, command, spread
 
 from seqlab.rundir import RunDir
 
@@ -89,55 +91,62 @@ def run_book(task: str, variant: str, book_repo: str, epochs: int | None, seed: 
     return json.loads(out.read_text())
 
 
-def summary(task: str, results: Results, command: str) -> list[str]:
-    lines = [
-        f"### Book task `{task}`: seqlab vs the book's NumPy code",
-        "",
-        (f"{datetime.date.today()}, {platform.machine()}, {os.cpu_count()} cores, one job at a time, "
-         f"torch {_torch_version()}. Command: `python benchmarks/book_tasks.py {command}`"),
-        "",
-        ("| variant | seqlab test exact match (best valid epoch) | on test sources unseen in training (pairs) "
-         "| seqlab training s (to the best epoch) | seqlab `train` wall s | book test acc, last / best epoch "
-         "| book training s (to its first epoch ≥ 99.9 %) | time to ≥ 99.9 % test: seqlab (to its model picked on "
-         "valid), book (to its first such epoch), book / seqlab |"),
-        "|---|---|---|---|---|---|---|---|",
-    ]
+def summary(task: str, results: Results) -> Table:
+    """A row per variant (and seed): seqlab's test scores and times, the book's, and their times to the target."""
+    table = Table(f"Book task `{task}`: seqlab vs the book's NumPy code", [
+        "variant", "seqlab test exact match (best valid epoch)", "on test sources unseen in training (pairs)",
+        "seqlab training s (to the best epoch)", "seqlab `train` wall s", "book test acc, last / best epoch",
+        "book training s (to its first epoch ≥ 99.9 %)", "time to ≥ 99.9 % test: seqlab (to its model picked on "
+        "valid), book (to its first such epoch), book / seqlab"], [])
     for name, (ours, book) in results.items():
         test = ours["test"]
-        row = (f"| {name} | **{test['exact_match']:.2f} %** ({ours['best_epoch']}) | {test['exact_match_unseen']:.2f} % "
-               f"({test['unseen_sentences']:,}) | {ours['train_s']:.1f} ({ours['train_s_to_best']:.1f}) "
-               f"| {ours['wall_s']:.1f} |")
+        row = [name, f"**{test['exact_match']:.2f} %** ({ours['best_epoch']})",
+               f"{test['exact_match_unseen']:.2f} % ({test['unseen_sentences']:,})",
+               f"{ours['train_s']:.1f} ({ours['train_s_to_best']:.1f})", f"{ours['wall_s']:.1f}"]
         ours_reached = ours["train_s_to_best"] if test["exact_match"] >= TARGET else None
         if book:
             accs = [r["acc"] * 100 for r in book["rows"]]
             best = max(range(len(accs)), key=accs.__getitem__)
             reached = book["reach"][str(TARGET)]["train_s_cum"]
             ratio = f"**{reached / ours_reached:.2f}×**" if reached and ours_reached else "—"
-            row += (f" {accs[-1]:.2f} % / {accs[best]:.2f} % ({best + 1}) | {book['total_train_s']:.1f} "
-                    f"({'not reached' if reached is None else f'{reached:.1f}'}) "
-                    f"| {_seconds(ours_reached)}, {_seconds(reached)}, {ratio} |")
+            row += [f"{accs[-1]:.2f} % / {accs[best]:.2f} % ({best + 1})",
+                    f"{book['total_train_s']:.1f} ({'not reached' if reached is None else f'{reached:.1f}'})",
+                    f"{_seconds(ours_reached)}, {_seconds(reached)}, {ratio}"]
         else:
-            row += f" — | — | {_seconds(ours_reached)}, —, — |"
-        lines.append(row)
-    return lines
+            row += ["—", "—", f"{_seconds(ours_reached)}, —, —"]
+        table.rows.append(row)
+    return table
 
+
+def spreads(results: Results, variants: list[str], seeds: list[int]) -> Table:
+    """Each variant's spread over the seeds: seqlab's test exact match and training seconds, the book's last test
+    accuracy and training seconds."""
+    table = Table(f"Over seeds {', '.join(map(str, seeds))}", [
+        "variant", "seqlab test exact match %", "seqlab training s", "book test acc % (last epoch)",
+        "book training s"], [])
+    for variant in variants:
+        runs = [results[f"{variant} (seed {seed})"] for seed in seeds]
+        books = [book for _, book in runs if book]
+        table.rows.append([variant, spread([ours["test"]["exact_match"] for ours, _ in runs]),
+                           spread([ours["train_s"] for ours, _ in runs], 1),
+                           spread([book["rows"][-1]["acc"] * 100 for book in books]) if books else "—",
+                           spread([book["total_train_s"] for book in books], 1) if books else "—"])
+    return table
 
 def _seconds(value: float | None) -> str:
     return "not reached" if value is None else f"{value:.1f} s"
 
 
-def curves(results: Results) -> list[str]:
+def curves(results: Results) -> Table:
+    """Accuracy per epoch of every run: seqlab's on valid, the book's on its test pairs."""
     epochs = max(max(len(ours["epochs"]), len(book["rows"]) if book else 0) for ours, book in results.values())
-    lines = ["", "Accuracy per epoch: seqlab on the 500 valid pairs, the book on the 5,000 test pairs.", "",
-             "| epoch | " + " | ".join(str(e) for e in range(1, epochs + 1)) + " |",
-             "|---|" + "---|" * epochs]
+    table = Table("Accuracy per epoch: seqlab on the 500 valid pairs, the book on the 5,000 test pairs",
+                  ["epoch", *(str(e) for e in range(1, epochs + 1))], [])
     for name, (ours, book) in results.items():
-        lines.append(f"| seqlab {name} | " + " | ".join(f"{e['valid']['exact_match']:.1f}" for e in ours["epochs"])
-                     + " |")
+        table.rows.append([f"seqlab {name}", *(f"{e['valid']['exact_match']:.1f}" for e in ours["epochs"])])
         if book:
-            lines.append(f"| book {name} | " + " | ".join(f"{r['acc'] * 100:.1f}" for r in book["rows"]) + " |")
-    return lines
-
+            table.rows.append([f"book {name}", *(f"{r['acc'] * 100:.1f}" for r in book["rows"])])
+    return table
 
 def _torch_version() -> str:
     import torch
@@ -155,7 +164,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--book-repo", help="a checkout of oreilly-japan/deep-learning-from-scratch-2")
     parser.add_argument("--book-epochs", type=int, help="default: the book's")
     parser.add_argument("--seeds", type=int, nargs="+", help="train seqlab, and run the book's code, once per seed")
-    add_record_option(parser)
+    add_results_option(parser)
     parser.add_argument("--json", help="also write every number here")
     args = parser.parse_args(argv)
 
@@ -174,8 +183,17 @@ def main(argv: list[str] | None = None) -> None:
             results[name] = (ours, book)
             print(f"{name}: seqlab test {ours['test']['exact_match']:.2f} %, {ours['train_s']:.1f} s training",
                   flush=True)
-    text = "\n".join(summary(args.task, results, " ".join(argv)) + curves(results)) + "\n"
-    emit(text, args.record)
+    made = [summary(args.task, results)] + ([spreads(results, variants, args.seeds)] if args.seeds else [])
+    made.append(curves(results))
+    given = command(__file__, argv)
+    print(f"### {made[0].title}\n\n{datetime.date.today()}, {platform.machine()}, {os.cpu_count()} cores, one job at "
+          f"a time, torch {_torch_version()}. Command: `{given}`\n\n"
+          + "\n\n".join(f"{table.title}:\n\n{markdown(table)}" if i else markdown(table) for i, table in enumerate(made))
+          + "\n")
+    runs = [{"run": name, "seqlab": ours, "book": book} for name, (ours, book) in results.items()]
+    publish(Result(f"book_tasks-{args.task}", made[0].title, given, made, runs,
+                   notes=["one job at a time; seqlab's time to the target is to its model picked on valid"]),
+            args.results)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1), encoding="utf-8")
 

@@ -17,7 +17,8 @@ With ``--samples N``, the first N valid questions are answered by the variant wi
 perplexity per character and printed next to the reference answers.
 
 The variant with the lowest valid perplexity per character is the choice. This script never loads the
-test split: the chosen run is scored on it once, with ``seqlab eval RUN_DIR --split test``.
+test split: the chosen run is scored on it once, with ``seqlab eval RUN_DIR --split test``. The tables and every
+variant's scores go to the scoreboard (``--results``, benchmarks/results/).
 """
 
 from __future__ import annotations
@@ -26,12 +27,14 @@ import argparse
 import datetime
 import os
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from report import add_record_option, choose_on_valid, emit, machine
+from report import add_results_option, choose_on_valid, machine, markdown, publish
+from scoreboard import Result, Table, command
 
 from seqlab.data import load_splits, resolve_data_dir
 from seqlab.evaluate import EncodedSplit, evaluate
@@ -76,25 +79,23 @@ def score(run_dir: Path, data_dir: str) -> dict[str, Any]:
     return metrics
 
 
-def samples(run_dir: Path, data_dir: str, n: int) -> list[str]:
-    """A table of the model's answers to the first ``n`` valid questions."""
+def samples(run_dir: Path, data_dir: str, n: int, title: str) -> Table:
+    """The model's answers to the first ``n`` valid questions."""
     translator = load(run_dir)
     pairs = load_splits(translator.config.data, resolve_data_dir(data_dir))["valid"][:n]
     answers = translator.translate([q for q, _ in pairs])
-    lines = ["| # | question (held out) | reference answer | seqlab's answer |", "|---|---|---|---|"]
-    lines += [f"| {i} | {q} | {a} | {m} |" for i, ((q, a), m) in enumerate(zip(pairs, answers), 1)]
-    return lines
-
+    return Table(title, ["#", "question (held out)", "reference answer", "seqlab's answer"],
+                 [[str(i), q, a, m] for i, ((q, a), m) in enumerate(zip(pairs, answers), 1)])
 
 def main(argv: list[str] | None = None) -> None:
-    """Train each variant, score it on valid, print (and record) the table, the choice and its answers."""
+    """Train each variant, score it on valid, print the table, the choice and its answers, and record them."""
     choose_on_valid()
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", required=True)
     parser.add_argument("--variants", nargs="+", choices=sorted(VARIANTS), default=["bpe", "wordpiece", "morphemes", "seed"])
     parser.add_argument("--set", dest="extra", action="append", default=[], help="an override for every variant")
     parser.add_argument("--samples", type=int, default=0, help="answer this many valid questions with the best variant")
-    add_record_option(parser)
+    add_results_option(parser)
     args = parser.parse_args(argv)
 
     rows = []
@@ -102,27 +103,24 @@ def main(argv: list[str] | None = None) -> None:
         run_dir, wall = train(variant, args.data_dir, args.extra)
         rows.append((variant, wall, score(run_dir, args.data_dir), run_dir))
 
-    extra = "".join(f" --set {item}" for item in args.extra)
-    lines = [
-        f"### Korean chatbot variants, valid split ({datetime.date.today().isoformat()})\n",
-        f"Command: `python benchmarks/chatbot_variants.py --data-dir DATA --variants {' '.join(args.variants)}{extra}`."
-        f" {machine()}.\n",
-        "| variant | parameters | training wall s | best epoch / epochs | tokens per character | perplexity per token"
-        " | perplexity per character | BLEU |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    for variant, wall, m, run_dir in rows:
-        lines.append(f"| {variant} (`{run_dir}`) | {m['parameters']:,} | {wall:.0f} | {m['best_epoch']} / "
-                     f"{m['epochs']} | {m['tokens_per_character']:.3f} | {m['perplexity']:.2f} "
-                     f"| {m['perplexity_per_character']:.3f} | {m['bleu']:.2f} |")
+    given = command(__file__, sys.argv[1:] if argv is None else argv)
+    table = Table("Korean chatbot variants, valid split",
+                  ["variant", "parameters", "training wall s", "best epoch / epochs", "tokens per character",
+                   "perplexity per token", "perplexity per character", "BLEU"],
+                  [[f"{variant} (`{run_dir}`)", f"{m['parameters']:,}", f"{wall:.0f}", f"{m['best_epoch']} / {m['epochs']}",
+                    f"{m['tokens_per_character']:.3f}", f"{m['perplexity']:.2f}", f"{m['perplexity_per_character']:.3f}",
+                    f"{m['bleu']:.2f}"] for variant, wall, m, run_dir in rows])
     best, _, _, best_dir = min(rows, key=lambda row: row[2]["perplexity_per_character"])
-    lines += ["", f"Chosen on valid (the lowest perplexity per character): **{best}**. Score it on test once: "
-              f"`seqlab eval {best_dir} --split test`."]
+    choice = (f"Chosen on valid (the lowest perplexity per character): **{best}**. Score it on test once: "
+              f"`seqlab eval {best_dir} --split test`.")
+    made = [table]
     if args.samples:
-        lines += ["", f"Answers of `{best}` to the first {args.samples} valid questions, greedy:", ""]
-        lines += samples(best_dir, args.data_dir, args.samples)
-    emit("\n".join(lines) + "\n", args.record)
-
+        made.append(samples(best_dir, args.data_dir, args.samples,
+                            f"Answers of `{best}` to the first {args.samples} valid questions, greedy"))
+    print(f"### {table.title} ({datetime.date.today().isoformat()})\n\nCommand: `{given}`. {machine()}.\n\n"
+          f"{markdown(table)}\n\n{choice}\n" + "".join(f"\n{t.title}:\n\n{markdown(t)}\n" for t in made[1:]))
+    runs = [{"variant": variant, "run_dir": str(run_dir), "wall_s": wall, "valid": m} for variant, wall, m, run_dir in rows]
+    publish(Result("chatbot_variants", table.title, given, made, runs, notes=[choice]), args.results)
 
 if __name__ == "__main__":
     main()

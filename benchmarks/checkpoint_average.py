@@ -16,6 +16,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from report import add_results_option, machine, markdown, publish
 from scoreboard import Result, Table, command
@@ -41,8 +42,9 @@ def main(argv: list[str] | None = None) -> None:
     best, mean = RunDir(args.run_dir).model_info(), RunDir(averaged).model_info()
     rows = [(f"best checkpoint (epoch {best['epoch']}, by valid)", args.run_dir),
             (f"mean of epochs {', '.join(map(str, mean['averaged']))}", averaged)]
-    runs = [{"model": name, "valid": score_run(run, "valid", data_dir), "test": score_run(run, "test", data_dir)}
-            for name, run in rows]
+    runs: list[dict[str, Any]] = [
+        {"model": name, "valid": score_run(run, "valid", data_dir), "test": score_run(run, "test", data_dir)}
+        for name, run in rows]
     table = Table(f"Checkpoint averaging: `{args.run_dir.name}`",
                   ["model", "valid BLEU", "valid ppl", "**test BLEU**", "test ppl", "test exact match %"],
                   [[run["model"], f"{run['valid']['bleu']:.2f}", f"{run['valid']['perplexity']:.2f}",

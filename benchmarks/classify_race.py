@@ -1,7 +1,7 @@
 """Text classification on ChatbotData's labels: seqlab's encoder against scikit-learn's TF-IDF + logistic regression.
 
     python benchmarks/classify_race.py --data-dir ../shared/data [--features F --C C] [--seeds 1 2 3] \\
-        [--set KEY=VALUE ...] [--json FILE] [--record docs/results.md]
+        [--set KEY=VALUE ...] [--json FILE] [--results DIR]
 
 One command, one machine, one split, one scoring:
 
@@ -18,7 +18,8 @@ One command, one machine, one split, one scoring:
   Throughput: texts per second from the log, and tokens per second (the encoder's inputs: ``<sos>``, the
   text's tokens, ``<eos>``).
 * **Scores**: accuracy and macro-F1 (``seqlab.metrics.classification_scores``, equal to scikit-learn's, tested
-  in tests/test_classifier.py) of both systems on the same test pairs, each scored once.
+  in tests/test_classifier.py) of both systems on the same test pairs, each scored once; seqlab's spread over the
+  seeds (mean ± sd and range). The tables and every run go to the scoreboard (benchmarks/results/).
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from report import add_record_option, emit, machine
+from report import add_results_option, machine, markdown, publish
+from scoreboard import Result, Table, command, spread
 from select_tfidf import FEATURES, labelled, tfidf_model
 
 from seqlab.classifier import class_labels
@@ -81,31 +83,28 @@ def seqlab_run(config: Path, seed: int, extra: list[str], data_dir: str, work: P
             "tokens_per_s": texts / train_s * tokens_per_text}
 
 
-def table(config: Path, sk: dict[str, Any], ours: list[dict[str, Any]], command: str) -> str:
-    """The markdown table of both systems and seqlab's mean and worst test macro-F1 over the seeds."""
+def tables(config: Path, sk: dict[str, Any], ours: list[dict[str, Any]]) -> list[Table]:
+    """Every run of both systems, then each system's test scores and times over its runs (seqlab's seeds)."""
     shown = config.relative_to(ROOT) if config.is_relative_to(ROOT) else config
-    lines = [
-        "#### Text classification on ChatbotData's labels: seqlab's encoder vs TF-IDF + logistic regression",
-        "", f"{time.strftime('%Y-%m-%d')}, {machine()}. Command: `{command}`", "",
-        "| system | chosen on valid | valid macro-F1 | **test macro-F1** | test accuracy | training s | "
-        "texts/s (tokens/s) |",
-        "|---|---|---|---|---|---|---|",
-        (f"| scikit-learn TF-IDF + LR | {sk['features']}, C {sk['C']} | {sk['valid']['macro_f1']:.2f} | "
-         f"**{sk['test']['macro_f1']:.2f}** | {sk['test']['accuracy']:.2f} | {sk['fit_s']:.1f} | — |"),
-    ]
+    runs = Table("Text classification on ChatbotData's labels: seqlab's encoder vs TF-IDF + logistic regression",
+                 ["system", "chosen on valid", "valid macro-F1", "**test macro-F1**", "test accuracy", "training s",
+                  "texts/s (tokens/s)"],
+                 [["scikit-learn TF-IDF + LR", f"{sk['features']}, C {sk['C']}", f"{sk['valid']['macro_f1']:.2f}",
+                   f"**{sk['test']['macro_f1']:.2f}**", f"{sk['test']['accuracy']:.2f}", f"{sk['fit_s']:.1f}", "—"]])
     for run in ours:
-        lines.append(f"| seqlab `{shown}`, seed {run['seed']} | epoch {run['best_epoch']} of "
-                     f"{run['epochs']} | {run['valid']['macro_f1']:.2f} | **{run['test']['macro_f1']:.2f}** | "
-                     f"{run['test']['accuracy']:.2f} | {run['train_s']:.1f} | {run['texts_per_s']:,.0f} "
-                     f"({run['tokens_per_s']:,.0f}) |")
-    scores = [run["test"]["macro_f1"] for run in ours]
-    lines += ["", f"seqlab over {len(ours)} seeds: test macro-F1 mean {np.mean(scores):.2f}, worst {min(scores):.2f}, "
-                  f"against scikit-learn's {sk['test']['macro_f1']:.2f}."]
-    return "\n".join(lines)
-
+        runs.rows.append([f"seqlab `{shown}`, seed {run['seed']}", f"epoch {run['best_epoch']} of {run['epochs']}",
+                          f"{run['valid']['macro_f1']:.2f}", f"**{run['test']['macro_f1']:.2f}**",
+                          f"{run['test']['accuracy']:.2f}", f"{run['train_s']:.1f}",
+                          f"{run['texts_per_s']:,.0f} ({run['tokens_per_s']:,.0f})"])
+    spreads = Table("Over the seeds", ["system", "runs", "test macro-F1", "test accuracy", "training s"], [
+        ["scikit-learn TF-IDF + LR", "1", spread([sk["test"]["macro_f1"]]), spread([sk["test"]["accuracy"]]),
+         spread([sk["fit_s"]], 1)],
+        [f"seqlab `{shown}`", str(len(ours)), spread([run["test"]["macro_f1"] for run in ours]),
+         spread([run["test"]["accuracy"] for run in ours]), spread([run["train_s"] for run in ours], 1)]])
+    return [runs, spreads]
 
 def main(argv: list[str] | None = None) -> None:
-    """Fit scikit-learn's model and train seqlab's for each seed on the same split, print (and record) the table."""
+    """Fit scikit-learn's model and train seqlab's for each seed on the same split, print the tables and record them."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", required=True, help="holds chatbot_ko/ChatbotData.csv")
     parser.add_argument("--config", type=Path, default=ROOT / "configs" / "chatbot_ko_labels.yaml")
@@ -115,7 +114,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--set", dest="extra", action="append", default=[],
                         help="an override of the config, for the split and every seqlab run")
     parser.add_argument("--json", help="also write every number here")
-    add_record_option(parser)
+    add_results_option(parser)
     args = parser.parse_args(argv)
 
     data_dir = str(Path(args.data_dir).resolve())
@@ -125,8 +124,13 @@ def main(argv: list[str] | None = None) -> None:
     sk = sklearn_run(splits, labels, args.features, args.C)
     work = Path(tempfile.mkdtemp(prefix="classify-race-"))
     ours = [seqlab_run(config, seed, args.extra, data_dir, work) for seed in args.seeds]
-    command = "python benchmarks/classify_race.py " + " ".join(sys.argv[1:] if argv is None else argv)
-    emit(table(config, sk, ours, command) + "\n", args.record)
+    given = command(__file__, sys.argv[1:] if argv is None else argv)
+    made = tables(config, sk, ours)
+    print(f"#### {made[0].title}\n\n{time.strftime('%Y-%m-%d')}, {machine()}. Command: `{given}`\n\n"
+          + "\n\n".join(markdown(table) for table in made) + "\n")
+    publish(Result("classify_race", made[0].title, given, made, [{"system": "sklearn", **sk}, *ours],
+                   notes=["scikit-learn's features and C chosen on valid by benchmarks/select_tfidf.py; timed: its fit",
+                          "seqlab timed: training seconds from the run's log, validation excluded"]), args.results)
     if args.json:
         Path(args.json).write_text(json.dumps({"sklearn": sk, "seqlab": ours}, indent=1), encoding="utf-8")
 

@@ -1,7 +1,7 @@
 """Time to 99.9 % on the book's date task: seqlab, JoeyNMT and the book's NumPy code, one after the other.
 
     python benchmarks/date_race.py --data-dir ../shared/data [--joey-best NAME] [--book-repo /tmp/dlfs2]
-                                   [--record docs/benchmarks.md]
+                                   [--results DIR]
 
 1. seqlab: ``seqlab train configs/book/date-fast.yaml`` as a user runs it (wall time measured around the
    command; training seconds from its log, validation excluded), in the precision ``auto`` picks and, where
@@ -17,7 +17,8 @@ seqlab and JoeyNMT validate on the 500 valid pairs after every epoch; the time t
 training seconds (validation excluded) until the first epoch at ≥ 99.9 % valid exact match. The test
 split is scored once per run, at its end: seqlab's best-valid model (``seqlab eval --split test``),
 JoeyNMT's model at its stop (``joeynmt test``; exact match computed here as for seqlab). Target tokens
-per training second compare throughput. Prints a markdown table; ``--record`` appends it.
+per training second compare throughput. Prints a markdown table and records it with every run in the scoreboard
+(``--results``, benchmarks/results/).
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ import joeynmt_date as joey
 import yaml
 from book_tasks import run_book, run_seqlab
 from peer_decoding import peer_python
-from report import add_record_option, emit, machine
+from report import add_results_option, machine, markdown, publish
+from scoreboard import Result, Table, command
 
 from seqlab import precision
 from seqlab.data import Pair
@@ -95,47 +97,42 @@ def joey_runs(python: Path, data_dir: Path, best: str) -> list[dict[str, Any]]:
     return runs
 
 
-def table(ours: list[dict[str, Any]], joeys: list[dict[str, Any]], book: dict[str, Any] | None, command: str) -> str:
-    m = joey.model_sizes()
+def table(ours: list[dict[str, Any]], joeys: list[dict[str, Any]], book: dict[str, Any] | None) -> Table:
+    """Every system's valid scores per epoch, its time to the target, its test score and throughput."""
     fastest = min((r["seconds_to_target"] for r in ours if r["seconds_to_target"] is not None), default=None)
-    rows = []
+    table = Table(f"Date task: time to {joey.TARGET} % valid exact match, side by side", [
+        "system", "parameters", "valid exact match % per epoch", "training s to ≥ 99.9 %", "test exact match %",
+        "target tokens/s", "time ÷ seqlab's fastest"], [])
     for run in ours:
         epochs = [e["valid"]["exact_match"] for e in run["epochs"]]
         spent = sum(e["train_seconds"] for e in run["epochs"])
         tokens = sum(e["train_tokens_per_s"] * e["train_seconds"] for e in run["epochs"]) / spent
-        rows.append(f"| seqlab (`date-fast.yaml`, {run['label']}) | {run['params']:,} | {_per_epoch(epochs)} | "
-                    f"{_s(run['seconds_to_target'])} | {run['test']['exact_match']:.2f} | {tokens:,.0f} | "
-                    f"{_ratio(run['seconds_to_target'], fastest, spent)} |")
+        table.rows.append([f"seqlab (`date-fast.yaml`, {run['label']})", f"{run['params']:,}", _per_epoch(epochs),
+                           _s(run["seconds_to_target"]), f"{run['test']['exact_match']:.2f}", f"{tokens:,.0f}",
+                           _ratio(run["seconds_to_target"], fastest, spent)])
     for run in joeys:
         spent = sum(r["train_s"] for r in run["epochs"])
-        rows.append(f"| JoeyNMT 2.3.0, {run['label']} | {run['params'] or 0:,} | "
-                    f"{_per_epoch([r['valid'] for r in run['epochs']])} | {_s(run['seconds_to_target'])} | "
-                    f"{run['test']:.2f} | {joey.tokens_per_second(run):,.0f} | "
-                    f"{_ratio(run['seconds_to_target'], fastest, spent)} |")
+        table.rows.append([f"JoeyNMT 2.3.0, {run['label']}", f"{run['params'] or 0:,}",
+                           _per_epoch([r["valid"] for r in run["epochs"]]), _s(run["seconds_to_target"]),
+                           f"{run['test']:.2f}", f"{joey.tokens_per_second(run):,.0f}",
+                           _ratio(run["seconds_to_target"], fastest, spent)])
     if book:
         epochs = book["rows"]
         seconds = joey.seconds_to_target([(r["train_s"], r["acc"] * 100) for r in epochs])
-        rows.append(f"| book NumPy (ch08 AttentionSeq2seq; test after every epoch) | — | "
-                    f"{_per_epoch([r['acc'] * 100 for r in epochs])} (test) | {_s(seconds)} (on test) | "
-                    f"{epochs[-1]['acc'] * 100:.2f} | — | {_ratio(seconds, fastest, book['total_train_s'])} |")
-    lines = [
-        f"### Date task: time to {joey.TARGET} % valid exact match, side by side ({datetime.date.today()})",
-        "",
-        f"Command: `{command}`. {machine()}. seqlab and JoeyNMT: Transformer, {m.num_layers}+{m.num_layers} "
-        f"layers, d_model {m.d_model}, {m.num_heads} heads, d_ff {m.d_ff}, {m.norm}-LN, dropout {m.dropout}, "
-        "the same tokens (BPE source pieces, character targets), the 44,500 training pairs of the book's split, "
-        "validated on its 500 valid pairs; book: ch08 AttentionSeq2seq (LSTM 256) on its 45,000. Test: the same "
-        "5,000 pairs, once per run, at its end. Training seconds exclude validation.",
-        "",
-        "| system | parameters | valid exact match % per epoch | training s to ≥ 99.9 % | test exact match % | "
-        "target tokens/s | time ÷ seqlab's fastest |",
-        "|---|---|---|---|---|---|---|",
-        *rows,
-        "",
-        f"`seqlab train configs/book/date-fast.yaml` wall time, everything included: {ours[0]['wall_s']:.1f} s.",
-    ]
-    return "\n".join(lines) + "\n"
+        table.rows.append(["book NumPy (ch08 AttentionSeq2seq; test after every epoch)", "—",
+                           f"{_per_epoch([r['acc'] * 100 for r in epochs])} (test)", f"{_s(seconds)} (on test)",
+                           f"{epochs[-1]['acc'] * 100:.2f}", "—", _ratio(seconds, fastest, book["total_train_s"])])
+    return table
 
+
+def caption() -> str:
+    """What the systems are and what is timed."""
+    m = joey.model_sizes()
+    return (f"seqlab and JoeyNMT: Transformer, {m.num_layers}+{m.num_layers} layers, d_model {m.d_model}, "
+            f"{m.num_heads} heads, d_ff {m.d_ff}, {m.norm}-LN, dropout {m.dropout}, the same tokens (BPE source pieces, "
+            "character targets), the 44,500 training pairs of the book's split, validated on its 500 valid pairs; "
+            "book: ch08 AttentionSeq2seq (LSTM 256) on its 45,000. Test: the same 5,000 pairs, once per run, at its "
+            "end. Training seconds exclude validation.")
 
 def _per_epoch(values: list[float]) -> str:
     return " / ".join(f"{v:.2f}" for v in values)
@@ -162,15 +159,20 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--book-epochs", type=int, default=3)
     parser.add_argument("--peer-venv", type=Path, default=Path(tempfile.gettempdir()) / "seqlab-peers")
     parser.add_argument("--json", help="also write every number here")
-    add_record_option(parser)
+    add_results_option(parser)
     args = parser.parse_args(argv)
 
     data_dir = args.data_dir.resolve()
     ours = seqlab_runs(data_dir)
     joeys = joey_runs(peer_python(args.peer_venv), data_dir, args.joey_best)
     book = run_book("date", "attention", args.book_repo, args.book_epochs, None) if args.book_repo else None
-    command = "python benchmarks/date_race.py " + " ".join(argv)
-    emit(table(ours, joeys, book, command), args.record)
+    given, made = command(__file__, argv), table(ours, joeys, book)
+    wall = f"`seqlab train configs/book/date-fast.yaml` wall time, everything included: {ours[0]['wall_s']:.1f} s."
+    print(f"### {made.title} ({datetime.date.today()})\n\nCommand: `{given}`. {machine()}. {caption()}\n\n"
+          f"{markdown(made)}\n\n{wall}\n")
+    runs = [{"system": "seqlab", **run} for run in ours] + [{"system": "joeynmt", **run} for run in joeys]
+    publish(Result("date_race", made.title, given, [made], runs + ([{"system": "book", **book}] if book else []),
+                   notes=[caption(), wall]), args.results)
     if args.json:
         Path(args.json).write_text(json.dumps({"seqlab": ours, "joeynmt": joeys, "book": book}, indent=1))
 

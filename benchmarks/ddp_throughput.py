@@ -1,7 +1,7 @@
 """Data-parallel training's throughput: the same optimisation steps taken by one process or by two under torchrun.
 
     python benchmarks/ddp_throughput.py --data-dir ../shared/data [--configs configs/date.yaml ...] \
-        [--epochs 1] [--threads 1] [--json FILE] [--record docs/benchmarks.md]
+        [--epochs 1] [--threads 1] [--json FILE] [--results DIR]
 
 For each config, one after the other on one machine, as a user runs the commands (``--epochs`` epochs each):
 
@@ -14,7 +14,8 @@ For each config, one after the other on one machine, as a user runs the commands
 Timed: the training seconds in each run's log (validation excluded) and the input units a second
 (``train_tokens_per_s`` or ``train_texts_per_s``, all processes together). The scaling from 1 to 2 processes is
 the first row's seconds over the third's; on a 2-core machine with T = 1 the second row is the other use of
-the same 2 cores (1 × 2 threads against 2 × 1 thread).
+the same 2 cores (1 × 2 threads against 2 × 1 thread). The table and every run go to the scoreboard
+(benchmarks/results/).
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from report import add_record_option, emit, machine
+from report import add_results_option, machine, markdown, publish
+from scoreboard import Result, Table, command
 
 from seqlab.rundir import RunDir
 
@@ -79,35 +81,36 @@ def valid_score(valid: dict[str, float]) -> str:
     return f"ppl {valid['perplexity']:.2f}"
 
 
-def table(results: dict[str, list[dict[str, Any]]], epochs: int, command: str) -> str:
-    """The markdown table of every config's rows."""
-    lines = ["#### Data-parallel training: one process against two under torchrun", "",
-             f"{time.strftime('%Y-%m-%d')}, {machine()}. Command: `{command}`", "",
-             "| config | setup | optimizer steps | training s | units/s | × the first row | valid after "
-             f"{epochs} epoch{'s' * (epochs > 1)} |", "|---|---|---|---|---|---|---|"]
-    for config, rows in results.items():
-        for row in rows:
-            lines.append(f"| {config} | {row['setup']} | {row['steps']:,} | {row['train_s']:.1f} | "
-                         f"{row['per_s']:,.0f} {row['unit']} | {rows[0]['train_s'] / row['train_s']:.2f} | "
-                         f"{valid_score(row['valid'])} |")
-    return "\n".join(lines)
-
+def table(results: dict[str, list[dict[str, Any]]], epochs: int) -> Table:
+    """Every config's rows."""
+    columns = ["config", "setup", "optimizer steps", "training s", "units/s", "× the first row",
+               f"valid after {epochs} epoch{'s' * (epochs > 1)}"]
+    return Table("Data-parallel training: one process against two under torchrun", columns, [
+        [config, row["setup"], f"{row['steps']:,}", f"{row['train_s']:.1f}", f"{row['per_s']:,.0f} {row['unit']}",
+         f"{rows[0]['train_s'] / row['train_s']:.2f}", valid_score(row["valid"])]
+        for config, rows in results.items() for row in rows])
 
 def main(argv: list[str] | None = None) -> None:
-    """Race every config, print (and record) the table, write the JSON if asked."""
+    """Race every config, print the table and record it, write the JSON if asked."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", required=True, help="../shared/data, laid out as the configs expect")
     parser.add_argument("--configs", type=Path, nargs="+", default=DEFAULT_CONFIGS)
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--threads", type=int, default=1, help="threads of each process (T)")
     parser.add_argument("--json", help="also write every number here")
-    add_record_option(parser)
+    add_results_option(parser)
     given = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(given)
     data_dir = str(Path(args.data_dir).resolve())
     work = Path(tempfile.mkdtemp(prefix="ddp-throughput-"))
     results = {config.name: race(config.resolve(), args.epochs, args.threads, data_dir, work) for config in args.configs}
-    emit(table(results, args.epochs, "python benchmarks/ddp_throughput.py " + " ".join(given)) + "\n", args.record)
+    made = table(results, args.epochs)
+    print(f"#### {made.title}\n\n{time.strftime('%Y-%m-%d')}, {machine()}. Command: `{command(__file__, given)}`\n\n"
+          f"{markdown(made)}\n")
+    runs = [{"config": config, **row} for config, rows in results.items() for row in rows]
+    publish(Result("ddp_throughput", made.title, command(__file__, given), [made], runs,
+                   notes=["the rows of a config take the same optimisation steps (accumulate 2 = 2 processes)",
+                          "training seconds from each run's log, validation excluded"]), args.results)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1), encoding="utf-8")
 

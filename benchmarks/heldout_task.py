@@ -11,17 +11,20 @@ match: a check that the model learnt the task, not its test split.
 seqlab's generator draws numbers uniformly from 0..999 (81 % of its problems add two 3-digit numbers), the
 book's addition.txt has another mix (25 % 3 + 3 digits). So the score is also given reweighted to the run's
 corpus: fresh problems are grouped by shape (digits written 9, letters a: ``999+99``), and each shape's exact
-match counts as often as the shape occurs in the corpus.
+match counts as often as the shape occurs in the corpus. The scores go to the scoreboard (``--results``,
+benchmarks/results/).
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from report import machine
+from report import add_results_option, machine, markdown, publish
+from scoreboard import Result, Table, command
 
 from seqlab.config import BookCorpus, DataConfig, TaskCorpus
 from seqlab.data import generate_task, load_splits, resolve_data_dir
@@ -57,12 +60,14 @@ def reweighted(sources: list[str], correct: list[bool], corpus: Counter[str]) ->
 
 
 def main(argv: list[str] | None = None) -> None:
+    """Score the run on fresh problems, print the scores and record them."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_dir", type=Path)
     parser.add_argument("--size", type=int, default=3000, help="fresh problems to score")
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--beam", type=int, default=1)
     parser.add_argument("--data-dir", help="holds the book's file (default: $SEQLAB_DATA, else ./data)")
+    add_results_option(parser)
     args = parser.parse_args(argv)
 
     translator = load(args.run_dir)
@@ -87,6 +92,15 @@ def main(argv: list[str] | None = None) -> None:
           f"(shapes of {covered:.1f} % of the corpus). {machine()}.")
     for source, hypothesis, target in wrong[:10]:
         print(f"  {source!r} -> {hypothesis!r} (expected {target!r})")
+    table = Table(f"`{args.run_dir.name}` on fresh {task} problems", [
+        "problems", "seed", "beam", "exact match %", "reweighted to the corpus's shapes %", "corpus covered by the shapes %"],
+        [[f"{len(fresh):,}", str(args.seed), str(args.beam), f"{score:.2f}", f"{mix:.2f}", f"{covered:.1f}"]])
+    print(f"\n{markdown(table)}")
+    run = {"task": task, "problems": len(fresh), "seed": args.seed, "beam": args.beam, "exact_match": score,
+           "reweighted": mix, "covered": covered, "wrong": [list(w) for w in wrong[:10]]}
+    given = command(__file__, sys.argv[1:] if argv is None else argv)
+    publish(Result(f"heldout_task-{args.run_dir.name}", table.title, given, [table], [run],
+                   notes=["none of the problems is in the run's corpus (train, valid or test)"]), args.results)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ model FLOP utilisation (issue 18).
 
     python benchmarks/lm_race.py --build-kenlm /tmp/lm-peers/kenlm     # once: KenLM's lmplz and query, see below
     python benchmarks/lm_race.py --data-dir ../shared/data --book-repo /tmp/dlfs2 \\
-        --kenlm-bin /tmp/lm-peers/kenlm/bin --json /tmp/lm_race.json [--record docs/results.md]
+        --kenlm-bin /tmp/lm-peers/kenlm/bin --json /tmp/lm_race.json [--results DIR]
     python benchmarks/lm_race.py ... --quick        # a smoke run of a few minutes
 
 What is measured, and how every system gets the same tokens:
@@ -75,7 +75,8 @@ What is measured, and how every system gets the same tokens:
   reached ≈ 440, so against ``mm`` alone the fp32 LSTM step showed an MFU above 100 %.
 * ``--quick``: the first 1,000 train and 100 valid / test lines, 1 epoch of everything, 10 timed steps: a smoke run.
 
-Prints the tables in markdown (``--record FILE`` appends them) and ``--json OUT`` writes everything, with the machine
+Prints the tables in markdown, records them with every system's numbers in the scoreboard (``--results``,
+benchmarks/results/), and ``--json OUT`` writes everything, with the machine
 (CPU model and flags, torch / numpy / BLAS versions, threads), the load average at the start and end, and the date.
 The machine is shared: a load average above 1 at the start is warned about, and BLAS threads that spin-wait slow down
 many times over when another job holds a core (BetterRnnlm ran 6× slower in a test with one core busy).
@@ -105,6 +106,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import report
+from scoreboard import Result, Table, command
 
 if TYPE_CHECKING:
     import torch
@@ -503,59 +505,58 @@ def _f(value: float | None, digits: int = 1, suffix: str = "") -> str:
     return "—" if value is None else f"{value:,.{digits}f}{suffix}"
 
 
-def results_table(result: dict[str, Any], command: str, machine_line: str) -> list[str]:
-    """The caption and the table of every system: parameters, epochs, times, tokens/s, perplexities."""
-    ours, kn, books = result["seqlab"], result.get("kenlm"), result.get("book", {})
+def results_caption(result: dict[str, Any], command: str, machine_line: str) -> str:
+    """What the table of every system is of: the command, the machine, the load, the tokens, what is timed."""
     tok = result["tokens"]
+    return (f"Command: `{command}`. {machine_line}. Load average at the start / end: {result['loadavg_start'][0]:.2f} / "
+            f"{result['loadavg_end'][0]:.2f}. Tokens: seqlab's tokenizer of `{result['config']}` (lowercased words, "
+            f"vocabulary {result['vocab_size']:,} ids with `<pad> <sos> <eos> <unk>`), streams of {tok['train']:,} train, "
+            f"{tok['valid']:,} valid and {tok['test']:,} test tokens predicted (every word, `<unk>` included, and every "
+            "end of line), the same tokens for every system. Perplexities over the whole valid / test stream. Training "
+            "s: the training steps alone (seqlab: log.jsonl's `train_seconds`; the book: its `fit` calls; KenLM: "
+            "lmplz's whole run); wall: all of `seqlab train` (data, tokenizer, validation, checkpoints).")
+
+
+def results_table(result: dict[str, Any]) -> Table:
+    """Every system: parameters, epochs, times, tokens/s, perplexities."""
+    ours, kn, books = result["seqlab"], result.get("kenlm"), result.get("book", {})
     epochs_run = len(ours["epochs"])
-    lines = [
-        f"### Language models on Multi30k English, one token stream ({datetime.date.today()})",
-        "",
-        f"Command: `{command}`. {machine_line}. Load average at the start / end: {result['loadavg_start'][0]:.2f} / "
-        f"{result['loadavg_end'][0]:.2f}. Tokens: seqlab's tokenizer of `{result['config']}` (lowercased words, "
-        f"vocabulary {result['vocab_size']:,} ids with `<pad> <sos> <eos> <unk>`), streams of {tok['train']:,} train, "
-        f"{tok['valid']:,} valid and {tok['test']:,} test tokens predicted (every word, `<unk>` included, and every "
-        "end of line), the same tokens for every system. Perplexities over the whole valid / test stream. Training s: "
-        "the training steps alone (seqlab: log.jsonl's `train_seconds`; the book: its `fit` calls; KenLM: lmplz's whole "
-        "run); wall: all of `seqlab train` (data, tokenizer, validation, checkpoints).",
-        "",
-        "| system | parameters | epochs | training s | wall s | s / epoch | train tokens/s | valid ppl | test ppl |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    lines.append(
-        f"| seqlab LSTM LM (`{Path(result['config']).name}`, {result['precision_auto']}) | {_f(result.get('params'), 0)} "
-        f"| {epochs_run} | {ours['train_s']:.1f} | {_f(ours['wall_s'])} | {ours['train_s'] / epochs_run:.1f} "
-        f"| {statistics.fmean(e['tokens_per_s'] for e in ours['epochs']):,.0f} | {ours['valid']['perplexity']:.2f} "
-        f"| **{ours['test']['perplexity']:.2f}** |")
+    table = Table("Language models on Multi30k English, one token stream",
+                  ["system", "parameters", "epochs", "training s", "wall s", "s / epoch", "train tokens/s", "valid ppl",
+                   "test ppl"], [])
+    table.rows.append([
+        f"seqlab LSTM LM (`{Path(result['config']).name}`, {result['precision_auto']})", _f(result.get("params"), 0),
+        str(epochs_run), f"{ours['train_s']:.1f}", _f(ours["wall_s"]), f"{ours['train_s'] / epochs_run:.1f}",
+        f"{statistics.fmean(e['tokens_per_s'] for e in ours['epochs']):,.0f}", f"{ours['valid']['perplexity']:.2f}",
+        f"**{ours['test']['perplexity']:.2f}**"])
     tr = result.get("transformer")
     if tr:
-        lines.append(
-            f"| seqlab causal Transformer LM (`{Path(tr['config']).name}`, "
-            f"{result['precision_auto']}) | {tr['params']:,} | {len(tr['epochs'])} | {tr['train_s']:.1f} | {_f(tr['wall_s'])} "
-            f"| {tr['train_s'] / len(tr['epochs']):.1f} | {statistics.fmean(e['tokens_per_s'] for e in tr['epochs']):,.0f} "
-            f"| {tr['valid']['perplexity']:.2f} | **{tr['test']['perplexity']:.2f}** |")
+        table.rows.append([
+            f"seqlab causal Transformer LM (`{Path(tr['config']).name}`, {result['precision_auto']})",
+            f"{tr['params']:,}", str(len(tr["epochs"])), f"{tr['train_s']:.1f}", _f(tr["wall_s"]),
+            f"{tr['train_s'] / len(tr['epochs']):.1f}", f"{statistics.fmean(e['tokens_per_s'] for e in tr['epochs']):,.0f}",
+            f"{tr['valid']['perplexity']:.2f}", f"**{tr['test']['perplexity']:.2f}**"])
     if kn:
         fallback = " (discount fallback)" if kn["discount_fallback"] else ""
-        lines.append(
-            f"| KenLM lmplz {kn['order']}-gram, interpolated modified KN{fallback} "
-            f"| {sum(int(n) for _, n in kn['ngrams']):,} n-grams | — | {kn['train_s']:.1f} | {kn['train_s']:.1f} | — "
-            f"| {kn['train_tokens'] / kn['train_s']:,.0f} | {kn['valid']['perplexity']:.2f} "
-            f"| **{kn['test']['perplexity']:.2f}** |")
+        table.rows.append([
+            f"KenLM lmplz {kn['order']}-gram, interpolated modified KN{fallback}",
+            f"{sum(int(n) for _, n in kn['ngrams']):,} n-grams", "—", f"{kn['train_s']:.1f}", f"{kn['train_s']:.1f}", "—",
+            f"{kn['train_tokens'] / kn['train_s']:,.0f}", f"{kn['valid']['perplexity']:.2f}",
+            f"**{kn['test']['perplexity']:.2f}**"])
     for kind, label in (("rnnlm", "Rnnlm (100, SGD 20)"), ("better", "BetterRnnlm (2 × 650 tied, dropout 0.5)")):
         b = books.get(kind)
         if not b:
             continue
         n, full = len(b["epochs"]), BOOK[kind]["epochs"]
         per_epoch = b["train_s"] / n
-        lines.append(
-            f"| book NumPy {label} | {b['params']:,} | {n} of {full} | {b['train_s']:.1f} "
-            f"| {b['train_s'] + b['valid_eval_s']:.1f} | {per_epoch:.1f} | {b['tokens_per_epoch'] / per_epoch:,.0f} "
-            f"| {b['valid']['perplexity']:.2f} | **{b['test']['perplexity']:.2f}** (book's eval {b['test_ppl_book']:.2f}) |")
-    return lines
-
+        table.rows.append([
+            f"book NumPy {label}", f"{b['params']:,}", f"{n} of {full}", f"{b['train_s']:.1f}",
+            f"{b['train_s'] + b['valid_eval_s']:.1f}", f"{per_epoch:.1f}", f"{b['tokens_per_epoch'] / per_epoch:,.0f}",
+            f"{b['valid']['perplexity']:.2f}", f"**{b['test']['perplexity']:.2f}** (book's eval {b['test_ppl_book']:.2f})"])
+    return table
 
 def result_notes(result: dict[str, Any]) -> list[str]:
-    """seqlab against KN, BetterRnnlm's projected time against seqlab's, KenLM's model: a list."""
+    """seqlab against KN, BetterRnnlm's projected time against seqlab's, KenLM's model."""
     ours, kn, books = result["seqlab"], result.get("kenlm"), result.get("book", {})
     notes = []
     if kn:
@@ -580,19 +581,17 @@ def result_notes(result: dict[str, Any]) -> list[str]:
         notes.append(f"KN-{kn['order']}: `{Path(kn['command'].split()[0]).name} {' '.join(kn['command'].split()[1:3])} ...`"
                      f", ARPA {kn['arpa_mib']:.1f} MiB, n-grams per order {', '.join(n for _, n in kn['ngrams'])}; its "
                      "lines start afresh from `<s>`, the LSTMs carry their state across lines")
-    return [""] + [f"- {note}." for note in notes]
+    return notes
 
 
-def epochs_table(result: dict[str, Any]) -> list[str]:
+def epochs_table(result: dict[str, Any]) -> Table:
     """Valid perplexity per epoch of seqlab's LSTM and of the book's models."""
     ours, books = result["seqlab"], result.get("book", {})
     epochs_run = len(ours["epochs"])
-    lines = ["", "Valid perplexity per epoch (seqlab: the whole stream; the book: its `eval_perplexity`, 10 rows × 35, "
-              "the tail dropped; BetterRnnlm's lr after the epoch in brackets):", ""]
     header = ["epoch", "seqlab"] + [k for k in ("rnnlm", "better") if k in books]
-    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    rows = max([epochs_run] + [len(b["epochs"]) for b in books.values()])
-    for i in range(rows):
+    table = Table("Valid perplexity per epoch (seqlab: the whole stream; the book: its `eval_perplexity`, 10 rows × 35, "
+                  "the tail dropped; BetterRnnlm's lr after the epoch in brackets)", header, [])
+    for i in range(max([epochs_run] + [len(b["epochs"]) for b in books.values()])):
         cells = [str(i + 1), f"{ours['epochs'][i]['valid_ppl']:.2f}" if i < epochs_run else ""]
         for kind in header[2:]:
             es = books[kind]["epochs"]
@@ -600,41 +599,53 @@ def epochs_table(result: dict[str, Any]) -> list[str]:
                 cells.append(f"{es[i]['valid_ppl_book']:.2f}" + (f" (lr {es[i]['lr_after']:g})" if kind == "better" else ""))
             else:
                 cells.append("")
-        lines.append("| " + " | ".join(cells) + " |")
-    return lines
+        table.rows.append(cells)
+    return table
 
 
-def throughput_table(thr: dict[str, Any]) -> list[str]:
-    """The LSTM LM step's tokens/s, model GFLOP/s and MFU per precision, and the matmul peaks."""
+def throughput_table(thr: dict[str, Any]) -> tuple[Table, str]:
+    """The LSTM LM step's tokens/s, model GFLOP/s and MFU per precision, and what they are of (the matmul peaks)."""
     peaks = thr["peaks"]["peaks_gflops"]
     f = thr["runs"][0]["flops_per_token"]
     measured = "; ".join(f"{p}: " + ", ".join(f"{lib} {g:.0f}" for lib, g in m.items())
                          for p, m in thr["peaks"]["measured"].items())
-    lines = ["", f"Training step of the LSTM LM (`StreamLM.loss` + `optimizer_step` on the train stream's "
-              f"{thr['batch_shape']} TBPTT batches, {thr['runs'][0]['steps']} steps after {thr['warmup']}). Model "
-              f"FLOPs per training token: 3 × ({f['recurrent'] / 1e6:.2f} M LSTM + {f['output'] / 1e6:.2f} M output) "
-              f"= {f['train'] / 1e6:.2f} M. Matmul peaks measured now (n = 1024, GFLOP/s; {measured}); MFU is taken "
-              "against the faster of the two: " + ", ".join(f"{p} {g:.0f} GFLOP/s" for p, g in peaks.items()) + ".", "",
-              "| precision | tokens/s | model GFLOP/s | MFU of the fp32 peak | MFU of the bf16 peak |",
-              "|---|---|---|---|---|"]
-    for r in thr["runs"]:
-        bf16 = f"{r['gflops'] / peaks['bf16']:.1%}" if "bf16" in peaks else "— (no native bf16)"
-        lines.append(f"| {r['precision']} | {r['tokens_per_s']:,.0f} | {r['gflops']:.1f} "
-                     f"| {r['gflops'] / peaks['fp32']:.1%} | {bf16} |")
+    about = (f"Training step of the LSTM LM (`StreamLM.loss` + `optimizer_step` on the train stream's "
+             f"{thr['batch_shape']} TBPTT batches, {thr['runs'][0]['steps']} steps after {thr['warmup']}). Model "
+             f"FLOPs per training token: 3 × ({f['recurrent'] / 1e6:.2f} M LSTM + {f['output'] / 1e6:.2f} M output) "
+             f"= {f['train'] / 1e6:.2f} M. Matmul peaks measured now (n = 1024, GFLOP/s; {measured}); MFU is taken "
+             "against the faster of the two: " + ", ".join(f"{p} {g:.0f} GFLOP/s" for p, g in peaks.items()) + ".")
     if len(thr["runs"]) == 2:
-        lines.append(f"\nbf16 / fp32 speed: {thr['runs'][1]['tokens_per_s'] / thr['runs'][0]['tokens_per_s']:.2f}×")
-    return lines
+        about += f" bf16 / fp32 speed: {thr['runs'][1]['tokens_per_s'] / thr['runs'][0]['tokens_per_s']:.2f}×."
+    table = Table("Training step of the LSTM LM",
+                  ["precision", "tokens/s", "model GFLOP/s", "MFU of the fp32 peak", "MFU of the bf16 peak"],
+                  [[r["precision"], f"{r['tokens_per_s']:,.0f}", f"{r['gflops']:.1f}", f"{r['gflops'] / peaks['fp32']:.1%}",
+                    f"{r['gflops'] / peaks['bf16']:.1%}" if "bf16" in peaks else "— (no native bf16)"]
+                   for r in thr["runs"]])
+    return table, about
 
 
-def tables(result: dict[str, Any], command: str, machine_line: str) -> str:
-    """Everything the race prints, in markdown."""
+def tables(result: dict[str, Any], command: str, machine_line: str) -> tuple[str, list[Table], list[str]]:
+    """Everything the race prints, in markdown; its tables; its notes (the tables' captions among them)."""
     ours = result["seqlab"]
-    lines = results_table(result, command, machine_line) + result_notes(result) + epochs_table(result)
+    made, notes = [results_table(result), epochs_table(result)], result_notes(result)
+    lines = [f"### {made[0].title} ({datetime.date.today()})", "", results_caption(result, command, machine_line), "",
+             report.markdown(made[0]), "", *(f"- {note}." for note in notes), "", f"{made[1].title}:", "",
+             report.markdown(made[1])]
     if result.get("throughput"):
-        lines += throughput_table(result["throughput"])
+        throughput, about = throughput_table(result["throughput"])
+        made.append(throughput)
+        notes.append(about)
+        lines += ["", about, "", report.markdown(throughput)]
     lines += ["", f"Samples of the seqlab model (`{ours['generate_command']}`):", ""]
     lines += [f"{i}. {s['text']}" for i, s in enumerate(ours["samples"], 1)]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n", made, notes
+
+def system_runs(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each system's numbers (the book's models and each precision's training step apart), as JSON has them."""
+    runs = [{"system": name, **result[name]} for name in ("seqlab", "transformer", "kenlm") if name in result]
+    runs += [{"system": f"book {kind}", **book} for kind, book in result.get("book", {}).items()]
+    runs += [{"system": "throughput", **run} for run in result.get("throughput", {}).get("runs", [])]
+    return json.loads(json.dumps(runs, default=str))
 
 
 # --- main ---------------------------------------------------------------------------------------------------
@@ -679,7 +690,7 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help=f"the first {QUICK_LINES['train']:,} train and "
                         f"{QUICK_LINES['valid']} valid / test lines, 1 epoch of everything, 10 timed steps (smoke run)")
     parser.add_argument("--json", metavar="OUT", help="write everything here")
-    parser.add_argument("--record", metavar="FILE", help="also append the tables to this markdown file")
+    report.add_results_option(parser)
     parser.add_argument("--work-dir", type=Path, help="keep the runs here (default: a temporary directory)")
     parser.add_argument("--worker", nargs=3, metavar=("KIND", "SPEC", "RESULT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -802,9 +813,10 @@ def main(argv: list[str] | None = None) -> None:
 
     result.update(loadavg_start=load_start, loadavg_end=os.getloadavg(), machine=machine_info(),
                   date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"))
-    command = "python benchmarks/lm_race.py " + " ".join(sys.argv[1:] if argv is None else argv)
-    result["command"] = command
-    report.emit(tables(result, command, report.machine()), args.record)
+    result["command"] = given = command(__file__, sys.argv[1:] if argv is None else argv)
+    text, made, notes = tables(result, given, report.machine())
+    print(text)
+    report.publish(Result("lm_race", made[0].title, given, made, system_runs(result), notes=notes), args.results)
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
         print("wrote", args.json, file=sys.stderr)

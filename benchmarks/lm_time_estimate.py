@@ -10,7 +10,8 @@ in each precision this CPU runs natively (fp32, and bf16 where ``seqlab.precisio
 time of an epoch is ``--train-tokens`` (PTB: 887,521 words + 42,068 line ends) over the tokens/s measured;
 the run's is that times ``train.epochs``. Not counted: validation after each epoch (PTB's valid stream is
 7.6 % of train, read forward only, so about 2.5 % more) and start-up. Random ids do not change the cost of
-an LSTM step. Each precision runs in a process of its own.
+an LSTM step. Each precision runs in a process of its own. The table goes to the scoreboard (``--results``,
+benchmarks/results/).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import report
+from scoreboard import Result, Table, command
 
 
 def worker(spec: dict[str, Any]) -> dict[str, Any]:
@@ -67,7 +69,7 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Time the config's training step in each native precision (a worker process each) and print the table."""
+    """Time the config's training step in each native precision (a worker process each) print the table and record it."""
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) == 4 and argv[0] == "--worker":
         kind, spec_file, result_file = argv[1:]
@@ -80,25 +82,28 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--train-tokens", type=int, required=True, help="tokens of one epoch's train stream")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
-    report.add_record_option(parser)
+    report.add_results_option(parser)
     args = parser.parse_args(argv)
     from seqlab import precision
 
     precisions = ["fp32"] + (["bf16"] if precision.native_bf16() else [])
     work = Path(tempfile.mkdtemp(prefix="lm-estimate-"))
-    lines = [f"### Training time of `{args.config}` on this machine (`benchmarks/lm_time_estimate.py`)", "",
-             f"{report.machine()}. Command: `python benchmarks/lm_time_estimate.py {' '.join(argv)}`", "",
-             "| precision | parameters | s / step | tokens/s | s / epoch | epochs | hours in all |",
-             "|---|---|---|---|---|---|---|"]
+    table = Table(f"Training time of `{args.config}` on this machine",
+                  ["precision", "parameters", "s / step", "tokens/s", "s / epoch", "epochs", "hours in all"], [])
+    runs = []
     for name in precisions:
         spec = dict(config=str(Path(args.config).resolve()), vocab=args.vocab, precision=name, steps=args.steps,
                     warmup=args.warmup)
         r = report.run_worker(__file__, "estimate", spec, work)
+        runs.append(r)
         epoch = args.train_tokens / r["tokens_per_s"]
-        lines.append(f"| {r['precision']} | {r['parameters']:,} | {r['step_s']:.3f} | {r['tokens_per_s']:,.0f} "
-                     f"| {epoch:,.0f} | {r['epochs']} | {epoch * r['epochs'] / 3600:.1f} |")
-    report.emit("\n".join(lines) + "\n", args.record)
-
+        table.rows.append([r["precision"], f"{r['parameters']:,}", f"{r['step_s']:.3f}", f"{r['tokens_per_s']:,.0f}",
+                           f"{epoch:,.0f}", str(r["epochs"]), f"{epoch * r['epochs'] / 3600:.1f}"])
+    print(f"### {table.title} (`benchmarks/lm_time_estimate.py`)\n\n{report.machine()}. Command: "
+          f"`{command(__file__, argv)}`\n\n{report.markdown(table)}\n")
+    notes = [f"{args.train_tokens:,} tokens an epoch, random ids; validation and start-up not counted"]
+    report.publish(Result(f"lm_time_estimate-{Path(args.config).stem}", table.title, command(__file__, argv), [table],
+                          runs, notes), args.results)
 
 if __name__ == "__main__":
     main()

@@ -22,7 +22,8 @@ file order) is handed the sources sorted by length. Loading the model and the da
 weights and turning ids into text are outside every timer. seqlab runs in fp32, bf16 autocast (where the CPU
 has native bf16) and with int8 linear layers;
 CTranslate2 and ONNX Runtime in float32 and int8 (neither has bf16 on CPU); JoeyNMT in float32 (its CPU autocast is
-float16). The table goes to stdout, and with ``--record FILE`` is appended there.
+float16). The table goes to stdout and, with every run's times and scores, to the scoreboard (``--results``,
+benchmarks/results/).
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import torch
-from report import add_record_option, emit, machine
+from report import add_results_option, machine, markdown, publish
 from safetensors.torch import save_file
+from scoreboard import Result, Table, command
 
 from seqlab.config import TransformerConfig
 from seqlab.data import load_splits, resolve_data_dir
@@ -144,28 +146,29 @@ def peer_runs(python: Path, worker: str, export_dir: Path, beams: list[int], rep
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 
 
-def table(runs: list[dict[str, Any]], translator: Translator, references: list[str]) -> list[str]:
-    """One row per engine, setting and beam: time, speed, quality, agreement with seqlab fp32, ratio."""
+def table(runs: list[dict[str, Any]], translator: Translator, references: list[str]) -> tuple[Table, list[dict[str, Any]]]:
+    """One row per engine, setting and beam: time, speed, quality, agreement with seqlab fp32, ratio; and each run's
+    numbers (its outputs left out)."""
     texts = {id(r): translator.target.decode(r["outputs"]) for r in runs}
     reference_run = {r["beam"]: r for r in runs if r["engine"] == "seqlab" and r["setting"] == "fp32"}
     fastest = {b: min(min(r["seconds"]) for r in runs if r["engine"] == "seqlab" and r["beam"] == b)
                for b in reference_run}
-    lines = ["| engine | precision | search | seconds (best of runs) | sentences/s | exact match % | BLEU | "
-             "same output as seqlab fp32 % | time ÷ seqlab's best |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    table = Table("Decoding next to the peers", [
+        "engine", "precision", "search", "seconds (best of runs)", "sentences/s", "exact match %", "BLEU",
+        "same output as seqlab fp32 %", "time ÷ seqlab's best"], [])
+    numbers = []
     for r in sorted(runs, key=lambda r: (r["beam"], r["engine"] != "seqlab")):
         best = min(r["seconds"])
         same = sum(a == b for a, b in zip(r["outputs"], reference_run[r["beam"]]["outputs"]))
-        search = "greedy" if r["beam"] == 1 else f"beam {r['beam']}"
         hyps = texts[id(r)]
-        lines.append(
-            f"| {r['engine']} | {r['setting']} | {search} | {best:.2f} ({', '.join(f'{s:.2f}' for s in r['seconds'])})"
-            f" | {len(references) / best:,.0f} | {exact_match(hyps, references):.2f}"
-            f" | {corpus_bleu(hyps, references):.2f} | {100.0 * same / len(references):.1f}"
-            f" | {best / fastest[r['beam']]:.2f} |"
-        )
-    return lines
-
+        numbers.append({**{k: v for k, v in r.items() if k != "outputs"}, "exact_match": exact_match(hyps, references),
+                        "bleu": corpus_bleu(hyps, references), "same_percent": 100.0 * same / len(references)})
+        n = numbers[-1]
+        table.rows.append([r["engine"], r["setting"], "greedy" if r["beam"] == 1 else f"beam {r['beam']}",
+                           f"{best:.2f} ({', '.join(f'{s:.2f}' for s in r['seconds'])})",
+                           f"{len(references) / best:,.0f}", f"{n['exact_match']:.2f}", f"{n['bleu']:.2f}",
+                           f"{n['same_percent']:.1f}", f"{best / fastest[r['beam']]:.2f}"])
+    return table, numbers
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -177,7 +180,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--peers", nargs="+", choices=sorted([*WORKERS, *EXPORTS]), default=sorted([*WORKERS, *EXPORTS]))
     parser.add_argument("--peer-venv", type=Path, default=Path(tempfile.gettempdir()) / "seqlab-peers")
     parser.add_argument("--threads", type=int, default=None)
-    add_record_option(parser)
+    add_results_option(parser)
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -197,20 +200,19 @@ def main(argv: list[str] | None = None) -> None:
                               translator)
 
     model, eval_cfg = translator.config.model, translator.config.eval
-    header = [
-        f"\n### Decoding next to the peers: `{args.run_dir}`, {args.split} split "
-        f"({datetime.datetime.now():%Y-%m-%d %H:%M})\n",
-        f"Command: `python benchmarks/peer_decoding.py {args.run_dir} --split {args.split} --beams "
-        f"{' '.join(map(str, args.beams))} --repeats {args.repeats} --peers {' '.join(args.peers)}`. "
-        f"{machine()}. Model: Transformer d_model "
-        f"{model.d_model}, {model.num_layers}+{model.num_layers} layers, {model.num_heads} heads, d_ff {model.d_ff}, "
-        f"{model.norm}-LN, vocab {translator.source.vocab_size}/{translator.target.vocab_size}; {len(split.src):,} "
-        f"sentences in batches of {eval_cfg.batch_size}, at most {eval_cfg.max_output_length} words."
-        + ("" if native_bf16() else " No seqlab bf16 row: this CPU has no native bf16.") + "\n",
-    ]
-    text = "\n".join(header + table(runs, translator, split.references)) + "\n"
-    emit(text, args.record)
-
+    given = command(__file__, sys.argv[1:] if argv is None else argv)
+    about = (f"Model: Transformer d_model {model.d_model}, {model.num_layers}+{model.num_layers} layers, "
+             f"{model.num_heads} heads, d_ff {model.d_ff}, {model.norm}-LN, vocab {translator.source.vocab_size}/"
+             f"{translator.target.vocab_size}; {len(split.src):,} sentences in batches of {eval_cfg.batch_size}, at most "
+             f"{eval_cfg.max_output_length} words." + ("" if native_bf16() else " No seqlab bf16 row: this CPU has no "
+                                                        "native bf16."))
+    made, numbers = table(runs, translator, split.references)
+    made.title += f": `{args.run_dir}`, {args.split} split"
+    print(f"\n### {made.title} ({datetime.datetime.now():%Y-%m-%d %H:%M})\n\nCommand: `{given}`. {machine()}. {about}\n\n"
+          f"{markdown(made)}\n")
+    publish(Result(f"peer_decoding-{Path(args.run_dir).name}", made.title, given, [made], numbers,
+                   notes=[about, "best of the repeats; every timer from the source ids in memory to the output ids"]),
+            args.results)
 
 if __name__ == "__main__":
     main()

@@ -2,7 +2,7 @@
 trained on the labels from scratch for as long as pretraining and fine-tuning together.
 
     python benchmarks/pretrain_race.py --data-dir ../shared/data [--seeds 1 2 3] [--set KEY=VALUE ...] [--json FILE] \\
-        [--record FILE]
+        [--results DIR]
 
 For each seed, one after the other on one machine, as a user runs the commands:
 
@@ -17,7 +17,8 @@ For each seed, one after the other on one machine, as a user runs the commands:
 ``--set`` overrides both configs in every run (before the overrides above). Both classifiers are scored once on the
 test split (``seqlab eval --split test --json``): macro-F1 and accuracy.
 Training seconds are the runs' logged ones (validation excluded). A few ``seqlab fill-mask`` examples of the
-first pretrained model close the report.
+first pretrained model close the report. The tables (each seed, then both classifiers' spreads over the seeds)
+and every run go to the scoreboard (benchmarks/results/).
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-from report import add_record_option, emit, machine
+from report import add_results_option, machine, markdown, publish
+from scoreboard import Result, Table, command, spread
 
 from seqlab.rundir import RunDir
 
@@ -74,49 +75,54 @@ def race(seed: int, extra: list[str], data_dir: str, work: Path) -> dict[str, An
     return {"seed": seed, "pretrain": pre, "fine": fine, "scratch": summary(scratch_dir, data_dir)}
 
 
-def table(results: list[dict[str, Any]], fill: str, command: str) -> str:
-    """The markdown table of the seeds, the mean test macro-F1 of both classifiers, and fill-mask's output."""
-    lines = [
-        "#### Pretraining pays? BERT on ChatbotData, fine-tuned on its labels, against the same encoder from scratch",
-        "", f"{time.strftime('%Y-%m-%d')}, {machine()}. Command: `{command}`", "",
-        "| seed | pretraining s (epochs; valid masked ppl, tokens right) | fine-tuning s (best epoch) | "
-        "**fine-tuned test macro-F1** (accuracy) | scratch s (epochs, best) | **scratch test macro-F1** (accuracy) |",
-        "|---|---|---|---|---|---|",
-    ]
+def tables(results: list[dict[str, Any]]) -> list[Table]:
+    """Each seed's runs, then both classifiers' test scores and training seconds over the seeds."""
+    seeds = Table(
+        "Pretraining pays? BERT on ChatbotData, fine-tuned on its labels, against the same encoder from scratch",
+        ["seed", "pretraining s (epochs; valid masked ppl, tokens right)", "fine-tuning s (best epoch)",
+         "**fine-tuned test macro-F1** (accuracy)", "scratch s (epochs, best)", "**scratch test macro-F1** (accuracy)"],
+        [])
     for r in results:
         pre, fine, scratch = r["pretrain"], r["fine"], r["scratch"]
-        lines.append(
-            f"| {r['seed']} | {pre['train_s']:.0f} ({pre['epochs']}; {pre['valid']['perplexity']:.1f}, "
-            f"{pre['valid']['mlm_accuracy']:.1f} %) | {fine['train_s']:.0f} ({fine['best_epoch']}) | "
-            f"**{fine['test']['macro_f1']:.2f}** ({fine['test']['accuracy']:.2f}) | {scratch['train_s']:.0f} "
-            f"({scratch['epochs']}, {scratch['best_epoch']}) | **{scratch['test']['macro_f1']:.2f}** "
-            f"({scratch['test']['accuracy']:.2f}) |")
-    fine = [r["fine"]["test"]["macro_f1"] for r in results]
-    scratch = [r["scratch"]["test"]["macro_f1"] for r in results]
-    lines += ["", f"Mean test macro-F1 over {len(results)} seeds: fine-tuned {np.mean(fine):.2f}, from scratch "
-                  f"{np.mean(scratch):.2f}; fine-tuned higher for {sum(f > s for f, s in zip(fine, scratch))} of "
-                  f"{len(results)} seeds.", "", "`seqlab fill-mask` with the first seed's pretrained model:", "",
-              "```", fill.rstrip(), "```"]
-    return "\n".join(lines)
-
+        seeds.rows.append([
+            str(r["seed"]), f"{pre['train_s']:.0f} ({pre['epochs']}; {pre['valid']['perplexity']:.1f}, "
+            f"{pre['valid']['mlm_accuracy']:.1f} %)", f"{fine['train_s']:.0f} ({fine['best_epoch']})",
+            f"**{fine['test']['macro_f1']:.2f}** ({fine['test']['accuracy']:.2f})",
+            f"{scratch['train_s']:.0f} ({scratch['epochs']}, {scratch['best_epoch']})",
+            f"**{scratch['test']['macro_f1']:.2f}** ({scratch['test']['accuracy']:.2f})"])
+    spreads = Table(f"Over {len(results)} seeds", ["classifier", "test macro-F1", "test accuracy", "training s"], [
+        [name, spread([r[kind]["test"]["macro_f1"] for r in results]),
+         spread([r[kind]["test"]["accuracy"] for r in results]),
+         spread([r[kind]["train_s"] + (r["pretrain"]["train_s"] if kind == "fine" else 0) for r in results], 0)]
+        for name, kind in (("fine-tuned (pretraining included in its seconds)", "fine"), ("from scratch", "scratch"))])
+    return [seeds, spreads]
 
 def main(argv: list[str] | None = None) -> None:
-    """Race each seed, print (and record) the table, write the JSON."""
+    """Race each seed, print the tables and record them, write the JSON."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", required=True, help="holds chatbot_ko/ChatbotData.csv")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--work", type=Path, help="where the runs go (default: a new temporary directory)")
     parser.add_argument("--set", dest="extra", action="append", default=[], help="an override of both configs, every run")
     parser.add_argument("--json", help="also write every number here")
-    add_record_option(parser)
+    add_results_option(parser)
     args = parser.parse_args(argv)
 
     data_dir = str(Path(args.data_dir).resolve())
     work = args.work or Path(tempfile.mkdtemp(prefix="pretrain-race-"))
     results = [race(seed, args.extra, data_dir, work) for seed in args.seeds]
     fill = seqlab(["fill-mask", results[0]["pretrain"]["run_dir"], *FILL, "--top", "5"], data_dir)
-    command = "python benchmarks/pretrain_race.py " + " ".join(sys.argv[1:] if argv is None else argv)
-    emit(table(results, fill, command) + "\n", args.record)
+    given = command(__file__, sys.argv[1:] if argv is None else argv)
+    made = tables(results)
+    higher = sum(r["fine"]["test"]["macro_f1"] > r["scratch"]["test"]["macro_f1"] for r in results)
+    verdict = f"fine-tuned higher in test macro-F1 for {higher} of {len(results)} seeds"
+    print(f"#### {made[0].title}\n\n{time.strftime('%Y-%m-%d')}, {machine()}. Command: `{given}`\n\n"
+          + "\n\n".join(markdown(table) for table in made)
+          + f"\n\n{verdict[0].upper()}{verdict[1:]}.\n\n`seqlab fill-mask` with the first seed's pretrained model:\n\n"
+          f"```\n{fill.rstrip()}\n```\n")
+    publish(Result("pretrain_race", made[0].title, given, made, results,
+                   notes=[verdict, "from scratch for as many epochs as pretraining and fine-tuning took together",
+                          "training seconds from the runs' logs, validation excluded"]), args.results)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1, ensure_ascii=False), encoding="utf-8")
 

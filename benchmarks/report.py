@@ -41,6 +41,7 @@ def run_worker(script: str | Path, kind: str, spec: dict[str, Any], work: Path) 
 
 
 def add_results_option(parser: argparse.ArgumentParser) -> None:
+    """``--results DIR``: where a race's scoreboard JSON goes (``publish``)."""
     parser.add_argument("--results", type=Path, default=RESULTS, metavar="DIR",
                         help="where the scoreboard's JSON goes (default benchmarks/results/)")
 
@@ -51,14 +52,13 @@ def markdown(table: Table) -> str:
     return "\n".join(lines + [f"| {' | '.join(row)} |" for row in table.rows])
 
 
-def publish(result: Result, results: Path) -> Path:
+def publish(result: Result, results: Path) -> None:
     """Record ``result`` in the scoreboard under ``results`` and say where."""
-    path = record(result, results)
-    print(f"recorded in {path}")
-    return path
+    print(f"recorded in {record(result, results)}")
 
 
 def add_record_option(parser: argparse.ArgumentParser) -> None:
+    """``--record FILE``, for the reliability scripts, whose tables go to docs/reliability.md."""
     parser.add_argument("--record", metavar="FILE", help="also append the tables to this markdown file "
                         "(docs/benchmarks.md)")
 

@@ -1,14 +1,15 @@
 """Choose a configuration on the valid split: train every variant of a search, rank them by valid score.
 
     python benchmarks/select_config.py benchmarks/searches/date.yaml [--precisions fp32 bf16] [--seeds 1 2 3] \
-        [--data-dir ../shared/data] [--runs DIR] [--record docs/benchmarks.md]
+        [--data-dir ../shared/data] [--runs DIR] [--results DIR]
 
 A search file (``benchmarks/searches/*.yaml``) names a base config and its variants, each a list of
 ``seqlab train --set`` overrides. Every variant is trained with ``seqlab train`` as a user runs it, once
 per precision asked for (forced with SEQLAB_PRECISION) and, with ``--seeds``, once per seed; its best epoch's valid
 scores come from the run's best model (``RunDir.model_info``), its training seconds from its log. Variants are
 ranked by their worst valid score over the precisions and seeds (the search's ``metric``), so that a recipe wins
-that learns from every start, then by their mean valid loss.
+that learns from every start, then by their mean valid loss. With several seeds a cell is the spread over them
+(mean ± sd and range). The table and every trial go to the scoreboard (benchmarks/results/).
 
 This script never loads the test split. It ends with the winner and the one command that scores it on
 test; that score is reported as it comes, once per final choice.
@@ -26,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from report import add_record_option, choose_on_valid, emit, machine
+from report import add_results_option, choose_on_valid, machine, markdown, publish
+from scoreboard import Result, Table, command, spread
 
 from seqlab.config import dump_config, load_config
 from seqlab.rundir import RunDir
@@ -89,36 +91,34 @@ def rank(trials: list[Trial], metric: str) -> list[str]:
     return sorted(by_variant, key=key)
 
 
-def table(search: dict[str, Any], trials: list[Trial], order: list[str], precisions: list[str], command: str) -> str:
-    """The markdown table of the ranked variants: per precision, the valid score, loss and training seconds."""
+def table(search: dict[str, Any], trials: list[Trial], order: list[str], precisions: list[str]) -> Table:
+    """The ranked variants: per precision, the valid score, loss and training seconds (spreads over seeds)."""
     metric = search["metric"]
     seeds = len({t.seed for t in trials})
-    shown = f"valid {metric}" + (f" (worst of {seeds} seeds; mean)" if seeds > 1 else "")
-    head = " | ".join(f"{p} {shown} | {p} valid loss | {p} training s" for p in precisions)
-    lines = [f"#### Search `{search['name']}`: {search['config']}, chosen on valid ({time.strftime('%Y-%m-%d %H:%M')})",
-             "", f"Command: `{command}`. {machine()}.", "",
-             f"| rank | variant | overrides | {head} |", "|---|---|---|" + "---|---|---|" * len(precisions)]
+    shown = f"valid {metric}" + (f" over {seeds} seeds" if seeds > 1 else "")
+    columns = ["rank", "variant", "overrides"]
+    for p in precisions:
+        columns += [f"{p} {shown}", f"{p} valid loss", f"{p} training s"]
     cells: dict[tuple[str, str], list[Trial]] = {}
     for trial in trials:
         cells.setdefault((trial.variant, trial.precision), []).append(trial)
+    rows = []
     for place, name in enumerate(order, 1):
         row = [f"{place}", f"**{name}**" if place == 1 else name,
                ", ".join(f"`{o}`" for o in search["variants"][name]) or "(the base config)"]
         for p in precisions:
             runs = cells[name, p]
             scores = [t.valid[metric] for t in runs]
-            shape = "{:.2e}" if metric == "loss" else "{:.2f}"
-            score = shape.format(max(scores) if metric == "loss" else min(scores))  # the worst
-            if len(runs) > 1:
-                score += "; " + shape.format(sum(scores) / len(scores))
+            score = (f"{scores[0]:.2e}" if metric == "loss" else f"{scores[0]:.2f}") if len(runs) == 1 else \
+                spread(scores, 4 if metric == "loss" else 2)
+            seconds = [t.train_s for t in runs]
             row += [score, f"{sum(t.valid['loss'] for t in runs) / len(runs):.2e}",
-                    f"{sum(t.train_s for t in runs) / len(runs):.1f}"]
-        lines.append("| " + " | ".join(row) + " |")
-    return "\n".join(lines)
-
+                    f"{seconds[0]:.1f}" if len(runs) == 1 else spread(seconds, 1)]
+        rows.append(row)
+    return Table(f"Search `{search['name']}`: {search['config']}, chosen on valid", columns, rows)
 
 def main(argv: list[str] | None = None) -> None:
-    """Train the search's variants, rank them on valid, print (and record) the table and the choice."""
+    """Train the search's variants, rank them on valid, print the table and the choice, and record them."""
     choose_on_valid()
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("search", type=Path, help="a search file, e.g. benchmarks/searches/date.yaml")
@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--variants", nargs="+", help="only these variants (default: all)")
     parser.add_argument("--data-dir", help="the data directory (default: seqlab's)")
     parser.add_argument("--runs", type=Path, default=Path("runs/search"), help="where the runs are kept")
-    add_record_option(parser)
+    add_results_option(parser)
     given = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(given)
 
@@ -149,15 +149,19 @@ def main(argv: list[str] | None = None) -> None:
                       f"{trial.valid[search['metric']]}, {trial.train_s:.1f} s training", flush=True)
     order = rank(trials, search["metric"])
     winner = order[0]
-    command = f"python benchmarks/select_config.py {' '.join(given)}"
+    rerun = command(__file__, given)
     overrides = " ".join(f"--set {o}" for o in search["variants"][winner])
-    text = (table(search, trials, order, args.precisions, command) + "\n\n"
-            f"Chosen on valid: **{winner}**. Score it on test once: "
-            f"`seqlab eval {args.runs / search['name'] / args.precisions[0] / winner}"
-            f"{'' if not args.seeds else f'-seed{args.seeds[0]}'} --split test` "
-            f"(the config: `{search['config']}` {overrides}).\n")
-    emit(text, args.record)
-
+    ranked = table(search, trials, order, args.precisions)
+    choice = (f"Chosen on valid: **{winner}**. Score it on test once: "
+              f"`seqlab eval {args.runs / search['name'] / args.precisions[0] / winner}"
+              f"{'' if not args.seeds else f'-seed{args.seeds[0]}'} --split test` "
+              f"(the config: `{search['config']}` {overrides}).")
+    print(f"#### {ranked.title} ({time.strftime('%Y-%m-%d %H:%M')})\n\nCommand: `{rerun}`. {machine()}.\n\n"
+          f"{markdown(ranked)}\n\n{choice}\n")
+    runs = [{"variant": t.variant, "precision": t.precision, "seed": t.seed, "valid": t.valid, "train_s": t.train_s}
+            for t in trials]
+    notes = [f"ranked by the worst valid {search['metric']} over precisions and seeds, then the mean valid loss", choice]
+    publish(Result(f"select_config-{search['name']}", ranked.title, rerun, [ranked], runs, notes), args.results)
 
 if __name__ == "__main__":
     main()

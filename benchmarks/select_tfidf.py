@@ -1,6 +1,6 @@
 """Choose scikit-learn's TF-IDF + logistic regression for ChatbotData's labels on the valid split.
 
-    python benchmarks/select_tfidf.py --data-dir ../shared/data [--set KEY=VALUE ...] [--record docs/results.md]
+    python benchmarks/select_tfidf.py --data-dir ../shared/data [--set KEY=VALUE ...] [--results DIR]
 
 The split is configs/chatbot_ko_labels.yaml's (``--config``, with ``--set`` overrides as
 ``classify_race.py`` takes them), read by ``seqlab.data.load_splits``.
@@ -9,7 +9,7 @@ The split is configs/chatbot_ko_labels.yaml's (``--config``, with ``--set`` over
 from a grid: every combination is fitted on train and scored on valid by macro-F1
 (``seqlab.metrics.classification_scores``). This script never loads the test split; it ends with the winner,
 which ``benchmarks/classify_race.py --features ... --C ...`` scores on test once (its defaults are the
-winner of this script's last recorded run).
+winner of this script's last recorded run). The ranking and every trial go to the scoreboard (benchmarks/results/).
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ import sys
 import time
 from pathlib import Path
 
-from report import add_record_option, choose_on_valid, emit, machine
+from report import add_results_option, choose_on_valid, machine, markdown, publish
+from scoreboard import Result, Table, command
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import FeatureUnion, Pipeline, make_pipeline
@@ -57,13 +58,13 @@ def labelled(pairs: list[tuple[str, str]], labels: list[str]) -> tuple[list[str]
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Fit every feature set × C on train, rank them on valid, print (and record) the table and the choice."""
+    """Fit every feature set × C on train, rank them on valid, print the table and the choice, and record them."""
     choose_on_valid()
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", required=True, help="holds chatbot_ko/ChatbotData.csv")
     parser.add_argument("--config", type=Path, default=ROOT / "configs" / "chatbot_ko_labels.yaml")
     parser.add_argument("--set", dest="extra", action="append", default=[], help="an override of the config")
-    add_record_option(parser)
+    add_results_option(parser)
     args = parser.parse_args(argv)
 
     splits = load_splits(load_config(args.config, args.extra).data, Path(args.data_dir))
@@ -78,18 +79,21 @@ def main(argv: list[str] | None = None) -> None:
         trials.append((valid["macro_f1"], valid["accuracy"], features, c, fit_s))
         print(f"{features}, C {c}: valid macro-F1 {valid['macro_f1']:.2f} ({fit_s:.1f} s)", flush=True)
     trials.sort(key=lambda t: -t[0])
-    lines = ["#### TF-IDF + logistic regression on ChatbotData's labels, chosen on valid", "",
-             f"{time.strftime('%Y-%m-%d')}, {machine()}. Command: `python benchmarks/select_tfidf.py "
-             f"{' '.join(sys.argv[1:] if argv is None else argv)}`", "",
-             "| rank | features | C | valid macro-F1 | valid accuracy | fit s |", "|---|---|---|---|---|---|"]
-    lines += [f"| {rank} | {features} | {c} | {f1:.2f} | {accuracy:.2f} | {fit_s:.1f} |"
-              for rank, (f1, accuracy, features, c, fit_s) in enumerate(trials[:10], 1)]
+    given = command(__file__, sys.argv[1:] if argv is None else argv)
+    table = Table("TF-IDF + logistic regression on ChatbotData's labels, chosen on valid",
+                  ["rank", "features", "C", "valid macro-F1", "valid accuracy", "fit s"],
+                  [[str(rank), features, str(c), f"{f1:.2f}", f"{accuracy:.2f}", f"{fit_s:.1f}"]
+                   for rank, (f1, accuracy, features, c, fit_s) in enumerate(trials[:10], 1)])
     best = trials[0]
-    lines += ["", f"Chosen on valid: **{best[2]}, C {best[3]}**; scored on test once by "
-                  f"`python benchmarks/classify_race.py --features \"{best[2]}\" --C {best[3]}"
-                  + "".join(f" --set {item}" for item in args.extra) + "`."]
-    emit("\n".join(lines) + "\n", args.record)
-
+    choice = (f"Chosen on valid: **{best[2]}, C {best[3]}**; scored on test once by "
+              f"`python benchmarks/classify_race.py --features \"{best[2]}\" --C {best[3]}"
+              + "".join(f" --set {item}" for item in args.extra) + "`.")
+    print(f"#### {table.title}\n\n{time.strftime('%Y-%m-%d')}, {machine()}. Command: `{given}`\n\n{markdown(table)}\n\n"
+          f"{choice}\n")
+    runs = [{"features": features, "C": c, "valid_macro_f1": f1, "valid_accuracy": accuracy, "fit_s": fit_s}
+            for f1, accuracy, features, c, fit_s in trials]
+    publish(Result("select_tfidf", table.title, given, [table], runs, notes=["the 10 best of the grid shown", choice]),
+            args.results)
 
 if __name__ == "__main__":
     main()

@@ -1,7 +1,7 @@
 """Word vectors on Multi30k (English + German train): seqlab against gensim, the book's NumPy CBOW and PPMI + SVD.
 
     python benchmarks/vectors_race.py --data-dir ../shared/data --gensim-python /tmp/gensim-venv/bin/python \\
-        --book-repo /tmp/dlfs2 --json /tmp/vectors_race.json [--record docs/results.md]
+        --book-repo /tmp/dlfs2 --json /tmp/vectors_race.json [--results DIR]
     python benchmarks/vectors_race.py ... --quick        # a smoke run of a few minutes
 
 One command, one machine, one corpus, one scoring:
@@ -47,8 +47,9 @@ One command, one machine, one corpus, one scoring:
   (``rise``: what training itself added). Each run also records the load average at its end: the machine is
   shared, and other jobs skew times.
 
-Prints a markdown table (``--record FILE`` appends it) and with ``--json OUT`` writes every run, the machine
-(CPU model and flags, threads, versions), the load average and the date.
+Prints a markdown table (each cell the spread over the seeds: mean ± sd and range; ratios over every pairing of
+runs) and records it with every run in the scoreboard (``--results``, benchmarks/results/); with ``--json OUT`` it
+also writes every run, the machine (CPU model and flags, threads, versions), the load average and the date.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import report
+from scoreboard import Result, Table, command, ratio_range, spread
 
 if TYPE_CHECKING:
     from seqlab.config import VectorsConfig, VectorsTrainConfig
@@ -244,14 +246,10 @@ def _mean_std(values: Sequence[float | None]) -> tuple[float | None, float | Non
     return statistics.fmean(present), (statistics.stdev(present) if len(present) > 1 else None)
 
 
-def _fmt(values: Sequence[float | None], digits: int = 1, scale: float = 1.0) -> str:
-    """``mean ± std`` of the values, scaled, or — where there are none."""
-    mean, std = _mean_std(values)
-    if mean is None:
-        return "—"
-    text = f"{mean * scale:.{digits}f}"
-    return text + (f" ± {std * scale:.{digits}f}" if std is not None else "")
-
+def _fmt(values: Sequence[float | None], digits: int = 1) -> str:
+    """The spread of the values present (``scoreboard.spread``), or — where there are none."""
+    present = [v for v in values if v is not None]
+    return spread(present, digits) if present else "—"
 
 def summarise(label: str, runs: list[dict[str, Any]], tokenise_s: float | None) -> dict[str, Any]:
     """A group of runs' label, mean ± std of scores, times and memory, and the raw values."""
@@ -267,34 +265,35 @@ def summarise(label: str, runs: list[dict[str, Any]], tokenise_s: float | None) 
                 _raw=dict(scores=scores, total=total, per_epoch=per_epoch))
 
 
-def table(rows: list[dict[str, Any]], corpus: dict[str, Any], epochs: int, command: str, machine_line: str,
-          load: tuple[float, float]) -> str:
-    """The markdown table of the groups, and the speed ratios."""
-    cov = rows[0]["scores"]
-    lines = [
-        f"### Word vectors on Multi30k en+de train: seqlab, gensim, the book, PPMI + SVD ({datetime.date.today()})",
-        "",
-        f"Command: `{command}`. {machine_line}. Corpus: {corpus['sentences']:,} sentences, {corpus['words']:,} "
-        f"words, vocabulary {corpus['vocab_size']:,} (min_count {corpus['min_count']}); tokenised once by seqlab "
-        f"in {corpus['tokenise_s']:.1f} s and given to every system. Scores: seqlab's evaluation on gensim's "
-        f"files; coverage: analogies {cov['analogy_coverage'][0]:.1f} %, WordSim-353 {cov['ws353_coverage'][0]:.1f} "
-        f"%, SimLex-999 {cov['simlex_coverage'][0]:.1f} % (of the first row; see the JSON for each). Time: "
-        "seqlab `train_vectors` given the words (vocabulary, training, checkpoints, saving); gensim reading its "
-        "tokenised file + `Word2Vec(...)`; the book: setup + epochs. Mean ± std over the seeds. Load average "
-        f"at the start / end: {load[0]:.2f} / {load[1]:.2f}.",
-        "",
-        "| system | epochs | seeds | analogy acc. % | WordSim-353 ρ | SimLex-999 ρ | time s | with tokenising s "
-        "| s / epoch | peak RSS MiB (rise) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
+def caption(corpus: dict[str, Any], cov: dict[str, Any], load: tuple[float, float]) -> str:
+    """What the table is of: the corpus, the coverage of the evaluation files, what is timed, the load."""
+    return (f"Corpus: {corpus['sentences']:,} sentences, {corpus['words']:,} words, vocabulary {corpus['vocab_size']:,} "
+            f"(min_count {corpus['min_count']}); tokenised once by seqlab in {corpus['tokenise_s']:.1f} s and given to "
+            "every system. Scores: seqlab's evaluation on gensim's files; coverage: analogies "
+            f"{cov['analogy_coverage'][0]:.1f} %, WordSim-353 {cov['ws353_coverage'][0]:.1f} %, SimLex-999 "
+            f"{cov['simlex_coverage'][0]:.1f} % (of the first row; see the runs for each). Time: seqlab `train_vectors` "
+            "given the words (vocabulary, training, checkpoints, saving); gensim reading its tokenised file + "
+            "`Word2Vec(...)`; the book: setup + epochs. Spreads over the seeds. Load average at the start / end: "
+            f"{load[0]:.2f} / {load[1]:.2f}.")
+
+
+def table(rows: list[dict[str, Any]], tokenise_s: float) -> Table:
+    """The groups: scores, times and memory, each the spread over the group's seeds."""
+    columns = ["system", "epochs", "seeds", "analogy acc. %", "WordSim-353 ρ", "SimLex-999 ρ", "time s",
+               "with tokenising s", "s / epoch", "peak RSS MiB (rise)"]
+    cells = []
     for row in rows:
         raw = row["_raw"]
-        with_tok = row["with_tokenising_s"]
-        lines.append(
-            f"| {row['label']} | {row['epochs']} | {' '.join(map(str, row['seeds']))} | {_fmt(raw['scores']['analogy'], 2)} "
-            f"| {_fmt(raw['scores']['ws353'], 3)} | {_fmt(raw['scores']['simlex'], 3)} | {_fmt(raw['total'], 1)} "
-            f"| {'—' if with_tok[0] is None else f'{with_tok[0]:.1f}'} | {_fmt(raw['per_epoch'], 2)} "
-            f"| {row['peak_rss_mib'][0]:,.0f} ({row['rise_mib'][0]:,.0f}) |")
+        with_tok = "—" if row["with_tokenising_s"][0] is None else _fmt([t + tokenise_s for t in raw["total"]], 1)
+        cells.append([row["label"], str(row["epochs"]), " ".join(map(str, row["seeds"])),
+                      _fmt(raw["scores"]["analogy"], 2), _fmt(raw["scores"]["ws353"], 3),
+                      _fmt(raw["scores"]["simlex"], 3), _fmt(raw["total"], 1), with_tok, _fmt(raw["per_epoch"], 2),
+                      f"{row['peak_rss_mib'][0]:,.0f} ({row['rise_mib'][0]:,.0f})"])
+    return Table("Word vectors on Multi30k en+de train: seqlab, gensim, the book, PPMI + SVD", columns, cells)
+
+
+def ratios(rows: list[dict[str, Any]], epochs: int, tokenise_s: float) -> list[str]:
+    """seqlab's time over gensim's for each method, and the book's time an epoch over seqlab's CBOW's."""
     def find(system: str, method: str, n: int) -> dict[str, Any] | None:
         return next((r for r in rows if (r["system"], r["method"], r["epochs"]) == (system, method, n)), None)
 
@@ -302,17 +301,17 @@ def table(rows: list[dict[str, Any]], corpus: dict[str, Any], epochs: int, comma
     for method in ("skipgram", "cbow"):
         ours, theirs = find("seqlab", method, epochs), find("gensim", method, epochs)
         if ours and theirs:
-            notes.append(f"{method}: seqlab time ÷ gensim's = {ours['time_s'][0] / theirs['time_s'][0]:.2f}× "
-                         f"(with seqlab's tokenising {ours['with_tokenising_s'][0] / theirs['time_s'][0]:.2f}×)")
+            mine, others = ours["_raw"]["total"], theirs["_raw"]["total"]
+            notes.append(f"{method}: seqlab time ÷ gensim's = {ratio_range(mine, others)} (with seqlab's tokenising "
+                         f"{ratio_range([t + tokenise_s for t in mine], others)})")
     book = next((r for r in rows if r["system"] == "book"), None)
     if book:
         same = find("seqlab", "cbow", book["epochs"])
         if same and same["epoch_s"][0]:
-            notes.append(f"book CBOW s / epoch ÷ seqlab CBOW's = {book['epoch_s'][0] / same['epoch_s'][0]:.1f}× "
+            notes.append(f"book CBOW s / epoch ÷ seqlab CBOW's = "
+                         f"{ratio_range(book['_raw']['per_epoch'], same['_raw']['per_epoch'], 1)} "
                          f"(book setup {book['_raw'].get('setup_s', 0):.1f} s included in its time)")
-    lines += ["", "`*` = the config's epochs. " + "; ".join(notes) + "." if notes else ""]
-    return "\n".join(lines) + "\n"
-
+    return notes
 
 def machine_info(gensim_runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The CPU, its flags, threads, versions and thread variables, for the JSON."""
@@ -364,7 +363,7 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help=f"first {QUICK_SENTENCES:,} sentences per language, "
                         "the first seed, 1 epoch (smoke run)")
     parser.add_argument("--json", metavar="OUT", help="write every run here")
-    parser.add_argument("--record", metavar="FILE", help="also append the table to this markdown file")
+    report.add_results_option(parser)
     parser.add_argument("--work-dir", type=Path, help="keep the runs here (default: a temporary directory)")
     parser.add_argument("--worker", nargs=3, metavar=("KIND", "SPEC", "RESULT"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -422,7 +421,7 @@ def run_systems(args: argparse.Namespace, work: Path, corpus_file: Path, vocabul
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Tokenise the corpus once, run every system on its words, print the table (and write the JSON)."""
+    """Tokenise the corpus once, run every system on its words, print the table and record it (and write the JSON)."""
     args = arguments(argv)
     if args.worker:
         kind, spec, result = args.worker
@@ -463,12 +462,17 @@ def main(argv: list[str] | None = None) -> None:
     for row, (_, runs) in zip(rows, groups):
         if runs[0]["system"] == "book":
             row["_raw"]["setup_s"] = runs[0]["setup_s"]
-    command = "python benchmarks/vectors_race.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    given = command(__file__, sys.argv[1:] if argv is None else argv)
     load = (load_start[0], os.getloadavg()[0])
-    report.emit(table(rows, corpus, train.epochs, command, report.machine(), load), args.record)
+    made, notes = table(rows, tokenise_s), ratios(rows, train.epochs, tokenise_s)
+    about = caption(corpus, rows[0]["scores"], load)
+    print(f"### {made.title} ({datetime.date.today()})\n\nCommand: `{given}`. {report.machine()}. {about}\n\n"
+          f"{report.markdown(made)}\n\n`*` = the config's epochs." + "".join(f" {note}." for note in notes) + "\n")
+    report.publish(Result("vectors_race", made.title, given, [made], [run for _, runs in groups for run in runs],
+                          notes=[about, "`*` = the config's epochs", *notes]), args.results)
     if args.json:
         gensim_runs = [r for _, runs in groups for r in runs if r["system"] == "gensim"]
-        record = dict(benchmark="vectors_race", command=command, config=str(args.config), corpus=corpus,
+        record = dict(benchmark="vectors_race", command=given, config=str(args.config), corpus=corpus,
                       options=train.model_dump(), eval_dir=str(eval_dir), gensim_workers=args.gensim_workers,
                       book=dict(repo=args.book_repo, epochs=args.book_epochs, **BOOK),
                       summary=[{k: v for k, v in r.items() if k != "_raw"} for r in rows],

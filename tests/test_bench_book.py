@@ -56,6 +56,14 @@ def table_rows(text: str) -> list[list[str]]:
     return rows
 
 
+def recorded(results: Path, race: str) -> Any:
+    """The scoreboard result a race wrote into ``results`` (one JSON file: this machine's kind)."""
+    import scoreboard
+
+    [path] = results.glob(f"{race}.*.json")
+    return scoreboard.Result.read(path)
+
+
 @pytest.fixture(autouse=True)
 def scripts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The benchmarks importable as the flat modules they are; their temporary folders under ``tmp_path``; this
@@ -185,9 +193,9 @@ def test_book_tasks_runs_end_to_end(book_repo: Path, data_dir: Path, tmp_path: P
                                     capsys: pytest.CaptureFixture[str]) -> None:
     import book_tasks
 
-    out, record = tmp_path / "results.json", tmp_path / "record.md"
+    out = tmp_path / "results.json"
     book_tasks.main(["--task", "date", "--variants", "attention", "--seeds", "7", "--data-dir", str(data_dir),
-                     "--book-repo", str(book_repo), "--book-epochs", "1", "--json", str(out), "--record", str(record),
+                     "--book-repo", str(book_repo), "--book-epochs", "1", "--json", str(out), "--results", str(tmp_path),
                      "--set", "data.split.test=40", "--set", "data.split.valid=20", "--set", "model.hidden_size=16",
                      "--set", "train.epochs=2"])
     printed = capsys.readouterr().out
@@ -199,7 +207,10 @@ def test_book_tasks_runs_end_to_end(book_repo: Path, data_dir: Path, tmp_path: P
     assert rows["attention (seed 7)"][1].startswith(f"**{ours['test']['exact_match']:.2f} %**")
     assert rows["book attention (seed 7)"][1:] == [f"{book['rows'][0]['acc'] * 100:.1f}"]
     assert "Command: `python benchmarks/book_tasks.py --task date --variants attention" in printed
-    assert "### Book task `date`" in record.read_text(encoding="utf-8")
+    result = recorded(tmp_path, "book_tasks-date")
+    assert result.runs == [{"run": "attention (seed 7)", "seqlab": ours, "book": book}]
+    assert result.title == "Book task `date`: seqlab vs the book's NumPy code"
+    assert result.tables[1].rows == [rows["attention"]] and rows["attention"][1] == f"{ours['test']['exact_match']:.2f} (1 run)"
 
 
 # --- JoeyNMT on the date task ---------------------------------------------------------------------------------------
@@ -231,13 +242,17 @@ def test_select_joeynmt_runs_end_to_end(tiny_fast: dict[str, Any], data_dir: Pat
     import select_joeynmt
 
     monkeypatch.setenv(SELECTION_ENV, "0")  # a choosing script makes itself a selection run: undone after
-    select_joeynmt.main(["--data-dir", str(data_dir), "--variants", "A", "S", "--peer-venv", str(peer_venv)])
+    select_joeynmt.main(["--data-dir", str(data_dir), "--variants", "A", "S", "--peer-venv", str(peer_venv),
+                         "--results", str(tmp_path)])
     printed = capsys.readouterr().out
     rows = table_rows(printed)
     assert [row[0] for row in rows] == ["S (chosen)", "A"]  # S reaches 99.9 % valid (the stand-in: lr 1e-3)
     assert rows[0][1:4] == ["training.learning_rate=0.001, training.batch_size=61", "100.00", "0.5"]
     assert rows[1][2:4] == ["50.00", "not reached"]
     assert "Chosen on valid: **S**" in printed and "--joey-best S" in printed
+    result = recorded(tmp_path, "select_joeynmt")
+    assert [run["name"] for run in result.runs] == ["A", "S"] and result.tables[0].rows == rows
+    assert rows[0][3] == f"{result.runs[1]['seconds_to_target']:.1f}"
 
 
 def test_date_race_runs_end_to_end(tiny_fast: dict[str, Any], data_dir: Path, book_repo: Path, peer_venv: Path,
@@ -247,7 +262,7 @@ def test_date_race_runs_end_to_end(tiny_fast: dict[str, Any], data_dir: Path, bo
 
     out = tmp_path / "race.json"
     date_race.main(["--data-dir", str(data_dir), "--book-repo", str(book_repo), "--book-epochs", "1",
-                    "--peer-venv", str(peer_venv), "--json", str(out)])
+                    "--peer-venv", str(peer_venv), "--json", str(out), "--results", str(tmp_path)])
     printed = capsys.readouterr().out
     result = json.loads(out.read_text(encoding="utf-8"))
     (ours,), (joey,), book = result["seqlab"], result["joeynmt"], result["book"]
@@ -261,6 +276,9 @@ def test_date_race_runs_end_to_end(tiny_fast: dict[str, Any], data_dir: Path, bo
         "book NumPy (ch08 AttentionSeq2seq; test after every epoch)"]
     assert rows[1][1:5] == ["1,234", "100.00", "**0.5**", "75.00"]
     assert f"d_model {tiny_fast['model']['d_model']}" in printed
+    race = recorded(tmp_path, "date_race")
+    assert race.runs == [{"system": "seqlab", **ours}, {"system": "joeynmt", **joey}, {"system": "book", **book}]
+    assert race.tables[0].rows == rows
 
 
 # --- decoding next to the peers -------------------------------------------------------------------------------------
@@ -318,9 +336,8 @@ def test_peer_decoding_runs_end_to_end(date_run: tuple[Path, Path], peer_venv: P
                                        capsys: pytest.CaptureFixture[str]) -> None:
     import peer_decoding
 
-    record = tmp_path / "record.md"
     peer_decoding.main([str(date_run[0]), "--data-dir", str(date_run[1]), "--beams", "1", "2", "--repeats", "1",
-                        "--peers", "ctranslate2", "joeynmt", "--peer-venv", str(peer_venv), "--record", str(record)])
+                        "--peers", "ctranslate2", "joeynmt", "--peer-venv", str(peer_venv), "--results", str(tmp_path)])
     printed = capsys.readouterr().out
     rows = table_rows(printed)
     engines = [(row[0].split()[0], row[1], row[2]) for row in rows]
@@ -328,16 +345,22 @@ def test_peer_decoding_runs_end_to_end(date_run: tuple[Path, Path], peer_venv: P
                 ("JoeyNMT", "float32")]
     assert sorted(engines) == sorted((e, s, search) for e, s in settings for search in ("greedy", "beam 2"))
     assert all(row[7] == "100.0" for row in rows if row[:2] == ["seqlab", "fp32"])  # the reference of "same output"
-    assert "40 sentences in batches of" in printed and "### Decoding next to the peers" in record.read_text()
+    assert "40 sentences in batches of" in printed and "### Decoding next to the peers" in printed
+    result = recorded(tmp_path, f"peer_decoding-{date_run[0].name}")
+    assert result.tables[0].rows == rows and len(result.runs) == len(rows) and "outputs" not in result.runs[0]
+    assert [f"{run['exact_match']:.2f}" for run in result.runs] == [row[5] for row in rows]
 
 
-def test_heldout_task_runs_end_to_end(date_run: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
+def test_heldout_task_runs_end_to_end(date_run: tuple[Path, Path], tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
     import heldout_task
 
-    heldout_task.main([str(date_run[0]), "--data-dir", str(date_run[1]), "--size", "50"])
+    heldout_task.main([str(date_run[0]), "--data-dir", str(date_run[1]), "--size", "50", "--results", str(tmp_path)])
     printed = capsys.readouterr().out
     found = re.search(r": 50 fresh date problems \(seed 2026, none in the run's corpus\), beam 1: exact match "
                       r"([\d.]+) %; reweighted to the corpus's mix of shapes ([\d.]+) % \(shapes of ([\d.]+) %", printed)
     assert found, printed
     assert all(0 <= float(value) <= 100 for value in found.groups())
     assert float(found.group(3)) > 50  # the fresh problems' shapes cover most of the corpus
+    (run,) = recorded(tmp_path, f"heldout_task-{date_run[0].name}").runs
+    assert (run["task"], run["problems"], f"{run['exact_match']:.2f}") == ("date", 50, found.group(1))

@@ -97,6 +97,14 @@ def table_rows(text: str) -> list[list[str]]:
             if i not in rules and i + 1 not in rules]
 
 
+def recorded(results: Path, race: str) -> Any:
+    """The scoreboard result a race wrote into ``results`` (one JSON file: this machine's kind)."""
+    import scoreboard
+
+    [path] = results.glob(f"{race}.*.json")
+    return scoreboard.Result.read(path)
+
+
 def chatbot_data(data_dir: Path, n: int = 200) -> Path:
     """``data_dir/chatbot_ko/ChatbotData.csv``: ``n`` rows of ChatbotData's columns Q, A, label, where a question's
     topic word (conftest's CLASS_TOPICS) decides its label and its answer."""
@@ -175,8 +183,10 @@ def test_vectors_race_runs_end_to_end(bench: Any, in_process_workers: None, tmp_
     out = tmp_path / "race.json"
     bench("vectors_race").main(["--config", str(config), "--data-dir", str(data), "--gensim-python", str(python),
                                 "--gensim-workers", "1", "--book-repo", str(BOOK), "--book-epochs", "1", "--seeds", "1",
-                                "--count-windows", "2", "--work-dir", str(tmp_path / "work"), "--json", str(out)])
-    labels = [row[0] for row in table_rows(capsys.readouterr().out)]
+                                "--count-windows", "2", "--work-dir", str(tmp_path / "work"), "--json", str(out),
+                                "--results", str(tmp_path)])
+    rows = table_rows(capsys.readouterr().out)
+    labels = [row[0] for row in rows]
     assert labels == ["seqlab skipgram *", "gensim 4.4.0.stand-in skipgram (1 workers)", "seqlab cbow *",
                       "gensim 4.4.0.stand-in cbow (1 workers)",
                       "book NumPy CBOW (ch04, Adam, batch 100; book runs 10 epochs)",
@@ -190,6 +200,9 @@ def test_vectors_race_runs_end_to_end(bench: Any, in_process_workers: None, tmp_
     assert [len(run["epoch_s"]) for run in runs] == [2, 2, 2, 2, 1, 1, 0]
     # of the stand-in files' questions and pairs, those with a word outside the corpus are not covered
     assert {(run["scores"]["analogy_coverage"], run["scores"]["ws353_coverage"]) for run in runs} == {(75.0, 500 / 6)}
+    result = recorded(tmp_path, "vectors_race")
+    assert result.runs == json.loads(json.dumps(runs, default=str)) and result.tables[0].rows == rows
+    assert rows[0][6] == f"{runs[0]['train_s'] + runs[0].get('read_s', 0.0):.1f} (1 run)"  # seqlab skipgram's time
 
 
 def test_lm_time_estimate_runs_end_to_end(bench: Any, in_process_workers: None, tmp_path: Path,
@@ -199,9 +212,8 @@ def test_lm_time_estimate_runs_end_to_end(bench: Any, in_process_workers: None, 
     from seqlab.model import build_lm, num_parameters
 
     config = ROOT / "configs" / "lm" / "multi30k_en.yaml"
-    record = tmp_path / "record.md"
     bench("lm_time_estimate").main([str(config), "--vocab", "50", "--train-tokens", "70000", "--steps", "1",
-                                    "--warmup", "1", "--record", str(record)])
+                                    "--warmup", "1", "--results", str(tmp_path)])
     rows = table_rows(capsys.readouterr().out)
     assert [row[0] for row in rows] == ["fp32"] + (["bf16"] if precision.native_bf16() else [])
     model = load_config(config).model
@@ -211,7 +223,9 @@ def test_lm_time_estimate_runs_end_to_end(bench: Any, in_process_workers: None, 
         assert float(tokens_per_s.replace(",", "")) == pytest.approx(20 * 35 / float(step_s), rel=0.05)
         assert float(epoch_s.replace(",", "")) == pytest.approx(70000 / float(tokens_per_s.replace(",", "")), abs=1)
         assert epochs == "10" and float(hours) == pytest.approx(float(epoch_s.replace(",", "")) * 10 / 3600, abs=0.06)
-    assert table_rows(record.read_text(encoding="utf-8")) == rows
+    result = recorded(tmp_path, "lm_time_estimate-multi30k_en")
+    assert result.tables[0].rows == rows and [run["precision"] for run in result.runs] == [row[0] for row in rows]
+    assert [f"{run['step_s']:.3f}" for run in result.runs] == [row[2] for row in rows]
 
 
 def small_config(path: Path, config: Path, model: dict[str, Any]) -> Path:
@@ -234,10 +248,10 @@ def test_lm_race_runs_end_to_end(bench: Any, in_process_workers: None, tmp_path:
     kenlm.mkdir()
     for tool in ("lmplz", "query"):
         stand_in_command(kenlm / tool, f"exec {sys.executable} {STAND_INS / 'kenlm' / f'{tool}.py'}")
-    out, record = tmp_path / "race.json", tmp_path / "record.md"
+    out = tmp_path / "race.json"
     bench("lm_race").main(["--config", str(lstm), "--data-dir", str(data), "--systems", "kenlm", "rnnlm", "better",
                            "throughput", "--book-repo", str(BOOK), "--kenlm-bin", str(kenlm), "--quick",
-                           "--work-dir", str(tmp_path / "work"), "--json", str(out), "--record", str(record)])
+                           "--work-dir", str(tmp_path / "work"), "--json", str(out), "--results", str(tmp_path)])
     printed = capsys.readouterr().out
     result = json.loads(out.read_text(encoding="utf-8"))
     tokens, per_line = result["tokens"], result["tokens"]["test"] // 40  # every caption is as long in tokens
@@ -254,13 +268,16 @@ def test_lm_race_runs_end_to_end(bench: Any, in_process_workers: None, tmp_path:
     assert [row[0].split(" (")[0] for row in rows[:4]] == [
         "seqlab LSTM LM", "KenLM lmplz 5-gram, interpolated modified KN", "book NumPy Rnnlm", "book NumPy BetterRnnlm"]
     assert rows[0][-1] == f"**{result['seqlab']['test']['perplexity']:.2f}**"
-    assert record.read_text(encoding="utf-8").strip() == printed.strip()
+    recorded_race = recorded(tmp_path, "lm_race")
+    assert [run["system"] for run in recorded_race.runs] == ["seqlab", "kenlm", "book rnnlm", "book better", "throughput"]
+    assert recorded_race.runs[0]["test"] == result["seqlab"]["test"] and recorded_race.tables[0].rows == rows[:4]
 
 
 @pytest.mark.filterwarnings("ignore:The parameter 'token_pattern' will not be used")  # char n-grams
 def test_select_tfidf_runs_end_to_end(bench: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = chatbot_data(tmp_path / "data")
-    bench("select_tfidf").main(["--data-dir", str(data), "--set", "data.split.valid=40", "--set", "data.split.test=40"])
+    bench("select_tfidf").main(["--data-dir", str(data), "--set", "data.split.valid=40", "--set", "data.split.test=40",
+                                "--results", str(tmp_path)])
     printed = capsys.readouterr().out
     rows = table_rows(printed)
     assert [row[0] for row in rows] == [str(rank) for rank in range(1, 11)]
@@ -269,6 +286,9 @@ def test_select_tfidf_runs_end_to_end(bench: Any, tmp_path: Path, capsys: pytest
     chosen = re.search(r"Chosen on valid: \*\*(.+), C (\S+)\*\*", printed)
     assert chosen and chosen.groups() == (rows[0][1], rows[0][2])
     assert f'--C {rows[0][2]} --set data.split.valid=40 --set data.split.test=40`' in printed
+    result = recorded(tmp_path, "select_tfidf")
+    assert result.tables[0].rows == rows and len(result.runs) == 30  # 6 feature sets × 5 values of C
+    assert rows[0][3] == f"{max(run['valid_macro_f1'] for run in result.runs):.2f}"
 
 
 @pytest.mark.filterwarnings("ignore:The parameter 'token_pattern' will not be used")  # char n-grams
@@ -276,15 +296,20 @@ def test_classify_race_runs_end_to_end(bench: Any, tmp_path: Path, capsys: pytes
     data = chatbot_data(tmp_path / "data")
     out = tmp_path / "race.json"
     sets = [x for item in [*KOREAN_TOY, "train.epochs=2"] for x in ("--set", item)]
-    bench("classify_race").main(["--data-dir", str(data), "--seeds", "3", *sets, "--json", str(out)])
+    bench("classify_race").main(["--data-dir", str(data), "--seeds", "3", *sets, "--json", str(out),
+                                 "--results", str(tmp_path)])
     rows = table_rows(capsys.readouterr().out)
     result = json.loads(out.read_text(encoding="utf-8"))
     sk, (ours,) = result["sklearn"], result["seqlab"]
     assert sk["features"] == "char 2-4" and sk["test"]["macro_f1"] >= 90
     assert ours["seed"] == 3 and ours["epochs"] == 2 and ours["texts_per_s"] > 0
     assert sum(map(sum, ours["test"]["confusion"])) == 30  # the test split of the overrides, scored by seqlab eval
-    assert [row[0] for row in rows] == ["scikit-learn TF-IDF + LR", "seqlab `configs/chatbot_ko_labels.yaml`, seed 3"]
+    assert [row[0] for row in rows] == ["scikit-learn TF-IDF + LR", "seqlab `configs/chatbot_ko_labels.yaml`, seed 3",
+                                        "scikit-learn TF-IDF + LR", "seqlab `configs/chatbot_ko_labels.yaml`"]
     assert rows[1][3] == f"**{ours['test']['macro_f1']:.2f}**"
+    recorded_race = recorded(tmp_path, "classify_race")
+    assert recorded_race.runs == [{"system": "sklearn", **sk}, ours]
+    assert recorded_race.tables[1].rows[1][2] == f"{ours['test']['macro_f1']:.2f} (1 run)" == rows[3][2]
 
 
 def test_pretrain_race_runs_end_to_end(bench: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -292,7 +317,7 @@ def test_pretrain_race_runs_end_to_end(bench: Any, tmp_path: Path, capsys: pytes
     out = tmp_path / "race.json"
     sets = [x for item in [*KOREAN_TOY, "train.epochs=1"] for x in ("--set", item)]
     bench("pretrain_race").main(["--data-dir", str(data), "--seeds", "2", *sets, "--work", str(tmp_path / "work"),
-                                 "--json", str(out)])
+                                 "--json", str(out), "--results", str(tmp_path)])
     printed = capsys.readouterr().out
     (race,) = json.loads(out.read_text(encoding="utf-8"))
     pre, fine, scratch = race["pretrain"], race["fine"], race["scratch"]
@@ -301,8 +326,11 @@ def test_pretrain_race_runs_end_to_end(bench: Any, tmp_path: Path, capsys: pytes
     assert scratch["epochs"] == max(1, round((pre["train_s"] + fine["train_s"]) / fine["train_s"]))
     assert sum(map(sum, fine["test"]["confusion"])) == sum(map(sum, scratch["test"]["confusion"])) == 30
     assert Path(fine["run_dir"]).parent == tmp_path / "work"
-    (row,) = table_rows(printed)
+    (row, fine_row, scratch_row) = table_rows(printed)
     assert row[0] == "2" and row[3].startswith(f"**{fine['test']['macro_f1']:.2f}**")
+    assert fine_row[1] == f"{fine['test']['macro_f1']:.2f} (1 run)" and scratch_row[0] == "from scratch"
+    result = recorded(tmp_path, "pretrain_race")
+    assert result.runs == [race] and result.tables[0].rows == [row] and result.tables[1].rows[1] == scratch_row
     assert printed.count("[MASK] 1:") == 5  # fill-mask's candidates for each of the five texts
 
 
@@ -312,8 +340,9 @@ def test_chatbot_variants_runs_end_to_end(bench: Any, tmp_path: Path, capsys: py
 
     data = chatbot_data(tmp_path / "data")
     sets = [*KOREAN_TOY, "train.epochs=2", "train.warmup=10", "eval.max_output_length=8"]
+    # one variant: a `seqlab train` each
     bench("chatbot_variants").main(["--data-dir", str(data), "--variants", "char", "--samples", "3",
-                                    *(x for item in sets for x in ("--set", item))])  # one variant: a `seqlab train` each
+                                    *(x for item in sets for x in ("--set", item)), "--results", str(tmp_path)])
     printed = capsys.readouterr().out
     (variant, *samples) = table_rows(printed)
     assert variant[0].startswith("char (`") and re.fullmatch(r"[12] / 2", variant[3])  # best epoch / epochs
@@ -322,3 +351,6 @@ def test_chatbot_variants_runs_end_to_end(bench: Any, tmp_path: Path, capsys: py
     assert "Chosen on valid (the lowest perplexity per character): **char**" in printed
     valid = load_splits(load_config(ROOT / "configs" / "chatbot_ko.yaml", sets).data, data)["valid"]
     assert [(row[1], row[2]) for row in samples] == valid[:3]
+    result = recorded(tmp_path, "chatbot_variants")
+    assert [run["variant"] for run in result.runs] == ["char"] and result.tables[0].rows == [variant]
+    assert variant[7] == f"{result.runs[0]['valid']['bleu']:.2f}" and result.tables[1].rows == samples

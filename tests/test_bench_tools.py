@@ -151,13 +151,16 @@ def test_ddp_throughput_runs_end_to_end(bench: Bench, date_config: Path, tmp_pat
     config.write_text(yaml.safe_dump(raw), encoding="utf-8")
     numbers = tmp_path / "ddp.json"
     bench("ddp_throughput").main(["--data-dir", str(tmp_path), "--configs", str(config), "--threads", "1",
-                                  "--json", str(numbers)])
+                                  "--json", str(numbers), "--results", str(tmp_path)])
     rows = json.loads(numbers.read_text(encoding="utf-8"))["date.yaml"]
     assert len(rows) == (3 if (os.cpu_count() or 1) >= 2 else 2)  # 1 process × 2 threads where 2 cores are
     assert rows[0]["setup"].startswith("1 process × 1") and rows[-1]["setup"].startswith("2 processes × 1")
     assert len({row["steps"] for row in rows}) == 1  # the same optimisation steps, one way or the other
     assert all(row["unit"] == "tokens" and row["per_s"] > 0 and "exact_match" in row["valid"] for row in rows)
     assert [row[1] for row in table_rows(capsys.readouterr().out)] == [row["setup"] for row in rows]
+    result = recorded(tmp_path, "ddp_throughput")
+    assert [run["setup"] for run in result.runs] == [row["setup"] for row in rows]
+    assert [cell[3] for cell in result.tables[0].rows] == [f"{row['train_s']:.1f}" for row in rows]
 
 
 def test_checkpoint_average_runs_end_to_end(bench: Bench, date_run: Path, tmp_path: Path,
@@ -182,7 +185,7 @@ def test_select_config_runs_end_to_end(bench: Bench, date_config: Path, date_run
     (tmp_path / "search.yaml").write_text(yaml.safe_dump(search), encoding="utf-8")
     runs = tmp_path / "runs"
     shutil.copytree(date_run, runs / "tiny" / "fp32" / "base")
-    bench("select_config").main([str(tmp_path / "search.yaml"), "--runs", str(runs)])
+    bench("select_config").main([str(tmp_path / "search.yaml"), "--runs", str(runs), "--results", str(tmp_path)])
     out = capsys.readouterr().out
     rows = table_rows(out)
     assert sorted(row[1].strip("*") for row in rows) == ["base", "one-epoch"]
@@ -190,6 +193,9 @@ def test_select_config_runs_end_to_end(bench: Bench, date_config: Path, date_run
     winner = rows[0][1].strip("*")
     assert f"Chosen on valid: **{winner}**" in out and f"seqlab eval {runs}/tiny/fp32/{winner} --split test" in out
     assert [len(RunDir(runs / "tiny" / "fp32" / name).log()) for name in search["variants"]] == [2, 1]
+    result = recorded(tmp_path, "select_config-tiny")
+    assert result.tables[0].rows == rows and sorted(run["variant"] for run in result.runs) == ["base", "one-epoch"]
+    assert {f"{run['valid']['exact_match']:.2f}" for run in result.runs} == {row[3] for row in rows}
 
 
 def test_select_decoding_runs_end_to_end(bench: Bench, date_run: Path, tmp_path: Path,
