@@ -24,6 +24,7 @@ import pytest
 import torch
 import yaml
 from conftest import small_date_config
+from smoke import recorded, table_rows
 
 from seqlab.config import parse_config
 from seqlab.data import generate_task
@@ -44,24 +45,6 @@ def book_file(directory: Path, task: str) -> None:
     pairs = generate_task(task, PAIRS, seed=11)
     (directory / f"{task}.txt").write_text("".join(f"{s:<{question}}_{t:<{answer}}\n" for s, t in pairs),
                                            encoding="utf-8")
-
-
-def table_rows(text: str) -> list[list[str]]:
-    """The cells of every body row (below the ``|---|`` line) of the markdown tables in ``text``."""
-    rows, body = [], False
-    for line in text.splitlines():
-        body = line.startswith("|---") or (body and line.startswith("|"))
-        if body and not line.startswith("|---"):
-            rows.append([cell.strip() for cell in line.strip().strip("|").split("|")])
-    return rows
-
-
-def recorded(results: Path, race: str) -> Any:
-    """The scoreboard result a race wrote into ``results`` (one JSON file: this machine's kind)."""
-    import scoreboard
-
-    [path] = results.glob(f"{race}.*.json")
-    return scoreboard.Result.read(path)
 
 
 @pytest.fixture(autouse=True)

@@ -29,6 +29,7 @@ import numpy as np
 import pytest
 import yaml
 from conftest import CLASS_TOPICS, ENDINGS, FILLERS
+from smoke import recorded, table_rows
 
 from seqlab.data.splits import SELECTION_ENV
 
@@ -87,22 +88,6 @@ def in_process_workers(bench: Any, monkeypatch: pytest.MonkeyPatch) -> None:
         return subprocess.CompletedProcess(command, 0)
 
     monkeypatch.setattr(bench("report"), "subprocess", SimpleNamespace(run=run))
-
-
-def table_rows(text: str) -> list[list[str]]:
-    """The body rows of the markdown tables in ``text`` (each header and rule line left out), as cells."""
-    lines = [line.strip() for line in text.splitlines() if line.startswith("|")]
-    rules = {i for i, line in enumerate(lines) if line.startswith("|---")}
-    return [[cell.strip() for cell in line.strip("|").split("|")] for i, line in enumerate(lines)
-            if i not in rules and i + 1 not in rules]
-
-
-def recorded(results: Path, race: str) -> Any:
-    """The scoreboard result a race wrote into ``results`` (one JSON file: this machine's kind)."""
-    import scoreboard
-
-    [path] = results.glob(f"{race}.*.json")
-    return scoreboard.Result.read(path)
 
 
 def chatbot_data(data_dir: Path, n: int = 200) -> Path:

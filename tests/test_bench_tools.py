@@ -13,11 +13,11 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 import pytest
 import yaml
 from conftest import small_date_config
+from smoke import recorded, table_rows
 
 from seqlab.config import parse_config
 from seqlab.rundir import RunDir
@@ -52,22 +52,6 @@ def date_run(date_config: Path) -> Path:
     run = date_config.parent / "run"
     Trainer(parse_config(yaml.safe_load(date_config.read_text(encoding="utf-8"))), run, progress=False).fit()
     return run
-
-
-def table_rows(text: str) -> list[list[str]]:
-    """The body rows of the markdown tables in ``text`` (each header and rule line left out), as cells."""
-    lines = [line.strip() for line in text.splitlines() if line.startswith("|")]
-    rules = {i for i, line in enumerate(lines) if line.startswith("|---")}
-    return [[cell.strip() for cell in line.strip("|").split("|")] for i, line in enumerate(lines)
-            if i not in rules and i + 1 not in rules]
-
-
-def recorded(results: Path, race: str) -> Any:
-    """The scoreboard result a race wrote into ``results`` (one JSON file: this machine's kind)."""
-    import scoreboard
-
-    [path] = results.glob(f"{race}.*.json")
-    return scoreboard.Result.read(path)
 
 
 def test_attention_paths_runs_end_to_end(bench: Bench, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
