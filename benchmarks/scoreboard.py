@@ -5,7 +5,8 @@
 
 A race ends with :func:`record`: one JSON file per race and CPU kind (``<race>.<kind>.json``, the kind being
 ``avx512_bf16`` where the CPU has native bf16, else ``avx2``), holding the command that reran it, the date, the git
-commit, the machine (CPU, flags, threads, torch, what ``precision: auto`` is there), every run, and the tables the
+commit, the machine (CPU, flags, threads, torch, what ``precision: auto`` is there, the load average as the race
+ended: a race that shared the machine shows it), every run, and the tables the
 race made of them (each cell already formatted, spreads included). A newer result of the same race on the same kind
 of machine replaces the older one: the docs show current results only, and git keeps the rest.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
 import platform
 import statistics
 import subprocess
@@ -81,7 +83,8 @@ def machine() -> dict[str, Any]:
     flags = precision.cpu_flags(FLAGS, cpuinfo) or []
     return {"cpu": name, "flags": flags, "kind": "avx512_bf16" if "avx512_bf16" in flags else "avx2",
             "threads": torch.get_num_threads(), "torch": torch.__version__,
-            "precision_auto": precision.resolve("auto"), "forced": precision.forced()}
+            "precision_auto": precision.resolve("auto"), "forced": precision.forced(),
+            "load_average": [round(load, 2) for load in os.getloadavg()]}
 
 
 def commit() -> str:
@@ -140,7 +143,9 @@ def _markdown(table: Table) -> str:
 def _section(result: Result) -> str:
     m = result.machine
     where = (f"{m['cpu']} ({', '.join(m['flags']) or 'no AVX2'}), {m['threads']} threads, torch {m['torch']}, "
-             f"precision auto = {m['precision_auto']}" + (f" (forced: {m['forced']})" if m.get("forced") else ""))
+             f"precision auto = {m['precision_auto']}" + (f" (forced: {m['forced']})" if m.get("forced") else "")
+             + (f"; load average at the end {' / '.join(map(str, m['load_average']))} (1 / 5 / 15 min)"
+                if "load_average" in m else ""))
     parts = [f"## {result.title} — {m['kind']}", f"`{result.command}`", f"{result.date}, commit {result.commit}; {where}; "
              f"{len(result.runs)} runs.", *(_markdown(table) for table in result.tables)]
     if result.notes:
