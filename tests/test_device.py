@@ -78,7 +78,8 @@ def test_fp16_trains_with_a_scaler_that_the_checkpoint_keeps(tmp_path, fp16, kil
     assert trainer.scaler.is_enabled()
     trainer.fit()
     log = RunDir(tmp_path / "run").log()
-    assert log[-1]["train_loss"] < log[0]["train_loss"] and log[-1]["valid"]["exact_match"] > 0
+    # it learns in fp16: the training and the held-out loss fall (3 epochs of this tiny model get no date right yet)
+    assert log[-1]["train_loss"] < log[0]["train_loss"] and log[-1]["valid"]["loss"] < log[0]["valid"]["loss"]
     resumed = Trainer(config, tmp_path / "run", resume=True, progress=False)
     assert resumed.scaler.state_dict() == trainer.scaler.state_dict()  # the scale and its growth count
     resumes_exactly(config, tmp_path / "again", killed_at, 45)  # inside epoch 2 (37 steps an epoch)
