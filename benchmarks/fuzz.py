@@ -56,7 +56,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from functools import partial
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -939,6 +939,7 @@ def api_runs(directory: Path) -> dict[str, Path]:
     return runs
 
 
+@cache  # one strategy for every draw: Hypothesis validates a new recursive strategy at each draw of it
 def json_values() -> st.SearchStrategy[Any]:
     """Any JSON value: scalars of every type and size (integers past 2**64, tiny and huge floats, any Unicode,
     numbers at the edges of the limits), nested in lists and objects."""

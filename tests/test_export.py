@@ -90,7 +90,7 @@ def translation_run(tmp_path_factory) -> tuple[Path, list[str]]:
         "tokens": {"shared": True, "source": {"level": "bpe", "vocab_size": 1000}},
         "model": {"d_model": 64, "num_layers": 2, "num_heads": 4, "d_ff": 128, "dropout": 0.1, "tie_output": True,
                   "max_length": 64},
-        "train": {"epochs": 6, "batch_tokens": 2000, "warmup": 100, "lr_scale": 1.0, "precision": "fp32",
+        "train": {"epochs": 3, "batch_tokens": 2000, "warmup": 100, "lr_scale": 1.0, "precision": "fp32",
                   "best_metric": "loss"},
         "eval": {"max_output_length": 40},
     })

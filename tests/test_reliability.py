@@ -25,12 +25,19 @@ def kill_trials():
         yield kill_trials
 
 
+@pytest.fixture(scope="module")
+def two_epochs(kill_trials, tmp_path_factory):
+    """The reference and control of a 2-epoch run with a checkpoint every 3 of its 39 steps an epoch, shared by
+    the kill tests (each trial trains in a directory of its own, by its number)."""
+    return kill_trials.prepare(tmp_path_factory.mktemp("two-epochs"), epochs=2, save_every=3)
+
+
 @pytest.mark.slow
-def test_killed_runs_resume_bit_identical(kill_trials, tmp_path):
-    """Three kills of a 2-epoch run: at a random time, before the rename of its 2nd checkpoint, after the rename of
-    its 5th; each resumed once. ``save_every`` 4 does not divide the 39 steps of an epoch, so no kill can land in
-    the window of the duplicated log record (test_a_kill_after_the_epoch_log_record_...)."""
-    setup = kill_trials.prepare(tmp_path, epochs=2, save_every=4)
+def test_killed_runs_resume_bit_identical(kill_trials, two_epochs):
+    """Three kills of the 2-epoch run: at a random time, before the rename of its 2nd checkpoint, after the rename
+    of its 5th; each resumed once. (The time kill may land between epoch 1's log record and its end-of-epoch
+    checkpoint: test_a_kill_after_the_epoch_log_record_... kills there on purpose.)"""
+    setup = two_epochs
     assert setup.control_differences == [], "two unkilled runs differ: training is not deterministic"
     census, Kill = setup.census, kill_trials.Kill
     kills = [Kill("time", delay=random.Random(0).uniform(0.1, 0.9) * census.writing_seconds),
@@ -43,32 +50,26 @@ def test_killed_runs_resume_bit_identical(kill_trials, tmp_path):
     assert "checkpoint.safetensors" in trial.kills[-1] and "after replace" in trial.kills[-1]
 
 
-@pytest.fixture(scope="module")
-def one_epoch(kill_trials, tmp_path_factory):
-    """The reference and control of a 1-epoch run with a checkpoint every 3 of its 39 steps."""
-    return kill_trials.prepare(tmp_path_factory.mktemp("one-epoch"), epochs=1, save_every=3)
-
-
 @pytest.mark.slow
-def test_a_kill_after_the_epoch_log_record_does_not_log_the_epoch_twice(kill_trials, one_epoch):
+def test_a_kill_after_the_epoch_log_record_does_not_log_the_epoch_twice(kill_trials, two_epochs):
     """39 steps an epoch, a checkpoint every 3: the step-39 checkpoint holds the epoch's whole training, the log
     gets the epoch's record, the kill comes before the epoch-end checkpoint's rename; resumed from step 39 (its
     position still in epoch 1), ``RunDir.truncate_log(1)`` drops the record, which the epoch's end writes again
     (keeping the records up to the checkpoint's step, it was written twice)."""
-    kill = kill_trials.Kill("replace:before", k=one_epoch.census.first_after(
+    kill = kill_trials.Kill("replace:before", k=two_epochs.census.first_after(
         "replace", "checkpoint.safetensors", "fsync log.jsonl"))
-    trial = kill_trials.run_trial(one_epoch, 1, [kill])
+    trial = kill_trials.run_trial(two_epochs, 4, [kill])
     assert trial.identical, trial.line()  # the weights and the training state are right
     assert trial.log_identical, trial.line()
 
 
 @pytest.mark.slow
-def test_a_run_killed_before_its_first_checkpoint_can_go_on(kill_trials, one_epoch):
+def test_a_run_killed_before_its_first_checkpoint_can_go_on(kill_trials, two_epochs):
     """Killed after config.yaml is saved and before the first checkpoint, ``--resume`` starts the run again from
     its beginning (it used to be neither resumable, 'nothing to resume', nor to be started again in its directory,
     'already holds a run'), to the result of the run that was never killed."""
-    kill = kill_trials.Kill("replace:after", k=one_epoch.census.nth("replace", "config.yaml", 1))
-    trial = kill_trials.run_trial(one_epoch, 2, [kill])
+    kill = kill_trials.Kill("replace:after", k=two_epochs.census.nth("replace", "config.yaml", 1))
+    trial = kill_trials.run_trial(two_epochs, 5, [kill])
     assert trial.identical and trial.log_identical, trial.line()
     assert trial.fresh_starts == [], trial.fresh_starts
 

@@ -63,16 +63,17 @@ def test_tiny_model_overfits_a_handful_of_pairs_and_int8_agrees(tmp_path, each_p
 
 
 def _date_config(tmp_path: Path) -> Path:
-    """A tiny date model that reaches 97-100 % valid exact match in 8 short epochs, in fp32 and in bf16 (BPE
-    sources, pre-LN, a cosine-decayed 4e-3): small enough for emulated bf16, good enough for known answers."""
+    """A tiny date model (1 layer of 32) that reaches 98-99 % valid exact match in 6 short epochs, in fp32 and in
+    emulated bf16 (BPE sources, pre-LN, a cosine-decayed 8e-3): small enough for emulated bf16, good enough for known
+    answers."""
     config = {
         "seed": 3,
         "data": {"corpus": {"format": "task", "task": "date", "size": 3000, "seed": 5},
                  "split": {"valid": 200, "test": 200, "seed": 1}, "max_source_length": 40},
         "tokens": {"source": {"level": "bpe", "vocab_size": 300}},
-        "model": {"d_model": 64, "num_layers": 1, "num_heads": 4, "d_ff": 128, "dropout": 0.0, "norm": "pre",
+        "model": {"d_model": 32, "num_layers": 1, "num_heads": 4, "d_ff": 64, "dropout": 0.0, "norm": "pre",
                   "max_length": 40},
-        "train": {"epochs": 8, "batch_tokens": 600, "schedule": "cosine", "lr": 0.004, "best_metric": "exact_match"},
+        "train": {"epochs": 6, "batch_tokens": 600, "schedule": "cosine", "lr": 0.008, "best_metric": "exact_match"},
         "eval": {"max_output_length": 12},
     }
     path = tmp_path / "date.yaml"
@@ -96,9 +97,9 @@ def test_date_model_trains_translates_and_evaluates_through_the_cli(tmp_path, ca
                                                "checkpoint.safetensors", "log.jsonl", "source_tokenizer.json",
                                                "target_tokenizer.json"}
     log = [json.loads(line) for line in (run / "log.jsonl").read_text().splitlines()]
-    assert [r["epoch"] for r in log] == list(range(1, 9))
+    assert [r["epoch"] for r in log] == list(range(1, 7))
     assert log[-1]["train_loss"] < log[0]["train_loss"]
-    # 97.5-99.5 % in both precisions on an AVX-512 BF16 machine; 90 leaves room for other CPUs' rounding
+    # 98-99 % in fp32 and in emulated bf16 on an AVX2 CPU; 90 leaves room for native bf16's and other CPUs' rounding
     assert max(r["valid"]["exact_match"] for r in log) >= 90.0
 
     result = runner.invoke(app, ["eval", str(run), "--split", "test", "--json"])
@@ -365,7 +366,7 @@ def test_a_multi30k_slice_trains_and_is_scored_by_sacrebleu(shared_data, tmp_pat
 
 # --- a loss that is not finite ---------------------------------------------------------------------------------
 
-STEPS = 37  # small_date_config's steps an epoch
+STEPS = 19  # _nonfinite_config's steps an epoch
 POISONED = STEPS + 3  # the third step of epoch 2
 
 
@@ -392,7 +393,10 @@ def poisoned(monkeypatch, tmp_path):
 
 
 def _nonfinite_config(nonfinite: str, **train) -> dict:
-    return small_date_config(epochs=3, precision="auto", nonfinite=nonfinite, **train)
+    """small_date_config on 400 training pairs (STEPS steps an epoch), 3 epochs in the precision of the test."""
+    config = small_date_config(epochs=3, precision="auto", nonfinite=nonfinite, **train)
+    config["data"]["corpus"]["size"] = 600
+    return config
 
 
 def test_a_nan_loss_stops_training_and_keeps_the_last_good_checkpoint(tmp_path, poisoned, each_precision):
@@ -430,11 +434,11 @@ def test_the_cli_reports_a_nan_loss_in_one_line(tmp_path, poisoned):
                       "steps)"], result.output
 
 
-@pytest.mark.parametrize("save_every", [STEPS + 2, 21], ids=["resumed-before-the-skip", "resumed-after-it"])
+@pytest.mark.parametrize("save_every", [STEPS + 2, 12], ids=["resumed-before-the-skip", "resumed-after-it"])
 def test_a_nan_loss_is_skipped_counted_and_resumed_exactly(tmp_path, poisoned, killed_at, save_every, each_precision):
     config = parse_config(_nonfinite_config("skip", save_every=save_every))
     poisoned(config)
-    resumes_exactly(config, tmp_path, killed_at, POISONED + 10)  # resumed from step 39 or 42
+    resumes_exactly(config, tmp_path, killed_at, POISONED + 10)  # resumed from step 21 or 24
     for name in ("straight", "killed"):
         log = RunDir(tmp_path / name).log()
         assert [r["skipped"] for r in log] == [0, 1, 0]
