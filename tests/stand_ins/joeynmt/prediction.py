@@ -48,7 +48,7 @@ def prepare(args: BaseConfig, rank: int = 0, mode: str = "test") -> tuple[Model,
     """The model (its output layer loaded from the checkpoint, strictly), and the dev and test sets."""
     src_vocab, trg_vocab = _vocabulary(args.data["src"]), _vocabulary(args.data["trg"])
     model = build_model(args.model, src_vocab=src_vocab, trg_vocab=trg_vocab)
-    state = torch.load(args.test.load_model)["model_state"]
+    state = torch.load(args.test.load_model, weights_only=True)["model_state"]
     if state["src_embed.lut.weight"].shape[0] != len(src_vocab):
         raise ValueError("the source embedding does not cover the source vocabulary")
     model.decoder.output_layer.load_state_dict({"weight": state["decoder.output_layer.weight"],
