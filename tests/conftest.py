@@ -1,13 +1,20 @@
 """Shared fixtures."""
 
 import contextlib
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from seqlab import precision as _precision
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # The suite runs one worker per core (pytest-xdist, `-n logical` in pyproject.toml): each worker, and every
+    # process a test starts from it, computes on one thread, so that the workers never ask for more threads than
+    # there are cores (two PyTorch processes on two cores, each on both, slow each other 5-20x).
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+from seqlab import precision as _precision  # noqa: E402 (after the thread count, which torch reads on import)
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

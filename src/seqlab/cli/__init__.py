@@ -14,9 +14,16 @@ Commands import what they need when they run, so ``seqlab --help`` starts withou
 
 from __future__ import annotations
 
+import atexit
+import gc
+
 import typer
 
 from seqlab.cli import classify, data, export, lm, plot, train, use, vectors
+
+# A command's last act: the interpreter's final garbage collection walks every object torch made (a second or more
+# of each command's exit) though the process is ending; frozen at exit, they are left to the operating system.
+atexit.register(gc.freeze)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Sequence models on the CPU: word vectors, language models, seq2seq, classifiers.")
