@@ -240,28 +240,35 @@ def test_select_joeynmt_runs_end_to_end(tiny_fast: dict[str, Any], data_dir: Pat
 
 def test_date_race_runs_end_to_end(tiny_fast: dict[str, Any], data_dir: Path, book_repo: Path, peer_venv: Path,
                                    tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """seqlab, JoeyNMT (seqlab's recipe is also its best: one run) and the book's code, side by side."""
+    """seqlab and JoeyNMT from each seed (seqlab's recipe is also JoeyNMT's best: one recipe), the book's code as
+    published and reseeded, side by side: a row per system, a row per run."""
     import date_race
 
     out = tmp_path / "race.json"
     date_race.main(["--data-dir", str(data_dir), "--book-repo", str(book_repo), "--book-epochs", "1",
-                    "--peer-venv", str(peer_venv), "--json", str(out), "--results", str(tmp_path)])
+                    "--seeds", "1", "2", "--peer-venv", str(peer_venv), "--json", str(out), "--results", str(tmp_path)])
     printed = capsys.readouterr().out
     result = json.loads(out.read_text(encoding="utf-8"))
-    (ours,), (joey,), book = result["seqlab"], result["joeynmt"], result["book"]
-    assert len(ours["epochs"]) == 1 and ours["params"] > 0
-    assert joey["label"] == "same recipe (variant S) = at its best"
-    assert joey["test"] == 75.0  # the stand-in leaves every 4th of the 40 test answers empty
-    assert (book["task"], book["variant"], book["seed"], len(book["rows"])) == ("date", "attention", None, 1)
-    rows = table_rows(printed)
-    assert [row[0] for row in rows] == [
-        f"seqlab (`date-fast.yaml`, {ours['label']})", f"JoeyNMT 2.3.0, {joey['label']}",
-        "book NumPy (ch08 AttentionSeq2seq; test after every epoch)"]
-    assert rows[1][1:5] == ["1,234", "100.00", "**0.5**", "75.00"]
+    ours, joeys, books = result["seqlab"], result["joeynmt"], result["book"]
+    assert [r["seed"] for r in ours] == [r["seed"] for r in joeys] == [1, 2]
+    assert [r["seed"] for r in books] == [None, 1, 2]
+    assert len(ours[0]["epochs"]) == 1 and ours[0]["params"] > 0
+    assert {j["label"] for j in joeys} == {"same recipe = at its best (variant S)"}
+    assert [j["test"] for j in joeys] == [75.0, 75.0]  # the stand-in leaves every 4th of the 40 test answers empty
+    assert (books[0]["task"], books[0]["variant"], len(books[0]["rows"])) == ("date", "attention", 1)
+    summary, runs = table_rows(printed)[:4], table_rows(printed)[4:]
+    book = "book NumPy (ch08 AttentionSeq2seq, {}; on test after every epoch)"
+    assert [row[0] for row in summary] == [
+        f"seqlab (`date-fast.yaml`, {ours[0]['label']})", f"JoeyNMT 2.3.0, {joeys[0]['label']}",
+        book.format("as published (its own seed)"), book.format("reseeded")]
+    assert summary[1][1:4] == ["2 of 2", "0.5 ± 0.0 (0.5–0.5)", "75.00 ± 0.00 (75.00–75.00)"]
+    assert [row[1] for row in runs] == ["1", "2", "1", "2", "the book's", "1", "2"]
+    assert runs[2][2:6] == ["1,234", "100.00", "0.5", "75.00"]
     assert f"d_model {tiny_fast['model']['d_model']}" in printed
     race = recorded(tmp_path, "date_race")
-    assert race.runs == [{"system": "seqlab", **ours}, {"system": "joeynmt", **joey}, {"system": "book", **book}]
-    assert race.tables[0].rows == rows
+    assert race.runs == ([{"system": "seqlab", **r} for r in ours] + [{"system": "joeynmt", **r} for r in joeys]
+                         + [{"system": "book", **r} for r in books])
+    assert [t.rows for t in race.tables] == [summary, runs]
 
 
 # --- decoding next to the peers -------------------------------------------------------------------------------------
