@@ -14,8 +14,9 @@ differences in the outputs are differences in the search (or in rounding), and "
 they go.
 
 Each engine decodes the whole split in batches of ``eval.batch_size`` sentences of similar length
-with at most ``eval.max_output_length`` words, after one warm-up batch, ``--repeats`` times (the best
-time is reported); beam search without length penalty. Every timer starts when the engine is handed
+with at most ``eval.max_output_length`` words, after one warm-up batch, ``--repeats`` times (3: the mean ± sd and
+range are reported, and each ratio to seqlab's fastest setting with its range over pairs of repeats); beam search
+without length penalty. Every timer starts when the engine is handed
 the split's source ids, already loaded in memory, and stops when it has returned the output ids of
 every sentence: seqlab and CTranslate2 sort by length inside that time, JoeyNMT (which batches in
 file order) is handed the sources sorted by length. Loading the model and the data, converting the
@@ -31,6 +32,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -41,7 +43,7 @@ from typing import Any, Literal
 import torch
 from report import add_results_option, machine, markdown, publish
 from safetensors.torch import save_file
-from scoreboard import Result, Table, command
+from scoreboard import Result, Table, command, ratio_range, spread
 
 from seqlab.config import TransformerConfig
 from seqlab.data import load_splits, resolve_data_dir
@@ -147,28 +149,29 @@ def peer_runs(python: Path, worker: str, export_dir: Path, beams: list[int], rep
 
 
 def table(runs: list[dict[str, Any]], translator: Translator, references: list[str]) -> tuple[Table, list[dict[str, Any]]]:
-    """One row per engine, setting and beam: time, speed, quality, agreement with seqlab fp32, ratio; and each run's
-    numbers (its outputs left out)."""
+    """One row per engine, setting and beam: time over the repeats, speed, quality, agreement with seqlab fp32, and
+    the ratio of its time to seqlab's fastest setting at that beam (of the means, and over every pairing of
+    repeats); and each run's numbers (its outputs left out)."""
     texts = {id(r): translator.target.decode(r["outputs"]) for r in runs}
     reference_run = {r["beam"]: r for r in runs if r["engine"] == "seqlab" and r["setting"] == "fp32"}
-    fastest = {b: min(min(r["seconds"]) for r in runs if r["engine"] == "seqlab" and r["beam"] == b)
-               for b in reference_run}
+    fastest = {b: min((r for r in runs if r["engine"] == "seqlab" and r["beam"] == b),
+                      key=lambda r: statistics.mean(r["seconds"])) for b in reference_run}
     table = Table("Decoding next to the peers", [
-        "engine", "precision", "search", "seconds (best of runs)", "sentences/s", "exact match %", "BLEU",
-        "same output as seqlab fp32 %", "time ÷ seqlab's best"], [])
+        "engine", "precision", "search", "seconds (mean ± sd over repeats)", "sentences/s", "exact match %", "BLEU",
+        "same output as seqlab fp32 %", "time ÷ seqlab's fastest"], [])
     numbers = []
     for r in sorted(runs, key=lambda r: (r["beam"], r["engine"] != "seqlab")):
-        best = min(r["seconds"])
         same = sum(a == b for a, b in zip(r["outputs"], reference_run[r["beam"]]["outputs"]))
         hyps = texts[id(r)]
         numbers.append({**{k: v for k, v in r.items() if k != "outputs"}, "exact_match": exact_match(hyps, references),
                         "bleu": corpus_bleu(hyps, references), "same_percent": 100.0 * same / len(references)})
-        n = numbers[-1]
+        n, base = numbers[-1], fastest[r["beam"]]
         table.rows.append([r["engine"], r["setting"], "greedy" if r["beam"] == 1 else f"beam {r['beam']}",
-                           f"{best:.2f} ({', '.join(f'{s:.2f}' for s in r['seconds'])})",
-                           f"{len(references) / best:,.0f}", f"{n['exact_match']:.2f}", f"{n['bleu']:.2f}",
-                           f"{n['same_percent']:.1f}", f"{best / fastest[r['beam']]:.2f}"])
+                           spread(r["seconds"]), f"{len(references) / statistics.mean(r['seconds']):,.0f}",
+                           f"{n['exact_match']:.2f}", f"{n['bleu']:.2f}", f"{n['same_percent']:.1f}",
+                           f"{ratio_range(r['seconds'], base['seconds'])} ({base['setting']})"])
     return table, numbers
+
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -176,7 +179,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--split", default="test")
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--beams", type=int, nargs="+", default=[1, 5])
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--peers", nargs="+", choices=sorted([*WORKERS, *EXPORTS]), default=sorted([*WORKERS, *EXPORTS]))
     parser.add_argument("--peer-venv", type=Path, default=Path(tempfile.gettempdir()) / "seqlab-peers")
     parser.add_argument("--threads", type=int, default=None)
@@ -211,7 +214,8 @@ def main(argv: list[str] | None = None) -> None:
     print(f"\n### {made.title} ({datetime.datetime.now():%Y-%m-%d %H:%M})\n\nCommand: `{given}`. {machine()}. {about}\n\n"
           f"{markdown(made)}\n")
     publish(Result(f"peer_decoding-{Path(args.run_dir).name}", made.title, given, [made], numbers,
-                   notes=[about, "best of the repeats; every timer from the source ids in memory to the output ids"]),
+                   notes=[about, "mean ± sd (range) over the repeats; every timer from the source ids in memory to "
+                                 "the output ids"]),
             args.results)
 
 if __name__ == "__main__":

@@ -300,7 +300,7 @@ def test_export_runs_end_to_end(date_run: tuple[Path, Path], tmp_path: Path) -> 
     assert weights["positional_table"].shape == (40, sizes["d_model"])
     assert sources == src and all(s[-1] == export.EOS for s in sources)
     args = export.worker_arguments("worker").parse_args([str(tmp_path / "export"), "--max-length", "9"])
-    seconds, outputs = export.best_of(args.repeats, lambda: [[4, 5]])
+    seconds, outputs = export.repeated(args.repeats, lambda: [[4, 5]])
     line = json.loads(export.result("engine", "float32", 1, seconds, outputs))
     assert (len(line["seconds"]), line["outputs"], export.token_id(export.token(17))) == (2, [[4, 5]], 17)
 
@@ -326,7 +326,7 @@ def test_peer_decoding_runs_end_to_end(date_run: tuple[Path, Path], peer_venv: P
                                        capsys: pytest.CaptureFixture[str]) -> None:
     import peer_decoding
 
-    peer_decoding.main([str(date_run[0]), "--data-dir", str(date_run[1]), "--beams", "1", "2", "--repeats", "1",
+    peer_decoding.main([str(date_run[0]), "--data-dir", str(date_run[1]), "--beams", "1", "2", "--repeats", "2",
                         "--peers", "ctranslate2", "joeynmt", "--peer-venv", str(peer_venv), "--results", str(tmp_path)])
     printed = capsys.readouterr().out
     rows = table_rows(printed)
@@ -335,6 +335,8 @@ def test_peer_decoding_runs_end_to_end(date_run: tuple[Path, Path], peer_venv: P
                 ("JoeyNMT", "float32")]
     assert sorted(engines) == sorted((e, s, search) for e, s in settings for search in ("greedy", "beam 2"))
     assert all(row[7] == "100.0" for row in rows if row[:2] == ["seqlab", "fp32"])  # the reference of "same output"
+    assert all(re.fullmatch(r"[\d.]+ ± [\d.]+ \([\d.]+–[\d.]+\)", row[3]) for row in rows)  # over the 2 repeats
+    assert all(re.fullmatch(r"[\d.]+× \([\d.]+–[\d.]+×\) \((fp32|int8)\)", row[8]) for row in rows)
     assert "40 sentences in batches of" in printed and "### Decoding next to the peers" in printed
     result = recorded(tmp_path, f"peer_decoding-{date_run[0].name}")
     assert result.tables[0].rows == rows and len(result.runs) == len(rows) and "outputs" not in result.runs[0]

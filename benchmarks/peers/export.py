@@ -60,7 +60,7 @@ def worker_arguments(description: str) -> argparse.ArgumentParser:
     return parser
 
 
-def best_of(repeats: int, run: Callable[[], list[list[int]]]) -> tuple[list[float], list[list[int]]]:
+def repeated(repeats: int, run: Callable[[], list[list[int]]]) -> tuple[list[float], list[list[int]]]:
     """Run ``repeats`` times; every run's seconds and the last run's outputs."""
     seconds, outputs = [], []
     for _ in range(repeats):

@@ -36,8 +36,8 @@ from export import (
     PAD,
     SOS,
     UNK,
-    best_of,
     load_export,
+    repeated,
     result,
     token,
     token_id,
@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> None:
         for beam in args.beams:
             test_args = global_args.test._replace(beam_size=beam)
             predict(model, warmup, global_args, test_args)
-            seconds, in_length_order = best_of(args.repeats, partial(predict, model, test, global_args, test_args))
+            seconds, in_length_order = repeated(args.repeats, partial(predict, model, test, global_args, test_args))
             outputs: list[list[int]] = [[] for _ in sources]
             for k, output in zip(order, in_length_order):
                 outputs[k] = output
