@@ -122,9 +122,9 @@ def spread(values: Sequence[float], digits: int = 2, unit: str = "") -> str:
     if not values:
         raise ValueError("no runs to summarise")
     if len(values) == 1:
-        return f"{values[0]:.{digits}f}{unit} (1 run)"
+        return f"{values[0]:,.{digits}f}{unit} (1 run)"
     mean, sd = statistics.mean(values), statistics.stdev(values)
-    return f"{mean:.{digits}f} ± {sd:.{digits}f}{unit} ({min(values):.{digits}f}–{max(values):.{digits}f})"
+    return f"{mean:,.{digits}f} ± {sd:,.{digits}f}{unit} ({min(values):,.{digits}f}–{max(values):,.{digits}f})"
 
 
 def ratio_range(numerators: Sequence[float], denominators: Sequence[float], digits: int = 2) -> str:

@@ -76,6 +76,7 @@ def test_record_stamps_the_machine_and_commit_and_a_newer_run_replaces_it(scoreb
 def test_spread_and_ratio_are_the_runs_mean_sd_and_range(scoreboard: ModuleType) -> None:
     assert scoreboard.spread([10.0, 12.0, 14.0]) == "12.00 ± 2.00 (10.00–14.00)"
     assert scoreboard.spread([99.9], digits=1, unit=" %") == "99.9 % (1 run)"
+    assert scoreboard.spread([9350.0, 10055.0], digits=0) == "9,702 ± 499 (9,350–10,055)"  # thousands marked, as in rows
     # means 20 and 10: 2×; the pairings give 18/11 .. 22/9
     assert scoreboard.ratio_range([18.0, 22.0], [9.0, 11.0]) == "2.00× (1.64–2.44×)"
     with pytest.raises(ValueError):
