@@ -203,7 +203,6 @@ def caption() -> str:
             "end. Training seconds exclude validation.")
 
 
-
 def _per_epoch(values: list[float]) -> str:
     return " / ".join(f"{v:.2f}" for v in values)
 
