@@ -1,0 +1,98 @@
+"""Runs written by an earlier seqlab still work: tests/fixtures/runs/ holds one small run of every kind, trained
+before issue 35 changed how kinds are declared (tests/fixtures/make_runs.py). Each must load through README's
+Python entry point and answer as it did, score the same with ``seqlab eval``, be served, and train on with
+``--resume``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+from typing import Any, get_args
+
+import pytest
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+RUNS = FIXTURES / "runs"
+EXPECTED: dict[str, Any] = json.loads((RUNS / "expected.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def make_runs():
+    """tests/fixtures/make_runs.py as a module: the same questions are asked as when the fixtures were made."""
+    sys.path.insert(0, str(FIXTURES))
+    import make_runs
+
+    yield make_runs
+    sys.path.remove(str(FIXTURES))
+
+
+def same(got: Any, expected: Any, path: str = "") -> None:
+    """``got`` equals ``expected``, floats to 5 significant digits (they were computed on another CPU, maybe)."""
+    if isinstance(expected, float):
+        assert got == pytest.approx(expected, rel=1e-4, abs=1e-4), path
+    elif isinstance(expected, dict):
+        assert isinstance(got, dict) and got.keys() == expected.keys(), path
+        for key in expected:
+            same(got[key], expected[key], f"{path}.{key}")
+    elif isinstance(expected, list):
+        assert isinstance(got, list) and len(got) == len(expected), path
+        for k, (g, e) in enumerate(zip(got, expected, strict=True)):
+            same(g, e, f"{path}[{k}]")
+    else:
+        assert got == expected, path
+
+
+def test_every_kind_has_a_fixture():
+    from seqlab.config import ModelConfig
+
+    kinds = {"transformer": "seq2seq-transformer", "rnn": "seq2seq-rnn", "lm": "lm-lstm",
+             "transformer_lm": "lm-transformer", "encoder": "classifier", "bert": "bert", "span": "span"}
+    types = {get_args(member)[1].tag for member in get_args(get_args(ModelConfig)[0])}  # the union's Tags
+    assert types == set(kinds), "a model type without a fixture run: add it to tests/fixtures/make_runs.py"
+    assert {"vectors-cbow", "vectors-count", "seq2seq-rnn-numpy"} | set(kinds.values()) == set(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_an_old_run_answers_as_it_did(make_runs, name):
+    same(make_runs.answers(name, RUNS / name), EXPECTED[name]["answers"], name)
+
+
+@pytest.mark.parametrize("name", sorted(n for n in EXPECTED if EXPECTED[n]["eval"] is not None))
+def test_an_old_run_scores_as_it_did(make_runs, name):
+    same(make_runs.scores(name, RUNS / name), EXPECTED[name]["eval"], name)
+
+
+@pytest.mark.parametrize("name", sorted(n for n in EXPECTED if EXPECTED[n]["served"] is not None))
+def test_an_old_run_is_served(make_runs, name):
+    same(make_runs.served(name, RUNS / name), EXPECTED[name]["served"], name)
+
+
+@pytest.mark.parametrize("name", sorted(n for n in EXPECTED if not n.startswith("vectors")))
+def test_an_old_run_trains_on_with_resume(make_runs, name, tmp_path):
+    """``--resume --set train.epochs=N+1`` trains one epoch more from the old checkpoint."""
+    from seqlab.rundir import RunDir
+
+    run = tmp_path / name
+    shutil.copytree(RUNS / name, run)
+    epochs = len(RunDir(run).log())
+    make_runs.cli(EXPECTED[name]["command"], str(run / "config.yaml"), "--out", str(run), "--resume",
+                  "--set", f"train.epochs={epochs + 1}", "--data-dir", str(make_runs.DATA))
+    assert [r["epoch"] for r in RunDir(run).log()] == list(range(1, epochs + 2))
+
+
+@pytest.mark.parametrize("name", ["vectors-cbow", "vectors-count"])
+def test_an_old_vectors_run_resumes_to_the_same_vectors(make_runs, name, tmp_path):
+    """A finished word-vector run resumed (from its last epoch's state, or afresh for count) gives its vectors."""
+    import numpy as np
+
+    import seqlab.vectors
+
+    run = tmp_path / name
+    shutil.copytree(RUNS / name, run)
+    make_runs.cli("vectors", "train", str(run / "config.yaml"), "--out", str(run), "--resume",
+                  "--data-dir", str(make_runs.DATA))
+    before, after = seqlab.vectors.load(RUNS / name), seqlab.vectors.load(run)
+    assert before.words == after.words
+    assert np.allclose(before["cat"], after["cat"], atol=1e-5)
