@@ -38,8 +38,8 @@ from scoreboard import Result, Table, command
 
 from seqlab.data import load_splits, resolve_data_dir
 from seqlab.evaluate import EncodedSplit, evaluate
+from seqlab.predictors.translator import load
 from seqlab.rundir import RunDir
-from seqlab.translator import load
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "configs" / "chatbot_ko.yaml"

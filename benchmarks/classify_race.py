@@ -40,11 +40,11 @@ from report import add_results_option, machine, markdown, publish
 from scoreboard import Result, Table, command, spread
 from select_tfidf import FEATURES, labelled, tfidf_model
 
-from seqlab.classifier import class_labels
-from seqlab.classifier import load as load_classifier
 from seqlab.config import load_config
 from seqlab.data import load_splits
 from seqlab.metrics import classification_scores
+from seqlab.predictors.classifier import class_labels
+from seqlab.predictors.classifier import load as load_classifier
 from seqlab.rundir import RunDir
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -48,7 +48,7 @@ from seqlab import precision
 from seqlab.data import Pair
 from seqlab.metrics import exact_match
 from seqlab.model import num_parameters
-from seqlab.translator import load
+from seqlab.predictors.translator import load
 
 
 def seqlab_runs(data_dir: Path, seeds: list[int]) -> list[dict[str, Any]]:

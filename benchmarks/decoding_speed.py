@@ -25,7 +25,7 @@ from seqlab.data import load_splits, resolve_data_dir
 from seqlab.decoding import DecodeOptions
 from seqlab.evaluate import EncodedSplit
 from seqlab.metrics import exact_match
-from seqlab.translator import load
+from seqlab.predictors.translator import load
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -30,7 +30,7 @@ from seqlab.config import BookCorpus, DataConfig, TaskCorpus
 from seqlab.data import generate_task, load_splits, resolve_data_dir
 from seqlab.data.tasks import TASKS
 from seqlab.metrics import exact_match
-from seqlab.translator import load
+from seqlab.predictors.translator import load
 
 
 def task_of(data: DataConfig) -> str | None:

@@ -291,8 +291,8 @@ def throughput_worker(spec: dict[str, Any]) -> dict[str, Any]:
 
     from seqlab import precision
     from seqlab.config import LMConfig, load_config
-    from seqlab.language_model import LanguageModel
     from seqlab.model.lm import RNNLM
+    from seqlab.predictors.language_model import LanguageModel
     from seqlab.rundir import RunDir
     from seqlab.train.family import StreamLM
     from seqlab.train.optimizer import build_optimizer, optimizer_step
@@ -732,8 +732,8 @@ def race(args: argparse.Namespace, data_dir: Path, work: Path) -> dict[str, Any]
     """seqlab's LSTM LM first (its tokenizer makes the streams), then every system of ``--systems``."""
     from seqlab import precision
     from seqlab.data import load_sentence_splits
-    from seqlab.language_model import load
     from seqlab.model import num_parameters
+    from seqlab.predictors.language_model import load
 
     shown = args.config.relative_to(ROOT) if args.config.is_relative_to(ROOT) else args.config
     result: dict[str, Any] = dict(benchmark="lm_race", config=str(shown), quick=args.quick, data_dir=str(data_dir))

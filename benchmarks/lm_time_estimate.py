@@ -33,10 +33,10 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
     import numpy as np
     import torch
 
-    from seqlab import precision
     from seqlab.config import LMConfig, TransformerLMConfig, load_config
     from seqlab.loss import token_nll_sum
     from seqlab.model import build_lm
+    from seqlab.runtime import Runtime
     from seqlab.train.optimizer import build_optimizer, optimizer_step
     from seqlab.train.schedule import build_schedule
 
@@ -50,20 +50,21 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
     rows, steps = config.train.streams, config.train.time_size
     shape = (spec["warmup"] + spec["steps"], rows, steps + 1)
     ids = torch.from_numpy(np.random.default_rng(0).integers(0, spec["vocab"], shape))
+    runtime = Runtime.for_training("cpu", config.train.precision)
     model.train()
     state = None
     started = 0.0
     for k, batch in enumerate(ids):
         if k == spec["warmup"]:
             started = time.perf_counter()
-        with precision.autocast(config.train.precision):
+        with runtime.autocast():
             logits, state = model(batch[:, :-1], state)
         state = model.detach(state)
         loss = token_nll_sum(logits, batch[:, 1:])
         optimizer_step(model, optimizer, scheduler, loss / batch[:, 1:].numel(), config.train.clip_norm)
     seconds = time.perf_counter() - started
     tokens = spec["steps"] * rows * steps
-    return dict(precision=precision.resolve(config.train.precision), tokens_per_s=tokens / seconds,
+    return dict(precision=runtime.precision, tokens_per_s=tokens / seconds,
                 step_s=seconds / spec["steps"], epochs=config.train.epochs,
                 parameters=sum(p.numel() for p in model.parameters()))
 

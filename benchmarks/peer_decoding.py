@@ -52,8 +52,9 @@ from seqlab.evaluate import EncodedSplit
 from seqlab.metrics import corpus_bleu, exact_match
 from seqlab.model import Transformer
 from seqlab.model.transformer import Embedder
-from seqlab.precision import native_bf16, quantize_int8
-from seqlab.translator import Translator, load
+from seqlab.precision import native_bf16
+from seqlab.predictors.translator import Translator, load
+from seqlab.runtime import Runtime
 
 PEERS = Path(__file__).parent / "peers"
 PEER_PACKAGES = ["torch==2.13.0", "joeynmt==2.3.0", "importlib_metadata", "safetensors"]
@@ -91,15 +92,11 @@ def export(translator: Translator, src: list[list[int]], out: Path) -> None:
 
 def variants(translator: Translator) -> list[tuple[str, Translator]]:
     """seqlab's settings: fp32, bf16 autocast where this CPU has native bf16 (emulated bf16 is many times
-    slower), and int8 linear layers (``seqlab.load(run, int8=True)``)."""
-    def with_precision(precision: str) -> Translator:
-        config = translator.config
-        config = config.model_copy(update={"train": config.train.model_copy(update={"precision": precision})})
-        return Translator(translator.model, translator.source, translator.target, config)
-
-    settings = [("fp32", with_precision("fp32"))] + ([("bf16", with_precision("bf16"))] if native_bf16() else [])
-    int8 = Translator(quantize_int8(translator.model), translator.source, translator.target, translator.config, True)
-    return settings + [("int8", int8)]
+    slower), and int8 linear layers (``seqlab.load(run, int8=True)``); each the model in its own runtime."""
+    cpu = torch.device("cpu")
+    runtimes = [("fp32", Runtime(cpu, "fp32"))] + ([("bf16", Runtime(cpu, "bf16"))] if native_bf16() else [])
+    return [(name, Translator(runtime.place(translator.model), translator.source, translator.target, translator.config,
+                              runtime)) for name, runtime in [*runtimes, ("int8", Runtime(cpu, "fp32", int8=True))]]
 
 
 def seqlab_runs(translator: Translator, src: list[list[int]], beams: list[int], repeats: int) -> list[dict[str, Any]]:

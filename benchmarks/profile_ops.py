@@ -27,7 +27,7 @@ from seqlab.data import load_splits, resolve_data_dir
 from seqlab.decoding import DecodeOptions
 from seqlab.evaluate import EncodedSplit
 from seqlab.model import build_model
-from seqlab.translator import load
+from seqlab.predictors.translator import load
 
 
 def profile_training(config: str, overrides: list[str], steps: int) -> profile:

@@ -21,7 +21,7 @@ from scoreboard import Result, Table, command
 from seqlab.data import load_splits, resolve_data_dir
 from seqlab.decoding import DecodeOptions
 from seqlab.evaluate import EncodedSplit, evaluate
-from seqlab.translator import load
+from seqlab.predictors.translator import load
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -26,10 +26,10 @@ from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import FeatureUnion, Pipeline, make_pipeline
 
-from seqlab.classifier import class_labels
 from seqlab.config import load_config
 from seqlab.data import load_splits
 from seqlab.metrics import classification_scores
+from seqlab.predictors.classifier import class_labels
 
 ROOT = Path(__file__).resolve().parents[1]
 FEATURES = {

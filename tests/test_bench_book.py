@@ -280,7 +280,7 @@ def _export(date_run: tuple[Path, Path], out: Path) -> list[list[int]]:
 
     from seqlab.data import load_splits
     from seqlab.evaluate import EncodedSplit
-    from seqlab.translator import load
+    from seqlab.predictors.translator import load
 
     translator = load(date_run[0])
     split = EncodedSplit.build(translator, load_splits(translator.config.data, date_run[1])["test"], "test")

@@ -168,7 +168,7 @@ def test_pretraining_learns_the_masked_words_and_fill_mask_names_them(pretrained
     from typer.testing import CliRunner
 
     from seqlab.cli import app
-    from seqlab.masked_lm import load
+    from seqlab.predictors.masked_lm import load
     from seqlab.rundir import RunDir
 
     log = RunDir(pretrained).log()

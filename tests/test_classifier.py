@@ -57,7 +57,7 @@ def test_the_scores_equal_scikit_learns(seed):
 
 
 def test_class_labels_are_ordered_by_value():
-    from seqlab.classifier import class_labels
+    from seqlab.predictors.classifier import class_labels
 
     assert class_labels(["10", "2", "love", "0", "2", "breakup"]) == ["0", "2", "10", "breakup", "love"]
 
@@ -131,8 +131,8 @@ def _labelled_data(tmp_path: Path) -> Path:
 def test_a_classifier_trains_classifies_and_is_scored_through_the_cli(tmp_path):
     from typer.testing import CliRunner
 
-    from seqlab.classifier import load
     from seqlab.cli import app
+    from seqlab.predictors.classifier import load
     from seqlab.rundir import RunDir
     from seqlab.train.trainer import Trainer
 

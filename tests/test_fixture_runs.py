@@ -96,3 +96,24 @@ def test_an_old_vectors_run_resumes_to_the_same_vectors(make_runs, name, tmp_pat
     before, after = seqlab.vectors.load(RUNS / name), seqlab.vectors.load(run)
     assert before.words == after.words
     assert np.allclose(before["cat"], after["cat"], atol=1e-5)
+
+
+@pytest.mark.parametrize(("old", "new", "name", "predictor"), [
+    ("seqlab.translator", "seqlab.predictors.translator", "seq2seq-rnn", "Translator"),
+    ("seqlab.language_model", "seqlab.predictors.language_model", "lm-lstm", "LanguageModel"),
+    ("seqlab.classifier", "seqlab.predictors.classifier", "classifier", "Classifier"),
+    ("seqlab.masked_lm", "seqlab.predictors.masked_lm", "bert", "MaskedLanguageModel"),
+    ("seqlab.reader", "seqlab.predictors.answerer", "span", "Answerer"),
+])
+def test_the_entry_points_of_before_still_load_and_say_where_they_went_once(old, new, name, predictor):
+    import importlib
+    import warnings
+
+    sys.modules.pop(old, None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        module = importlib.import_module(old)
+        importlib.import_module(old)  # imported again: no second warning
+    assert [(w.category, str(w.message)) for w in caught] == [(FutureWarning, f"{old} is now {new}")]
+    loaded = module.load(RUNS / name)
+    assert type(loaded) is getattr(importlib.import_module(new), predictor)

@@ -136,7 +136,7 @@ def _lm_config(tmp_path, **train):
 
 
 def test_an_lm_trains_and_its_perplexity_is_that_of_the_whole_stream(tmp_path):
-    from seqlab.language_model import load
+    from seqlab.predictors.language_model import load
     from seqlab.train.trainer import Trainer
 
     config = _lm_config(tmp_path)
@@ -184,7 +184,7 @@ def test_generation_through_the_decoding_strategies(tmp_path):  # S47
     from typer.testing import CliRunner
 
     from seqlab.cli import app
-    from seqlab.language_model import load
+    from seqlab.predictors.language_model import load
     from seqlab.train.trainer import Trainer
 
     Trainer(_lm_config(tmp_path), tmp_path / "run", progress=False).fit()
@@ -306,7 +306,7 @@ def test_the_transformer_lm_cache_gives_the_full_pass():
 
 def test_a_transformer_lm_trains_generates_and_resumes_through_the_same_commands(tmp_path, killed_at):
     from seqlab.config import parse_config
-    from seqlab.language_model import load
+    from seqlab.predictors.language_model import load
     from seqlab.rundir import RunDir
     from seqlab.train.trainer import Trainer
 

@@ -1,4 +1,5 @@
-"""Precision: ``auto`` follows the CPU (or SEQLAB_PRECISION); bf16 autocast really runs matrix products in bf16."""
+"""Precision: ``auto`` follows the CPU (or SEQLAB_PRECISION); bf16 autocast really runs matrix products in bf16;
+a ``Runtime`` holds the answer once it is resolved."""
 
 import logging
 
@@ -8,6 +9,7 @@ import torch
 from seqlab import precision
 from seqlab.config import ConfigError, TransformerConfig
 from seqlab.model import build_model
+from seqlab.runtime import Runtime, quantize_int8
 
 
 @pytest.fixture
@@ -22,7 +24,7 @@ def test_auto_picks_bf16_only_where_the_cpu_has_it(monkeypatch, cpu_decides, nat
     monkeypatch.setattr(precision, "native_bf16", lambda: native)
     assert precision.resolve("auto") == ("bf16" if native else "fp32")
     assert precision.resolve("fp32") == "fp32"
-    with precision.autocast("auto"):
+    with Runtime.for_inference("cpu", "auto").autocast():
         product = torch.ones(2, 3) @ torch.ones(3, 2)
     assert product.dtype == (torch.bfloat16 if native else torch.float32)
 
@@ -32,7 +34,7 @@ def test_bf16_falls_back_to_fp32_with_a_warning_where_it_is_not_native(monkeypat
     with caplog.at_level(logging.WARNING, logger="seqlab"):
         assert precision.resolve("bf16") == "fp32"
     assert "no native bf16" in caplog.text
-    with precision.autocast("bf16"):
+    with Runtime.for_inference("cpu", "bf16").autocast():
         assert (torch.ones(2, 3) @ torch.ones(3, 2)).dtype == torch.float32
     monkeypatch.setattr(precision, "native_bf16", lambda: True)
     assert precision.resolve("bf16") == "bf16" and precision.resolve("fp32") == "fp32"
@@ -44,7 +46,7 @@ def test_the_environment_forces_what_auto_means_on_any_cpu(monkeypatch, cpu_deci
     monkeypatch.setenv(precision.ENV, "bf16")
     assert precision.resolve("auto") == precision.resolve("bf16") == "bf16"  # emulated where not native
     assert precision.resolve("fp32") == "fp32"  # a config's explicit fp32 stands
-    with precision.autocast("auto"):
+    with Runtime.for_inference("cpu", "auto").autocast():
         assert (torch.ones(2, 3) @ torch.ones(3, 2)).dtype == torch.bfloat16
     assert "forced by SEQLAB_PRECISION" in precision.describe()
     monkeypatch.setenv(precision.ENV, "FP32")
@@ -80,7 +82,7 @@ def test_int8_quantises_every_linear_layer_and_stays_close_to_fp32():
     torch.manual_seed(0)
     cfg = TransformerConfig(d_model=32, num_layers=2, num_heads=4, d_ff=64, dropout=0.0, max_length=20)
     model = build_model(cfg, 20, 20).eval()
-    int8 = precision.quantize_int8(model)
+    int8 = quantize_int8(model)
     linear = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
     quantised = [m for m in int8.modules() if isinstance(m, torch.ao.nn.quantized.dynamic.Linear)]
     assert len(quantised) == len(linear) == 2 * (4 + 2) + 2 * (4 + 4 + 2) + 1  # attention W_QKVO, FFN, output
@@ -90,3 +92,24 @@ def test_int8_quantises_every_linear_layer_and_stays_close_to_fp32():
         full, small = model(src, trg), int8(src, trg)
     assert not torch.equal(full, small)
     assert (full - small).abs().max() < 0.05 * full.abs().max()
+
+
+def test_a_runtime_is_resolved_once_and_runs_the_model_as_it_says(monkeypatch, cpu_decides):
+    """Training asks for train.device and train.precision (the NumPy engine computes on the CPU); inference may
+    ask for int8, which computes in fp32 between its int8 layers, on the CPU. ``place`` puts the model in eval
+    mode where the runtime runs it."""
+    monkeypatch.setattr(precision, "native_bf16", lambda: True)
+    runtime = Runtime.for_training("auto", "auto", numpy_engine=True)
+    assert (runtime.device, runtime.precision, runtime.int8) == (torch.device("cpu"), "bf16", False)
+    monkeypatch.setattr(precision, "native_bf16", lambda: False)  # resolved once: the runtime keeps its answer
+    with runtime.autocast():
+        assert (torch.ones(2, 3) @ torch.ones(3, 2)).dtype == torch.bfloat16
+    int8 = Runtime.for_inference("auto", "bf16", int8=True)
+    assert (int8.device, int8.precision, int8.int8) == (torch.device("cpu"), "fp32", True)
+    with int8.autocast():
+        assert (torch.ones(2, 3) @ torch.ones(3, 2)).dtype == torch.float32
+    model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.Dropout(0.5)).train()
+    placed = int8.place(model)
+    assert isinstance(placed[0], torch.ao.nn.quantized.dynamic.Linear) and not placed.training
+    assert Runtime.for_inference("cpu", "fp32").place(model) is model and not model.training
+    assert int8.describe() == "int8 on cpu" and runtime.describe() == "bf16 on cpu"

@@ -12,7 +12,7 @@ from safetensors.torch import save as save_safetensors
 from typer.testing import CliRunner
 
 import seqlab
-import seqlab.classifier
+import seqlab.predictors.classifier
 import seqlab.vectors
 from seqlab.cli import app
 from seqlab.config import TokenizerConfig, TrainConfig, TransformerConfig, VectorsConfig, parse_config
@@ -241,7 +241,7 @@ READERS = {  # a file of a run directory: how the run is made, and what reads th
     "epochs/epoch-2.safetensors": ("trained", lambda run: RunDir(run).kept_epoch(run / "epochs" / "epoch-2.safetensors")),
     "model_info.json": ("exported", lambda run: RunDir(run).model_info()),
     "model.json": ("legacy", lambda run: seqlab.load(run)),
-    "labels.json": ("classifier", lambda run: seqlab.classifier.load(run)),
+    "labels.json": ("classifier", lambda run: seqlab.predictors.classifier.load(run)),
     "vocabulary.json": ("vectors", lambda run: seqlab.vectors.load(run)),
     "vectors.safetensors": ("vectors", lambda run: seqlab.vectors.load(run)),
     "checkpoint.safetensors (word2vec)": ("vectors", lambda run: _restore(RunDir(run), 4, RunDir(run).vectors_config().train)),

@@ -5,7 +5,7 @@ import httpx
 import pytest
 from test_server import ARTIFACTS, CHROMIUM, Served, browser_page
 
-from seqlab.reader import Reader, load
+from seqlab.predictors.answerer import Answerer, load
 from seqlab.server import Limits
 
 CONTEXT = "Cyra was born in 2001.\n\nThe capital of kelaland is sovuton.  Dagn likes figs."
@@ -19,7 +19,7 @@ def served(tiny_reader):
 
 
 @pytest.fixture(scope="module")
-def reader(tiny_reader) -> Reader:
+def answerer(tiny_reader) -> Answerer:
     return load(tiny_reader)
 
 
@@ -27,20 +27,20 @@ def post(served: Served, body: object, path: str = "/api/answer") -> httpx.Respo
     return httpx.post(f"{served.url}{path}", json=body, timeout=60)
 
 
-def test_info_says_answer(served, reader):
+def test_info_says_answer(served, answerer):
     response = httpx.get(f"{served.url}/api/info")
     info = response.json()
     assert info["kind"] == "answer" and info["model"]["type"] == "span"
-    assert info["parameters"] == sum(p.numel() for p in reader.model.parameters())
+    assert info["parameters"] == sum(p.numel() for p in answerer.model.parameters())
     assert info["metrics"]["valid"]["exact_match"] >= 90 and info["max_tokens"] == 48
     assert info["limits"]["max_context_chars"] == 200 and ".json" not in response.text  # no local path
 
 
-def test_answers_are_the_python_apis_and_point_into_the_context(served, reader):
+def test_answers_are_the_python_apis_and_point_into_the_context(served, answerer):
     response = post(served, {"inputs": QUESTIONS, "context": CONTEXT})  # in chunks of 2
     assert response.status_code == 200, response.text
     outputs = response.json()["outputs"]
-    expected = reader.answer(QUESTIONS, [CONTEXT] * 3)
+    expected = answerer.answer(QUESTIONS, [CONTEXT] * 3)
     assert [o["answer"] for o in outputs] == [a.text for a in expected] == ["2001", "sovuton", "figs"]
     for o, a in zip(outputs, expected):
         assert CONTEXT[o["start"]:o["end"]] == o["answer"] and o["probability"] == pytest.approx(a.probability)
@@ -66,7 +66,7 @@ def test_a_reader_run_has_only_its_own_routes(served):
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium: the browser test is skipped (apt-get install chromium)")
-def test_the_answer_page_in_a_real_browser(served, reader):
+def test_the_answer_page_in_a_real_browser(served, answerer):
     """Paste a context, ask a question, see the answer marked in the context and the context's tokens shaded by
     the probability that the answer starts there; a screenshot is kept."""
     from playwright.sync_api import expect
@@ -77,7 +77,7 @@ def test_the_answer_page_in_a_real_browser(served, reader):
             expect(page.locator(hidden)).to_be_hidden()
         expect(page.locator("#model")).to_contain_text("Transformer encoder, 2 × 32, span extraction, valid F1")
         expect(page.locator("#send")).to_have_text("Answer")
-        [expected] = reader.answer(QUESTIONS[1:2], [CONTEXT])
+        [expected] = answerer.answer(QUESTIONS[1:2], [CONTEXT])
         page.fill("#context", CONTEXT)
         page.fill("#text", QUESTIONS[1])
         page.press("#text", "Enter")

@@ -8,7 +8,7 @@ import pytest
 import torch
 from test_server import ARTIFACTS, CHROMIUM, Served, browser_page
 
-from seqlab.classifier import Classifier, load
+from seqlab.predictors.classifier import Classifier, load
 from seqlab.server import Limits, create_app
 
 TEXTS = ["요즘 사랑 생각나", "정말 이별 힘들어", "주말 날씨 어때?", "너무 고백 좋다", "커피 오늘 힘들어"]

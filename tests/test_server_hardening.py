@@ -167,7 +167,7 @@ def test_a_search_asks_stop_before_every_step(korean_chatbot):
 
 
 def test_a_classifier_answers_blank_texts_with_nothing_and_marks_cut_ones(tiny_classifier, tmp_path):
-    from seqlab.classifier import load as load_classifier
+    from seqlab.predictors.classifier import load as load_classifier
 
     classifier = load_classifier(tiny_classifier)
     long = " ".join(["word"] * 20)  # 20 words; the classifier reads 14

@@ -9,7 +9,7 @@ import pytest
 import torch
 from test_server import ARTIFACTS, CHROMIUM, Served, browser_page
 
-from seqlab.language_model import LanguageModel, load
+from seqlab.predictors.language_model import LanguageModel, load
 from seqlab.server import Limits, create_app
 from seqlab.specials import EOS
 

@@ -1,5 +1,5 @@
 """Span extraction (seed 002 §10.1's question answering, S102–S103): the offsets of tokens in the text as given,
-SQuAD's exact match and F1 (held against torchmetrics' SQuAD), the SQuAD reader, and the model trained, evaluated,
+SQuAD's exact match and F1 (held against torchmetrics' SQuAD), the SQuAD answerer, and the model trained, evaluated,
 used and resumed end to end."""
 
 import json
@@ -19,7 +19,7 @@ from seqlab.data.corpus import BadLines
 from seqlab.data.squad import read_squad
 from seqlab.metrics import answer_f1, normalize_answer, span_scores
 from seqlab.model.span import best_spans
-from seqlab.reader import load
+from seqlab.predictors.answerer import load
 from seqlab.specials import SPECIALS
 from seqlab.tokenizer import Tokenizer, _pipeline, normalize, normalize_with_offsets
 
@@ -129,7 +129,7 @@ def test_the_best_span_starts_before_it_ends_and_is_not_too_long():
     assert int(e) - int(s) < 2
 
 
-# --- the SQuAD reader ------------------------------------------------------------------------------------------
+# --- the SQuAD answerer ------------------------------------------------------------------------------------------
 
 
 def _squad(tmp_path, qas, context="Anara was born in 1977."):
@@ -198,10 +198,10 @@ def test_span_models_and_squad_files_go_together(tmp_path):
 
 
 def test_a_trained_reader_cuts_the_answer_out_of_the_context_as_given(tiny_reader):
-    reader = load(tiny_reader)
+    answerer = load(tiny_reader)
     context = "Bon likes  honey.\nThe capital of boraland is haraton.  Anara was born in 1977."
     questions = ["What does Bon like?", "What is the capital of boraland?", "When was Anara born?"]
-    answers = reader.answer(questions, [context] * 3)
+    answers = answerer.answer(questions, [context] * 3)
     assert [a.text for a in answers] == ["honey", "haraton", "1977"]
     for a in answers:
         assert context[a.start:a.end] == a.text and 0 < a.probability <= 1
@@ -224,7 +224,7 @@ def test_a_reader_runs_curves_are_its_loss_exact_match_and_f1(tiny_reader):
     from seqlab.plots import curves_figure
     from seqlab.rundir import RunDir
 
-    figure = curves_figure({"reader": RunDir(tiny_reader).log()})
+    figure = curves_figure({"answerer": RunDir(tiny_reader).log()})
     assert [ax.get_title() for ax in figure.axes] == ["loss", "valid exact match (%)", "valid F1 (%)"]
 
 

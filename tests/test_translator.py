@@ -7,9 +7,9 @@ import torch
 
 from seqlab.config import parse_config
 from seqlab.model import build_model
+from seqlab.predictors.translator import Translator
 from seqlab.specials import EOS
 from seqlab.tokenizer import Tokenizer
-from seqlab.translator import Translator
 
 
 @pytest.fixture

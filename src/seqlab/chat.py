@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TextIO
 
 from seqlab.decoding import DecodeOptions
-from seqlab.translator import Translator
+from seqlab.predictors.translator import Translator
 
 HISTORY = Path.home() / ".seqlab_history"
 HELP = "/beam N · /greedy · /sample [T] · /help · /quit"

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from seqlab.classifier import Classifier
 from seqlab.data import Pair
 from seqlab.data.batching import collate, length_batches
 from seqlab.data.squad import Question
@@ -20,8 +19,9 @@ from seqlab.decoding import DecodeOptions
 from seqlab.loss import token_nll_sum
 from seqlab.metrics import classification_scores, corpus_bleu, exact_match, seen_form, span_scores
 from seqlab.model import evaluating
-from seqlab.reader import Encoded, Reader, answer_spans
-from seqlab.translator import Translator
+from seqlab.predictors.answerer import Answerer, Encoded, answer_spans
+from seqlab.predictors.classifier import Classifier
+from seqlab.predictors.translator import Translator
 
 
 @dataclass
@@ -143,17 +143,17 @@ class QuestionSplit:
     spans: np.ndarray  # (questions, 2)
 
     @classmethod
-    def build(cls, reader: Reader, questions: list[Question], name: str) -> QuestionSplit:
-        rows = reader.encode([q.question for q in questions], [q.context for q in questions], name)
+    def build(cls, answerer: Answerer, questions: list[Question], name: str) -> QuestionSplit:
+        rows = answerer.encode([q.question for q in questions], [q.context for q in questions], name)
         return cls(questions, rows, answer_spans(rows, questions))
 
 
-def evaluate_reader(reader: Reader, split: QuestionSplit) -> dict:
+def evaluate_answerer(answerer: Answerer, split: QuestionSplit) -> dict:
     """{'loss' (mean of the start and end cross-entropies, nats, over the questions whose answer is in the
     context as read), 'exact_match', 'f1' (SQuAD's, percent, over all questions), 'questions'}."""
-    probabilities = reader.log_probabilities(split.rows)
+    probabilities = answerer.log_probabilities(split.rows)
     kept = [(start[s], end[e]) for (start, end), (s, e) in zip(probabilities, split.spans) if s >= 0]
     loss = -float(np.mean([(a + b) / 2 for a, b in kept])) if kept else 0.0
-    texts = [q.context[a:b] for q, (a, b, _) in zip(split.questions, reader.spans(split.rows, probabilities))]
+    texts = [q.context[a:b] for q, (a, b, _) in zip(split.questions, answerer.spans(split.rows, probabilities))]
     scores = span_scores(texts, [[text for text, _ in q.answers] for q in split.questions])
     return {"loss": loss, **scores, "questions": len(split.questions)}

@@ -22,34 +22,25 @@ process: ``auto`` and ``bf16`` then mean what it says, emulated bf16 included. T
 use it to run the end-to-end tests in both precisions on any CPU, and benchmarks to
 measure both on one machine.
 
-For decoding only, ``quantize_int8`` gives a copy of a model whose linear layers hold
-int8 weights (dynamic quantisation: activations are quantised on the fly, per batch).
-It changes outputs slightly; ``benchmarks/peer_decoding.py`` measures speed and
-accuracy before and after, in the same run.
+``seqlab.runtime.Runtime`` holds the answer for a model once it is resolved: its device, its precision there
+(autocast, the gradient scaler) and int8 decoding.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import logging
 import os
-import warnings
 from pathlib import Path
-from typing import TypeVar, cast
 
 import torch
-from torch import nn
 
 from seqlab.config import ConfigError
-
-M = TypeVar("M", bound=nn.Module)
 
 log = logging.getLogger("seqlab")
 
 ENV = "SEQLAB_PRECISION"
 PRECISIONS = ("fp32", "bf16")
-DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}  # autocast's lower precisions (fp16: CUDA without bf16)
 # /proc/cpuinfo flags of hardware bf16 products: AVX-512 BF16 (vdpbf16ps) and AMX tiles.
 BF16_FLAGS = ("avx512_bf16", "amx_bf16", "amx_tile")
 
@@ -130,23 +121,3 @@ def _warn_not_bf16(by_environment: bool) -> None:
     else:
         log.warning("precision bf16: this CPU has no native bf16 (AVX-512 BF16 or AMX), where emulated bf16 is many "
                     "times slower than fp32; running in fp32")
-
-
-def autocast(precision: str, device_type: str = "cpu") -> contextlib.AbstractContextManager:
-    """Autocast on the device (``cpu`` or ``cuda``) in what ``precision`` resolves to there; a no-op for fp32."""
-    resolved = resolve(precision, device_type)
-    return torch.autocast(device_type, dtype=DTYPES.get(resolved, torch.bfloat16), enabled=resolved != "fp32")
-
-
-def grad_scaler(precision: str, device_type: str = "cpu") -> torch.amp.GradScaler:
-    """The gradient scaler fp16 training needs (its small range underflows gradients); disabled, and a no-op, for
-    bf16 and fp32."""
-    return torch.amp.GradScaler(device_type, enabled=resolve(precision, device_type) == "fp16")
-
-
-def quantize_int8(model: M) -> M:
-    """A copy of ``model`` for CPU inference with int8 weights in every ``nn.Linear`` (per-tensor scales)
-    and activations quantised on the fly; everything else (embeddings, attention products, norms) stays fp32."""
-    with warnings.catch_warnings():  # torch.ao.quantization is deprecated in favour of torchao, not yet removed
-        warnings.simplefilter("ignore")
-        return cast(M, torch.ao.quantization.quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8))

@@ -22,7 +22,7 @@ def classify(
     ("LABEL<TAB>PROBABILITY<TAB>TEXT"), or with --json every class's probability. An empty or blank line gives an
     empty line (with --json, an empty label and no probabilities); a text longer than the model reads is cut,
     with a warning naming it."""
-    from seqlab.classifier import load
+    from seqlab.predictors.classifier import load
 
     setup_logging()
     if bool(texts) == bool(input):
@@ -51,7 +51,7 @@ def fill_mask(
 ) -> None:
     """What a pretrained BERT (seqlab pretrain) puts in place of each [MASK]: the text with the best candidates,
     then per mask its --top tokens with their probabilities."""
-    from seqlab.masked_lm import load
+    from seqlab.predictors.masked_lm import load
 
     setup_logging()
     try:
@@ -79,13 +79,13 @@ def answer(
 ) -> None:
     """The answer to each question, cut out of the context by a span extractor (model.type span), with its
     probability ("ANSWER<TAB>PROBABILITY<TAB>QUESTION"), or with --json also its character span."""
-    from seqlab.reader import load
+    from seqlab.predictors.answerer import load
 
     setup_logging()
     try:
-        reader = load(run_dir)
+        answerer = load(run_dir)
         text = read_text(context[1:]) if context.startswith("@") else context
-        answers = reader.answer(questions, [text] * len(questions))
+        answers = answerer.answer(questions, [text] * len(questions))
     except (ConfigError, FileNotFoundError, ValueError) as exc:
         fail(exc)
     for question, found in zip(questions, answers):

@@ -13,7 +13,7 @@ from seqlab.config import ConfigError
 
 if TYPE_CHECKING:
     from seqlab.decoding import DecodeOptions
-    from seqlab.language_model import LanguageModel
+    from seqlab.predictors.language_model import LanguageModel
 
 
 @with_decoding("beam", "nbest", "sample", "temperature", "top_k", "top_p", "num_samples", "seed")
@@ -62,7 +62,7 @@ def score(
 
 
 def _load(run_dir: Path) -> LanguageModel:
-    from seqlab.language_model import load
+    from seqlab.predictors.language_model import load
 
     setup_logging()
     try:

@@ -33,7 +33,7 @@ def attention(
 ) -> None:
     """Cross-attention of the model's output over its input: input tokens across, output tokens down."""
     from seqlab import plots
-    from seqlab.translator import load
+    from seqlab.predictors.translator import load
 
     try:
         translation = load(run_dir).generate([text], options, need_weights=True)[0][0]

@@ -129,16 +129,16 @@ def score_run(run_dir: Path, split: str, data_dir: Path | None, options: DecodeO
     from seqlab.data import load_splits, resolve_data_dir
     from seqlab.evaluate import EncodedSplit, evaluate
     from seqlab.metrics import bleu_signature
+    from seqlab.predictors.translator import load
     from seqlab.rundir import RunDir
-    from seqlab.translator import load
 
     config = RunDir(run_dir).config()
     kinds = [(config.is_language_model, _evaluate_lm), (config.is_classifier, _evaluate_classifier),
-             (config.is_masked_lm, _evaluate_masked_lm), (config.is_span, _evaluate_reader)]
+             (config.is_masked_lm, _evaluate_masked_lm), (config.is_span, _evaluate_answerer)]
     scorer = next((score for is_kind, score in kinds if is_kind), None)
     if scorer is not None:  # every kind but a seq2seq model
         return scorer(run_dir, split, data_dir)
-    translator = load(run_dir, int8)
+    translator = load(run_dir, int8=int8)
     splits = load_splits(translator.config.data, resolve_data_dir(data_dir))
     pairs = _split_of(splits, split)
     encoded = EncodedSplit.build(translator, pairs, split)
@@ -157,38 +157,38 @@ def _split_of(splits: Mapping[str, list[T]], split: str) -> list[T]:
 
 def _evaluate_lm(run_dir: Path, split: str, data_dir: Path | None) -> dict[str, Any]:
     from seqlab.data import load_sentence_splits, resolve_data_dir
-    from seqlab.language_model import load
+    from seqlab.predictors.language_model import load
 
     lm = load(run_dir)
     return lm.perplexity(_split_of(load_sentence_splits(lm.config.data, resolve_data_dir(data_dir)), split))
 
 
 def _evaluate_classifier(run_dir: Path, split: str, data_dir: Path | None) -> dict[str, Any]:
-    from seqlab.classifier import load
     from seqlab.data import load_splits, resolve_data_dir
     from seqlab.evaluate import LabelledSplit, evaluate_classifier
+    from seqlab.predictors.classifier import load
 
     classifier = load(run_dir)
     pairs = _split_of(load_splits(classifier.config.data, resolve_data_dir(data_dir)), split)
     return evaluate_classifier(classifier, LabelledSplit.build(classifier, pairs, split))
 
 
-def _evaluate_reader(run_dir: Path, split: str, data_dir: Path | None) -> dict[str, Any]:
+def _evaluate_answerer(run_dir: Path, split: str, data_dir: Path | None) -> dict[str, Any]:
     from seqlab.data import resolve_data_dir
     from seqlab.data.splits import load_question_splits
-    from seqlab.evaluate import QuestionSplit, evaluate_reader
-    from seqlab.reader import load
+    from seqlab.evaluate import QuestionSplit, evaluate_answerer
+    from seqlab.predictors.answerer import load
 
-    reader = load(run_dir)
-    questions = _split_of(load_question_splits(reader.config.data, resolve_data_dir(data_dir)), split)
-    return evaluate_reader(reader, QuestionSplit.build(reader, questions, split))
+    answerer = load(run_dir)
+    questions = _split_of(load_question_splits(answerer.config.data, resolve_data_dir(data_dir)), split)
+    return evaluate_answerer(answerer, QuestionSplit.build(answerer, questions, split))
 
 
 def _evaluate_masked_lm(run_dir: Path, split: str, data_dir: Path | None) -> dict[str, Any]:
     import numpy as np
 
     from seqlab.data import load_sentence_splits, load_splits, resolve_data_dir
-    from seqlab.masked_lm import load
+    from seqlab.predictors.masked_lm import load
 
     mlm = load(run_dir)
     data = resolve_data_dir(data_dir)

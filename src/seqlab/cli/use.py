@@ -58,7 +58,7 @@ def chat(
     /help, /quit. Otherwise every line of stdin gets one line of reply, so conversations can be scripted."""
     from seqlab.chat import HELP, Chat, converse, terminal_lines
     from seqlab.data.corpus import decode_lines
-    from seqlab.translator import load
+    from seqlab.predictors.translator import load
 
     setup_logging()
     try:

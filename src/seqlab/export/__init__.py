@@ -8,7 +8,7 @@ from typing import Literal
 
 from seqlab.export.ctranslate2 import export_ctranslate2, load_ct2
 from seqlab.export.onnx import export_onnx, load_onnx
-from seqlab.translator import Translator, load
+from seqlab.predictors.translator import Translator, load
 
 Engine = Literal["torch", "ct2", "onnx"]  # seqlab's own model; a CTranslate2 export; an ONNX export
 Target = Literal["ctranslate2", "onnx"]
@@ -29,7 +29,7 @@ def load_translator(path: str | Path, engine: Engine = "torch", int8: bool = Fal
         return load_ct2(path)
     if engine == "onnx":
         return load_onnx(path)
-    return load(path, int8)
+    return load(path, int8=int8)
 
 
 __all__ = ["Engine", "Target", "export", "load_translator"]

@@ -21,10 +21,11 @@ import torch
 
 from seqlab.config import ConfigError, TransformerConfig
 from seqlab.decoding import Cancelled, DecodeOptions, Hypothesis
+from seqlab.predictors.translator import Translator, load
 from seqlab.rundir import RunDir
+from seqlab.runtime import CPU_FP32
 from seqlab.specials import EOS, PAD, SOS, UNK
 from seqlab.tokenizer import Tokenizer
-from seqlab.translator import Translator, load
 
 if TYPE_CHECKING:
     import ctranslate2
@@ -138,7 +139,7 @@ class CT2Translator(Translator):
     length-normalised score) and sampling, over sources that seqlab encodes."""
 
     def __init__(self, engine: ctranslate2.Translator, source: Tokenizer, target: Tokenizer, config: Any) -> None:
-        super().__init__(None, source, target, config)  # type: ignore[arg-type]  # no PyTorch model
+        super().__init__(None, source, target, config, CPU_FP32)  # type: ignore[arg-type]  # no PyTorch model
         self.engine = engine
         self.source_names, self.target_names = vocabulary(source), vocabulary(target)
         self.target_ids = {name: i for i, name in enumerate(self.target_names)}

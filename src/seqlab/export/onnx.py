@@ -37,8 +37,9 @@ from torch import nn
 from seqlab.config import ConfigError, TransformerConfig
 from seqlab.model.masks import padding_mask
 from seqlab.model.transformer import Transformer, TransformerState
+from seqlab.predictors.translator import Translator, load
 from seqlab.rundir import RunDir
-from seqlab.translator import Translator, load
+from seqlab.runtime import CPU_FP32
 
 ENCODER, STEP = "encoder.onnx", "decoder_step.onnx"
 QUANTIZATIONS = ("float32", "int8")
@@ -210,18 +211,13 @@ class OnnxSeq2seq:
         return torch.from_numpy(logits), state, torch.from_numpy(weights) if need_weights else None
 
 
-class OnnxTranslator(Translator):
-    """seqlab's Translator (every decoding option, attention too) over the exported graphs."""
-
-    def autocast(self) -> contextlib.AbstractContextManager:
-        return contextlib.nullcontext()  # ONNX Runtime computes in the graphs' own precision
-
-
-def load_onnx(export_dir: str | Path, threads: int | None = None) -> OnnxTranslator:
-    """A directory of ``export_onnx`` as a translator (``seqlab translate DIR --engine onnx``)."""
+def load_onnx(export_dir: str | Path, threads: int | None = None) -> Translator:
+    """A directory of ``export_onnx`` as a translator (``seqlab translate DIR --engine onnx``): seqlab's
+    Translator (every decoding option, attention too) over the exported graphs, which ONNX Runtime computes in
+    their own precision (no autocast)."""
     export_dir = Path(export_dir)
     if not (export_dir / STEP).exists():
         raise FileNotFoundError(f"{export_dir}: no ONNX model (make one with seqlab export RUN --to onnx)")
     run = RunDir(export_dir)
     source, target = run.tokenizers()
-    return OnnxTranslator(OnnxSeq2seq(export_dir, threads), source, target, run.config())  # type: ignore[arg-type]
+    return Translator(OnnxSeq2seq(export_dir, threads), source, target, run.config(), CPU_FP32)  # type: ignore[arg-type]

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from typing import TypeVar
 
 import torch
 from torch import nn
 
-from seqlab import precision
 from seqlab.config import BertConfig, EncoderConfig, LMConfig, ModelConfig, SpanConfig, TransformerConfig, TransformerLMConfig
 from seqlab.model.classifier import EncoderClassifier
 from seqlab.model.init import book_init
@@ -24,7 +22,6 @@ from seqlab.model.transformer import Transformer
 from seqlab.model.transformer_lm import TransformerLM
 
 Seq2seq = Transformer | RNNSeq2seq
-M = TypeVar("M", bound=nn.Module)
 
 
 def num_parameters(model: nn.Module) -> int:
@@ -38,13 +35,6 @@ def device_of(model: object) -> torch.device:
         for parameter in model.parameters():
             return parameter.device
     return torch.device("cpu")
-
-
-def placed(model: M, device: str) -> M:
-    """A loaded ``model`` where its run's ``train.device`` asks, as far as this machine has it: ``cpu`` on the
-    CPU; ``auto`` and ``cuda`` on the GPU where PyTorch sees one, else on the CPU (a run trained on a GPU decodes
-    on a machine without one; only training refuses a missing GPU)."""
-    return model.to(precision.device("cpu" if device == "cpu" else "auto"))
 
 
 @contextlib.contextmanager

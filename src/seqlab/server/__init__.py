@@ -72,10 +72,10 @@ from pathlib import Path
 
 from fastapi import FastAPI
 
-from seqlab.classifier import load as load_classifier
 from seqlab.export import Engine, load_translator
-from seqlab.language_model import load as load_lm
-from seqlab.reader import load as load_reader
+from seqlab.predictors.answerer import load as load_answerer
+from seqlab.predictors.classifier import load as load_classifier
+from seqlab.predictors.language_model import load as load_lm
 from seqlab.rundir import RunDir
 from seqlab.server.answer import _add_answer_routes, _answer_info
 from seqlab.server.app import Limits, RequestError, Worker, _app
@@ -109,9 +109,9 @@ def create_app(run_dir: str | Path, limits: Limits = Limits(),  # noqa: B008 (fr
         app = _app(_classify_info(run_dir, classifier, limits), worker)
         _add_classify_routes(app, worker, classifier)
     elif config.is_span:
-        reader = load_reader(run_dir)
-        app = _app(_answer_info(run_dir, reader, limits), worker)
-        _add_answer_routes(app, worker, reader)
+        answerer = load_answerer(run_dir)
+        app = _app(_answer_info(run_dir, answerer, limits), worker)
+        _add_answer_routes(app, worker, answerer)
     else:
         translator = load_translator(run_dir, engine)
         app = _app(_info(run_dir, translator, limits), worker)

@@ -14,7 +14,7 @@ from typing import Any
 from fastapi import FastAPI
 from pydantic import BaseModel, ConfigDict, Field
 
-from seqlab.reader import Reader
+from seqlab.predictors.answerer import Answerer
 from seqlab.rundir import RunDir
 from seqlab.server.app import Limits, RequestError, Worker, _check_inputs, public_config
 
@@ -28,7 +28,7 @@ class AnswerRequest(BaseModel):
     context: str = Field(min_length=1, description="the text the answers are cut out of")
 
 
-def _add_answer_routes(app: FastAPI, worker: Worker, reader: Reader) -> None:
+def _add_answer_routes(app: FastAPI, worker: Worker, answerer: Answerer) -> None:
     limits = worker.limits
 
     @app.post("/api/answer")
@@ -38,20 +38,20 @@ def _add_answer_routes(app: FastAPI, worker: Worker, reader: Reader) -> None:
             raise RequestError(413, f"the context has {len(request.context)} characters; at most "
                                     f"{limits.max_context_chars}")
         start = time.perf_counter()
-        work = functools.partial(_answers, reader, context=request.context)
+        work = functools.partial(_answers, answerer, context=request.context)
         outputs = await worker.serve(lambda stop: worker.in_turns(request.inputs, work), "send fewer questions")
         return {"outputs": outputs, "seconds": round(time.perf_counter() - start, 4)}
 
 
-def _answers(reader: Reader, questions: Sequence[str], context: str) -> list[dict[str, Any]]:
+def _answers(answerer: Answerer, questions: Sequence[str], context: str) -> list[dict[str, Any]]:
     """On the worker thread: the questions' answers, as the JSON answer gives them."""
     return [{"input": question, "answer": a.text, "start": a.start, "end": a.end, "probability": a.probability,
              "tokens": a.tokens, "start_probabilities": a.start_probabilities.round(4).tolist(),
              "end_probabilities": a.end_probabilities.round(4).tolist()}
-            for question, a in zip(questions, reader.answer(questions, [context] * len(questions)))]
+            for question, a in zip(questions, answerer.answer(questions, [context] * len(questions)))]
 
 
-def _answer_info(run_dir: Path, reader: Reader, limits: Limits) -> dict[str, Any]:
+def _answer_info(run_dir: Path, answerer: Answerer, limits: Limits) -> dict[str, Any]:
     """What the page shows of a span extractor: its shape, tokens and valid metrics (no data paths)."""
     from seqlab import __version__
 
@@ -59,11 +59,11 @@ def _answer_info(run_dir: Path, reader: Reader, limits: Limits) -> dict[str, Any
         "seqlab": __version__,
         "run": run_dir.name,
         "kind": "answer",
-        "model": public_config(reader.config)["model"],
-        "parameters": sum(p.numel() for p in reader.model.parameters()),
-        "tokens": {"level": reader.tokenizer.config.level, "vocab_size": reader.tokenizer.vocab_size,
-                   "lowercase": reader.tokenizer.config.lowercase},
-        "max_tokens": reader.config.data.max_source_length,  # question and context together; the context is cut
+        "model": public_config(answerer.config)["model"],
+        "parameters": sum(p.numel() for p in answerer.model.parameters()),
+        "tokens": {"level": answerer.tokenizer.config.level, "vocab_size": answerer.tokenizer.vocab_size,
+                   "lowercase": answerer.tokenizer.config.lowercase},
+        "max_tokens": answerer.config.data.max_source_length,  # question and context together; the context is cut
         "metrics": RunDir(run_dir).model_info(),
         "limits": asdict(limits),
     }

@@ -15,7 +15,7 @@ import torch
 from fastapi import FastAPI
 from pydantic import BaseModel, ConfigDict, Field
 
-from seqlab.classifier import Classifier
+from seqlab.predictors.classifier import Classifier
 from seqlab.rundir import RunDir
 from seqlab.server.app import Limits, Worker, _check_inputs, public_config
 

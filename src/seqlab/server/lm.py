@@ -12,7 +12,7 @@ from fastapi import FastAPI
 from pydantic import Field
 
 from seqlab.decoding import DecodeOptions
-from seqlab.language_model import Generation, LanguageModel
+from seqlab.predictors.language_model import Generation, LanguageModel
 from seqlab.rundir import RunDir
 from seqlab.server.app import Limits, RequestError, Worker, _check_decoding, public_config
 

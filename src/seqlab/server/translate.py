@@ -14,9 +14,9 @@ from pydantic import Field
 
 from seqlab.config import Config, CsvCorpus, ModelConfig, RNNConfig, TransformerConfig
 from seqlab.decoding import DecodeOptions
+from seqlab.predictors.translator import Translation, Translator
 from seqlab.rundir import RunDir
 from seqlab.server.app import Limits, RequestError, Worker, _check_decoding, _check_inputs, public_config
-from seqlab.translator import Translation, Translator
 
 
 class TranslateRequest(DecodeOptions):

@@ -19,6 +19,7 @@ does with a step whose gradients overflow), so a resumed run stays exact; the ep
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import time
@@ -31,9 +32,9 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from seqlab import precision
 from seqlab.config import Config, ConfigError
 from seqlab.rundir import RunDir
+from seqlab.runtime import Runtime
 from seqlab.train.distributed import World, step_groups
 from seqlab.train.family import Family, build_family
 from seqlab.train.numpy_engine import PREFIX as ENGINE_PREFIX
@@ -88,12 +89,13 @@ class Trainer:
         self.parts = self.world.size * config.train.accumulate
         if config.train.engine == "numpy" and self.world.size > 1:
             raise ConfigError("train.engine numpy trains in one process: run it without torchrun")
-        self.device, resolved, resume = start_run(config, self.run, resume, self.world)
+        self.runtime, resume = start_run(config, self.run, resume, self.world)
+        self.device = self.runtime.device
         self.family: Family = self._build_family(data_dir, resume)
         self.model.to(self.device)
         self.step_loss = self.world.wrap(self.model, self.family.loss)  # DDP's replica under torchrun
         self.optimizer = build_optimizer(self.model, config.train)
-        self.scaler = precision.grad_scaler(config.train.precision, self.device.type)
+        self.scaler = self.runtime.grad_scaler()
         self.position = Position(parts=self.parts)
         steps = len(step_groups(self.family.batches(1), self.parts))
         self.scheduler = build_schedule(self.optimizer, config, config.train.epochs * steps)
@@ -104,15 +106,17 @@ class Trainer:
             self.run.save_config(config)
             self.run.truncate_log(self.position.epoch)  # started again: what it logged before its first checkpoint
         where = f"on {self.device}" if self.device.type == "cuda" else f"on {torch.get_num_threads()} threads"
-        log.info("%s; %s %s%s", self.family.describe(), resolved, where,
+        log.info("%s; %s %s%s", self.family.describe(), self.runtime.precision, where,
                  f" in each of {self.world.size} processes" if self.world.size > 1 else "")
 
     def _build_family(self, data_dir: str | Path | None, resume: bool) -> Family:
         """Rank 0 builds the family first (it learns and saves the tokenizers); the others then read them back."""
         share = self.world.positions(self.config.train.accumulate)  # a language model's row groups this rank trains
-        family = build_family(self.config, self.run, data_dir, resume, self.parts, share) if self.world.is_main else None
+        build = functools.partial(build_family, self.config, self.run, data_dir, parts=self.parts, share=share,
+                                  runtime=self.runtime)
+        family = build(resume=resume) if self.world.is_main else None
         self.world.barrier()
-        return family or build_family(self.config, self.run, data_dir, True, self.parts, share)
+        return family or build(resume=True)
 
     def _resume(self) -> None:
         state, carried = self.run.load_checkpoint(self.model, self.optimizer, self.scheduler)
@@ -296,15 +300,14 @@ def _better(score: float, loss: float, pos: Position) -> bool:
     return score == pos.best and pos.best_loss is not None and loss < pos.best_loss
 
 
-def start_run(config: Config, run: RunDir, resume: bool, world: World) -> tuple[torch.device, str, bool]:
-    """Before anything is built: the device and the precision there (a CUDA device that is not there, or a bad
-    SEQLAB_PRECISION, stops before the run directory exists), the run directory's state (rank 0 checks it and,
-    on resume, deletes the temporary files of killed saves; the others wait), threads and the seed (each process
-    its own dropout masks: seed + rank). Returns the device, the precision training runs in (the NumPy engine's
-    twin computes on the CPU) and whether it resumes from a checkpoint: a run resumed before its first
-    checkpoint starts again from its beginning."""
-    device = torch.device("cpu") if config.train.engine == "numpy" else precision.device(config.train.device)
-    resolved = precision.resolve(config.train.precision, device.type)
+def start_run(config: Config, run: RunDir, resume: bool, world: World) -> tuple[Runtime, bool]:
+    """Before anything is built: the runtime, the device and the precision there (a CUDA device that is not there,
+    or a bad SEQLAB_PRECISION, stops before the run directory exists; the NumPy engine's twin computes on the
+    CPU), the run directory's state (rank 0 checks it and, on resume, deletes the temporary files of killed saves;
+    the others wait), threads and the seed (each process its own dropout masks: seed + rank). Returns the runtime
+    and whether it resumes from a checkpoint: a run resumed before its first checkpoint starts again from its
+    beginning."""
+    runtime = Runtime.for_training(config.train.device, config.train.precision, config.train.engine == "numpy")
     checkpointed = False
     if world.is_main:
         checkpointed = run.check_start(config, resume, RESUMABLE_SECTIONS)
@@ -314,4 +317,4 @@ def start_run(config: Config, run: RunDir, resume: bool, world: World) -> tuple[
     if config.train.threads:
         torch.set_num_threads(config.train.threads)
     torch.manual_seed(config.seed + world.rank)
-    return device, resolved, resume
+    return runtime, resume

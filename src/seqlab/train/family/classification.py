@@ -9,7 +9,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from seqlab.classifier import Classifier, class_labels
 from seqlab.config import BertConfig, Config, EncoderConfig, EncoderShape
 from seqlab.data import load_splits, resolve_data_dir
 from seqlab.data.batching import pad
@@ -17,7 +16,9 @@ from seqlab.evaluate import LabelledSplit, evaluate_classifier
 from seqlab.loss import class_nll_sum
 from seqlab.model import build_classifier, num_parameters
 from seqlab.model.bert import Bert
+from seqlab.predictors.classifier import Classifier, class_labels
 from seqlab.rundir import RunDir
+from seqlab.runtime import Runtime
 from seqlab.tokenizer import Tokenizer
 from seqlab.train.family.base import epoch_batches
 
@@ -36,7 +37,8 @@ class Classification:
         self.valid_set = valid_set
 
     @classmethod
-    def build(cls, config: Config, run: RunDir, data_dir: str | Path | None, resume: bool) -> Classification:
+    def build(cls, config: Config, run: RunDir, data_dir: str | Path | None, resume: bool,
+              runtime: Runtime | None = None) -> Classification:
         """Read the (text, label) splits, learn the tokenizer and the classes (or read them back), build the model."""
         assert isinstance(config.model, EncoderConfig)
         splits = load_splits(config.data, resolve_data_dir(data_dir))
@@ -53,7 +55,7 @@ class Classification:
         model = build_classifier(config.model, tokenizer.vocab_size, len(labels))
         if pretrained and not resume:  # on resume the checkpoint holds the weights
             take_pretrained_encoder(model.encoder, config.model, pretrained, tokenizer.vocab_size)
-        classifier = Classifier(model, tokenizer, labels, config)
+        classifier = Classifier(model, tokenizer, labels, config, runtime)
         return cls(config, classifier, LabelledSplit.build(classifier, splits["train"], "train"),
                    LabelledSplit.build(classifier, splits["valid"], "valid"))
 

@@ -10,10 +10,11 @@ import torch
 
 from seqlab.config import BertConfig, Config
 from seqlab.data import Splits, load_sentence_splits, load_splits, resolve_data_dir
-from seqlab.masked_lm import Examples, MaskedLanguageModel
 from seqlab.model import num_parameters
 from seqlab.model.bert import Bert
+from seqlab.predictors.masked_lm import Examples, MaskedLanguageModel
 from seqlab.rundir import RunDir
+from seqlab.runtime import Runtime
 from seqlab.tokenizer import Tokenizer
 from seqlab.train.family.base import epoch_batches
 
@@ -40,7 +41,8 @@ class MaskedLM:
         self.examples = self._examples(1)  # the inputs of the epoch ``batches`` was last asked for
 
     @classmethod
-    def build(cls, config: Config, run: RunDir, data_dir: str | Path | None, resume: bool) -> MaskedLM:
+    def build(cls, config: Config, run: RunDir, data_dir: str | Path | None, resume: bool,
+              runtime: Runtime | None = None) -> MaskedLM:
         """Read the sentences (or pairs), learn the tokenizer with <mask> (or read it back), build BERT."""
         assert isinstance(config.model, BertConfig)
         splits: Splits[str] | Splits[tuple[str, str]]
@@ -55,7 +57,7 @@ class MaskedLM:
         else:
             tokenizer = Tokenizer.train(texts, config.tokens.source, mask=True)
             run.save_tokenizers(tokenizer, tokenizer)
-        mlm = MaskedLanguageModel(Bert(config.model, tokenizer.vocab_size), tokenizer, config)
+        mlm = MaskedLanguageModel(Bert(config.model, tokenizer.vocab_size), tokenizer, config, runtime)
         return cls(config, mlm, splits["train"], mlm.examples(splits["valid"], np.random.default_rng(0)))
 
     def _examples(self, epoch: int) -> Examples:

@@ -14,10 +14,11 @@ from seqlab.data.batching import Batch, collate
 from seqlab.evaluate import EncodedSplit, evaluate
 from seqlab.loss import token_nll_sum
 from seqlab.model import build_model, num_parameters
+from seqlab.predictors.translator import Translator
 from seqlab.rundir import RunDir
+from seqlab.runtime import Runtime
 from seqlab.tokenizer import learn_tokenizers
 from seqlab.train.family.base import epoch_batches
-from seqlab.translator import Translator
 
 
 class Seq2seq:
@@ -33,7 +34,8 @@ class Seq2seq:
         self.valid_set = valid_set
 
     @classmethod
-    def build(cls, config: Config, run: RunDir, data_dir: str | Path | None, resume: bool) -> Seq2seq:
+    def build(cls, config: Config, run: RunDir, data_dir: str | Path | None, resume: bool,
+              runtime: Runtime | None = None) -> Seq2seq:
         """Read the splits, learn the tokenizers (or read them back on resume), build the model, encode the data."""
         splits = load_splits(config.data, resolve_data_dir(data_dir))
         if resume:
@@ -41,7 +43,8 @@ class Seq2seq:
         else:
             source, target = learn_tokenizers(splits["train"], config.tokens)
             run.save_tokenizers(source, target)
-        translator = Translator(build_model(config.model, source.vocab_size, target.vocab_size), source, target, config)
+        translator = Translator(build_model(config.model, source.vocab_size, target.vocab_size), source, target, config,
+                                runtime)
         return cls(config, translator, EncodedSplit.build(translator, splits["train"], "train"),
                    EncodedSplit.build(translator, splits["valid"], "valid"))
 

@@ -11,12 +11,13 @@ import torch
 from seqlab.config import Config, SpanConfig
 from seqlab.data import resolve_data_dir
 from seqlab.data.splits import load_question_splits
-from seqlab.evaluate import QuestionSplit, evaluate_reader
+from seqlab.evaluate import QuestionSplit, evaluate_answerer
 from seqlab.loss import class_nll_sum
 from seqlab.model import num_parameters
 from seqlab.model.span import EncoderSpan
-from seqlab.reader import Reader
+from seqlab.predictors.answerer import Answerer
 from seqlab.rundir import RunDir
+from seqlab.runtime import Runtime
 from seqlab.tokenizer import Tokenizer
 from seqlab.train.family.base import epoch_batches
 from seqlab.train.family.classification import take_pretrained_encoder
@@ -26,20 +27,21 @@ class SpanExtraction:
     """SQuAD-format questions (BERT's question answering, S102–S103): ``<sos> question <eos> context <eos>`` in,
     the cross-entropies of the first reference answer's first and last token out, averaged; trained on the
     questions whose answer is in the context as read; validated by SQuAD's exact match and F1
-    (``evaluate_reader``). May start from a pretrained BERT."""
+    (``evaluate_answerer``). May start from a pretrained BERT."""
 
     unit = "questions"
 
-    def __init__(self, config: Config, reader: Reader, train_set: QuestionSplit, valid_set: QuestionSplit) -> None:
+    def __init__(self, config: Config, answerer: Answerer, train_set: QuestionSplit, valid_set: QuestionSplit) -> None:
         self.config = config
-        self.reader = reader
-        self.model = reader.model
+        self.answerer = answerer
+        self.model = answerer.model
         self.train_set = train_set
         self.valid_set = valid_set
         self.trainable = np.flatnonzero(train_set.spans[:, 0] >= 0)  # questions whose answer was not cut off
 
     @classmethod
-    def build(cls, config: Config, run: RunDir, data_dir: str | Path | None, resume: bool) -> SpanExtraction:
+    def build(cls, config: Config, run: RunDir, data_dir: str | Path | None, resume: bool,
+              runtime: Runtime | None = None) -> SpanExtraction:
         """Read the questions, learn the tokenizer from questions and contexts (or read it back), build the model."""
         assert isinstance(config.model, SpanConfig)
         splits = load_question_splits(config.data, resolve_data_dir(data_dir))
@@ -53,28 +55,28 @@ class SpanExtraction:
         model = EncoderSpan(config.model, tokenizer.vocab_size)
         if pretrained and not resume:  # on resume the checkpoint holds the weights
             take_pretrained_encoder(model.encoder, config.model, pretrained, tokenizer.vocab_size)
-        reader = Reader(model, tokenizer, config)
-        return cls(config, reader, QuestionSplit.build(reader, splits["train"], "train"),
-                   QuestionSplit.build(reader, splits["valid"], "valid"))
+        answerer = Answerer(model, tokenizer, config, runtime)
+        return cls(config, answerer, QuestionSplit.build(answerer, splits["train"], "train"),
+                   QuestionSplit.build(answerer, splits["valid"], "valid"))
 
     def describe(self) -> str:
         cut = len(self.train_set.rows) - len(self.trainable)
         skipped = f" ({cut} whose answer was cut off are left out)" if cut else ""
         return (f"{len(self.trainable)} train{skipped} / {len(self.valid_set.rows)} valid questions; "
-                f"vocab {self.reader.tokenizer.vocab_size}; {num_parameters(self.model):,} parameters")
+                f"vocab {self.answerer.tokenizer.vocab_size}; {num_parameters(self.model):,} parameters")
 
     def batches(self, epoch: int) -> list[np.ndarray]:
         batches = epoch_batches(self.config, epoch, [len(self.train_set.rows[i].ids) for i in self.trainable])
         return [self.trainable[b] for b in batches]
 
     def loss(self, indices: np.ndarray) -> tuple[torch.Tensor, int]:
-        with self.reader.autocast():
-            start, end = self.model(*self.reader.batch([self.train_set.rows[i] for i in indices]))  # (batch, len)
-        spans = torch.from_numpy(self.train_set.spans[indices]).to(self.reader.device)  # (batch, 2)
+        with self.answerer.autocast():
+            start, end = self.model(*self.answerer.batch([self.train_set.rows[i] for i in indices]))  # (batch, len)
+        spans = torch.from_numpy(self.train_set.spans[indices]).to(self.answerer.device)  # (batch, 2)
         return (class_nll_sum(start, spans[:, 0]) + class_nll_sum(end, spans[:, 1])) / 2, len(indices)
 
     def validate(self) -> dict[str, Any]:
-        return evaluate_reader(self.reader, self.valid_set)
+        return evaluate_answerer(self.answerer, self.valid_set)
 
     def summary(self, valid: dict[str, Any]) -> str:
         return f"valid loss {valid['loss']:.4f}, exact {valid['exact_match']:.2f}%, F1 {valid['f1']:.2f}%"

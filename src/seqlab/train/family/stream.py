@@ -11,11 +11,12 @@ import torch
 from seqlab.config import Config, ConfigError, LMConfig, TransformerLMConfig
 from seqlab.data import load_sentence_splits, resolve_data_dir
 from seqlab.data.stream import tbptt_batches
-from seqlab.language_model import LanguageModel
 from seqlab.loss import token_nll_sum
 from seqlab.model import build_lm, num_parameters
 from seqlab.model.lm import LMState, flatten_state, unflatten_state
+from seqlab.predictors.language_model import LanguageModel
 from seqlab.rundir import RunDir
+from seqlab.runtime import Runtime
 from seqlab.tokenizer import Tokenizer
 
 
@@ -45,7 +46,7 @@ class StreamLM:
 
     @classmethod
     def build(cls, config: Config, run: RunDir, data_dir: str | Path | None, resume: bool,
-              parts: int = 1, share: range | None = None) -> StreamLM:
+              parts: int = 1, share: range | None = None, runtime: Runtime | None = None) -> StreamLM:
         assert isinstance(config.model, LMConfig | TransformerLMConfig)
         if config.train.streams % parts:
             raise ConfigError(f"train.streams ({config.train.streams}) must be a multiple of the processes × "
@@ -56,7 +57,7 @@ class StreamLM:
         else:
             tokenizer = Tokenizer.train(splits["train"], config.tokens.source)
             run.save_tokenizers(tokenizer, tokenizer)
-        lm = LanguageModel(build_lm(config.model, tokenizer.vocab_size), tokenizer, config)
+        lm = LanguageModel(build_lm(config.model, tokenizer.vocab_size), tokenizer, config, runtime)
         return cls(config, lm, lm.stream(splits["train"]), splits["valid"], parts, share)
 
     def describe(self) -> str:

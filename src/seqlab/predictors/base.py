@@ -1,0 +1,84 @@
+"""What every trained model does when it is used: load from its run directory, run as its ``Runtime`` says, keep
+blank inputs aligned with empty outputs, and cut inputs longer than it reads (saying so).
+
+``Predictor`` is that common part; a subclass per kind of model (``Translator``, ``LanguageModel``,
+``Classifier``, ``MaskedLanguageModel``, ``Answerer``) holds only its own: how its model is built from the run, how
+text becomes its input, and what its outputs are. Training-time validation, ``seqlab eval``, the CLI, the server
+and Python all go through them, so the same input always gives the same output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import torch
+
+from seqlab import precision
+from seqlab.config import Config
+from seqlab.data.batching import around_blanks, check_texts, truncate
+from seqlab.model import device_of
+from seqlab.rundir import RunDir
+from seqlab.runtime import Runtime
+
+T = TypeVar("T")
+P = TypeVar("P", bound="Predictor")
+
+
+class Predictor:
+    """A trained model, its config and its runtime (where it runs, and in what precision).
+
+    ``runtime``: resolved by whoever placed the model (the trainer, ``load``); by default, what the run's
+    ``train.precision`` means on the device the model's weights are on."""
+
+    model: Any  # each kind's module, or an exported graph's stand-in
+
+    def __init__(self, model: Any, config: Config, runtime: Runtime | None = None) -> None:
+        self.model = model
+        self.config = config
+        if runtime is None:
+            where = device_of(model)
+            runtime = Runtime(where, precision.resolve(config.train.precision, where.type))
+        self.runtime = runtime
+
+    @property
+    def device(self) -> torch.device:
+        """Where the model runs; its inputs go there."""
+        return self.runtime.device
+
+    def autocast(self) -> contextlib.AbstractContextManager:
+        """Autocast in the runtime's precision (a no-op in fp32)."""
+        return self.runtime.autocast()
+
+    @classmethod
+    def load(cls: type[P], run_dir: str | Path, device: str | None = None, precision: str | None = None,
+             int8: bool = False) -> P:
+        """The model of a run directory, ready to use. It runs where and as it trained (``train.device``,
+        ``train.precision``, each as this machine has it) unless ``device`` (``auto``, ``cpu``, ``cuda``) or
+        ``precision`` (``auto``, ``bf16``, ``fp32``) say otherwise; ``int8``: its linear layers quantised to int8
+        (``runtime.quantize_int8``), for faster CPU decoding of large models."""
+        run = RunDir(run_dir)
+        config = run.config()
+        train = config.train
+        return cls.from_run(run, config, Runtime.for_inference(device or train.device, precision or train.precision,
+                                                               int8))
+
+    @classmethod
+    def from_run(cls: type[P], run: RunDir, config: Config, runtime: Runtime) -> P:
+        """Build the kind's model from ``run`` (its tokenizers, its weights), placed by ``runtime``; a ValueError
+        when the run holds another kind of model."""
+        raise NotImplementedError
+
+    @staticmethod
+    def each_text(texts: Sequence[str], work: Callable[[list[str]], list[T]], empty: T, caller: str) -> list[T]:
+        """``work`` over the texts that are not blank, each empty or whitespace-only text getting ``empty`` in its
+        place; one string instead of a list is a TypeError naming ``caller``."""
+        check_texts(texts, caller)
+        return around_blanks(texts, work, empty)
+
+    @staticmethod
+    def cut(encoded: list[list[int]], limit: int, what: str) -> tuple[list[list[int]], list[bool]]:
+        """Each id list cut to ``limit`` tokens (a warning counts the ``what`` that were), and whether it was."""
+        return truncate(encoded, limit, what), [len(ids) > limit for ids in encoded]

@@ -1,0 +1,85 @@
+"""Where a model runs and in what numbers: its device, the precision autocast computes in there, and int8.
+
+A ``Runtime`` is resolved once, when training starts (``Runtime.for_training``) or a model is loaded
+(``Runtime.for_inference``), and handed down to everything that runs the model: the training step, validation,
+decoding, the server. Nothing below it asks the config again, so a faster way of running a model (a compiled
+step, a new kernel, another device) plugs in here, in one place.
+
+What ``auto``, ``bf16`` and ``fp32`` mean on a machine is ``seqlab.precision``'s answer (bf16 only where the CPU
+multiplies it natively, ``SEQLAB_PRECISION`` to force it); a model loaded for inference runs where and as its run
+trained unless the caller says otherwise (``seqlab.load(RUN, device=..., precision=..., int8=...)``), on the CPU
+where the GPU it trained on is not there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from dataclasses import dataclass
+from typing import TypeVar, cast
+
+import torch
+from torch import nn
+
+from seqlab import precision
+
+M = TypeVar("M", bound=nn.Module)
+
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}  # autocast's lower precisions (fp16: CUDA without bf16)
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """Where a model runs (``device``), what autocast computes in there (``precision``: ``fp32``, ``bf16`` or
+    ``fp16``, already resolved for this machine) and whether its linear layers hold int8 weights."""
+
+    device: torch.device = torch.device("cpu")  # noqa: RUF009 (a frozen, immutable value)
+    precision: str = "fp32"
+    int8: bool = False
+
+    @classmethod
+    def for_training(cls, device: str, precision_name: str, numpy_engine: bool = False) -> Runtime:
+        """``train.device`` and ``train.precision`` on this machine; a CUDA device that is not there is a
+        ConfigError. The NumPy engine computes on the CPU, its PyTorch twin too."""
+        where = torch.device("cpu") if numpy_engine else precision.device(device)
+        return cls(where, precision.resolve(precision_name, where.type))
+
+    @classmethod
+    def for_inference(cls, device: str = "auto", precision_name: str = "auto", int8: bool = False) -> Runtime:
+        """A loaded model's runtime: ``device`` ``cpu``, or ``auto``/``cuda`` for the GPU where PyTorch sees one
+        and the CPU elsewhere (a run trained on a GPU decodes on a machine without one); int8 layers compute on
+        the CPU, in fp32 between them."""
+        if int8:
+            return cls(torch.device("cpu"), "fp32", True)
+        where = precision.device("cpu" if device == "cpu" else "auto")
+        return cls(where, precision.resolve(precision_name, where.type))
+
+    def autocast(self) -> contextlib.AbstractContextManager:
+        """Autocast in ``precision`` on the device; a no-op for fp32 (and int8, whose layers take fp32 inputs)."""
+        return torch.autocast(self.device.type, dtype=DTYPES.get(self.precision, torch.bfloat16),
+                              enabled=self.precision != "fp32")
+
+    def grad_scaler(self) -> torch.amp.GradScaler:
+        """The gradient scaler fp16 training needs (its small range underflows gradients); disabled, and a no-op,
+        for bf16 and fp32."""
+        return torch.amp.GradScaler(self.device.type, enabled=self.precision == "fp16")
+
+    def place(self, model: M) -> M:
+        """``model`` in eval mode where it runs: on the device, or as its int8 copy (``quantize_int8``)."""
+        return quantize_int8(model.eval()) if self.int8 else model.eval().to(self.device)
+
+    def describe(self) -> str:
+        """For logs: ``bf16 on cpu``, ``int8 on cpu``."""
+        return f"{'int8' if self.int8 else self.precision} on {self.device}"
+
+
+CPU_FP32 = Runtime()  # what an exported graph runs in: ONNX Runtime and CTranslate2 compute in their own precision
+
+
+def quantize_int8(model: M) -> M:
+    """A copy of ``model`` for CPU inference with int8 weights in every ``nn.Linear`` (per-tensor scales)
+    and activations quantised on the fly; everything else (embeddings, attention products, norms) stays fp32.
+    It changes outputs slightly; ``benchmarks/peer_decoding.py`` measures speed and accuracy before and after."""
+    with warnings.catch_warnings():  # torch.ao.quantization is deprecated in favour of torchao, not yet removed
+        warnings.simplefilter("ignore")
+        return cast(M, torch.ao.quantization.quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8))
