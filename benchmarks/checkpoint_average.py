@@ -21,7 +21,7 @@ from typing import Any
 from report import add_results_option, machine, markdown, publish
 from scoreboard import Result, Table, command
 
-from seqlab.cli.train import score_run
+from seqlab.registry import kind_of_run
 from seqlab.rundir import RunDir
 from seqlab.train.average import average_run
 
@@ -38,12 +38,13 @@ def main(argv: list[str] | None = None) -> None:
     data_dir = Path(args.data_dir).resolve()
     averaged = args.run_dir.with_name(f"{args.run_dir.name}-avg{args.last}")
     if not RunDir(averaged).has_run():
-        average_run(RunDir(args.run_dir), args.last, RunDir(averaged), lambda run: score_run(run.path, "valid", data_dir))
+        average_run(RunDir(args.run_dir), args.last, RunDir(averaged), data_dir)
     best, mean = RunDir(args.run_dir).model_info(), RunDir(averaged).model_info()
     rows = [(f"best checkpoint (epoch {best['epoch']}, by valid)", args.run_dir),
             (f"mean of epochs {', '.join(map(str, mean['averaged']))}", averaged)]
     runs: list[dict[str, Any]] = [
-        {"model": name, "valid": score_run(run, "valid", data_dir), "test": score_run(run, "test", data_dir)}
+        {"model": name, "valid": kind_of_run(run).evaluate(run, "valid", data_dir),
+         "test": kind_of_run(run).evaluate(run, "test", data_dir)}
         for name, run in rows]
     table = Table(f"Checkpoint averaging: `{args.run_dir.name}`",
                   ["model", "valid BLEU", "valid ppl", "**test BLEU**", "test ppl", "test exact match %"],

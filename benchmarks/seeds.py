@@ -29,7 +29,7 @@ from typing import Any
 from scoreboard import RESULTS, Result, Table, command, record, spread
 
 from seqlab import precision
-from seqlab.cli.train import score_run
+from seqlab.registry import kind_of_run
 from seqlab.rundir import RunDir
 
 SCORES = {"exact_match": "exact match %", "bleu": "BLEU", "accuracy": "accuracy %", "perplexity": "perplexity"}
@@ -53,7 +53,7 @@ def environment(changes: dict[str, str]) -> Iterator[None]:
 def _scores(run_dir: Path, split: str, changes: dict[str, str]) -> dict[str, Any]:
     """``seqlab eval RUN --split SPLIT``'s metrics, computed in this process with the run's environment."""
     with environment(changes):
-        return score_run(run_dir, split, None)
+        return kind_of_run(run_dir).evaluate(run_dir, split, None)
 
 
 def train_and_score(config: Path, seed: int, precision_name: str, overrides: list[str], work: Path,

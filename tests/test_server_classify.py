@@ -126,12 +126,12 @@ def test_the_other_kinds_have_no_classify_route(korean_chatbot):
 
 
 def test_a_classifier_run_loads_no_translator(tiny_classifier, monkeypatch):
-    import seqlab.server
+    import seqlab.export
 
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("a classifier run loaded a translator")
 
-    monkeypatch.setattr(seqlab.server, "load_translator", refuse)
+    monkeypatch.setattr(seqlab.export, "load_translator", refuse)
     assert any(getattr(r, "path", None) == "/api/classify" for r in create_app(tiny_classifier).routes)
 
 

@@ -11,7 +11,7 @@ from test_server import Served, post
 from typer.testing import CliRunner
 
 import seqlab
-import seqlab.server
+import seqlab.export
 from seqlab.cli import app
 from seqlab.decoding import Cancelled, DecodeOptions
 from seqlab.server import Limits, RequestError
@@ -140,7 +140,7 @@ def test_a_timed_out_request_stops_decoding_at_its_next_step(korean_chatbot, mon
         return step(*args, **kwargs)
 
     monkeypatch.setattr(translator.model, "step", slow_step)
-    monkeypatch.setattr(seqlab.server, "load_translator", lambda *args, **kwargs: translator)
+    monkeypatch.setattr(seqlab.export, "load_translator", lambda *args, **kwargs: translator)
     with Served(korean_chatbot, Limits(timeout_s=0.1, chunk=8)) as s:
         response = post(s, {"inputs": ["배고파 고마워 잘자"] * 8, "beam": 16})
         answered = time.monotonic()

@@ -176,12 +176,12 @@ def test_an_lm_run_has_only_its_own_routes(served):
 
 
 def test_an_lm_run_loads_no_translator(lm_run, monkeypatch):
-    import seqlab.server
+    import seqlab.export
 
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("a language-model run loaded a translator")
 
-    monkeypatch.setattr(seqlab.server, "load_translator", refuse)
+    monkeypatch.setattr(seqlab.export, "load_translator", refuse)
     assert any(getattr(r, "path", None) == "/api/generate" for r in create_app(lm_run).routes)
 
 

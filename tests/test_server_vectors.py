@@ -114,12 +114,12 @@ def test_a_vectors_run_has_no_translate_route(served):
 
 
 def test_a_vectors_run_loads_no_translator(vectors_run, monkeypatch):
-    import seqlab.server
+    import seqlab.export
 
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("a vectors run loaded a translator")
 
-    monkeypatch.setattr(seqlab.server, "load_translator", refuse)
+    monkeypatch.setattr(seqlab.export, "load_translator", refuse)
     assert any(getattr(r, "path", None) == "/api/similar" for r in create_app(vectors_run).routes)
 
 

@@ -9,6 +9,9 @@
 * ``data.py``: ``seqlab data fetch``;  ``plot.py``: ``seqlab plot attention | pe | lr | curves | vectors``;
 * ``common.py``: option types, the decoding options (declared once), errors and logging.
 
+The commands that use one kind of model (``translate``, ``generate``, ``classify``, ``vectors``, ...) are the ones
+its ``Kind`` lists (``seqlab.kinds``, looked up through ``seqlab.registry``); the rest work on a run of any kind.
+
 Commands import what they need when they run, so ``seqlab --help`` starts without torch.
 """
 
@@ -19,7 +22,8 @@ import gc
 
 import typer
 
-from seqlab.cli import classify, data, export, lm, plot, train, use, vectors
+from seqlab.cli import data, plot, train, use
+from seqlab.registry import kinds
 
 # A command's last act: the interpreter's final garbage collection walks every object torch made (a second or more
 # of each command's exit) though the process is ending; frozen at exit, they are left to the operating system.
@@ -31,15 +35,12 @@ app.command()(train.train)
 app.command()(train.pretrain)
 app.command("eval")(train.evaluate_run)
 app.command()(train.average)
-app.command()(export.export)
-app.command()(use.translate)
-app.command()(use.chat)
 app.command()(use.serve)
-app.command()(lm.generate)
-app.command()(lm.score)
-app.command()(classify.classify)
-app.command("fill-mask")(classify.fill_mask)
-app.command()(classify.answer)
-app.add_typer(vectors.app, name="vectors")
+for kind in kinds():  # each kind's own commands (``Kind.commands``): translate, generate, classify, ...
+    for name, command in kind.commands():
+        if isinstance(command, typer.Typer):
+            app.add_typer(command, name=name)
+        else:
+            app.command(name)(command)
 app.add_typer(data.app, name="data")
 app.add_typer(plot.app, name="plot")

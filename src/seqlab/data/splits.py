@@ -57,6 +57,14 @@ class Splits(Mapping[str, list[Item]]):
             self._items[name] = self._read(name)
         return self._items[name]
 
+    def require(self, name: str) -> list[Item]:
+        """The split ``name``; a ValueError where the config has no data for it (explicit files without a test
+        file)."""
+        items = self[name]
+        if not items:
+            raise ValueError(f"the run's data has no {name!r} split (splits: train, valid, test)")
+        return items
+
     def __iter__(self) -> Iterator[str]:
         return iter(SPLITS)
 

@@ -63,7 +63,8 @@ concurrent users take turns on the CPU instead of waiting for one large request 
 work after ``Limits.timeout_s`` is a 503; its decoding stops at the next step.
 
 The modules: ``app`` (what every kind shares: the limits, the worker, the errors, the page), ``translate``, ``lm``,
-``vectors``, ``classify`` and ``answer`` (each kind's routes and ``/api/info``).
+``vectors``, ``classify`` and ``answer`` (each kind's routes and ``/api/info``, which the kind's ``Kind.serve``
+puts together: ``seqlab.registry``).
 """
 
 from __future__ import annotations
@@ -72,48 +73,19 @@ from pathlib import Path
 
 from fastapi import FastAPI
 
-from seqlab.export import Engine, load_translator
-from seqlab.predictors.answerer import load as load_answerer
-from seqlab.predictors.classifier import load as load_classifier
-from seqlab.predictors.language_model import load as load_lm
-from seqlab.rundir import RunDir
-from seqlab.server.answer import _add_answer_routes, _answer_info
-from seqlab.server.app import Limits, RequestError, Worker, _app
-from seqlab.server.classify import _add_classify_routes, _classify_info
-from seqlab.server.lm import _add_lm_routes, _lm_info
-from seqlab.server.translate import _add_translate_routes, _info
-from seqlab.server.vectors import _add_vectors_routes, _vectors_info
-from seqlab.vectors import load as load_vectors
+from seqlab.registry import kind_of_run
+from seqlab.server.app import Limits, RequestError, Worker, make_app
 
 __all__ = ["Limits", "RequestError", "create_app"]
 
 
 def create_app(run_dir: str | Path, limits: Limits = Limits(),  # noqa: B008 (frozen)
-               engine: Engine = "torch") -> FastAPI:
-    """The app serving the run in ``run_dir``: a seq2seq model, a language model, a classifier, a span extractor or, for a
-    ``seqlab vectors train`` run, its word vectors; each kind gets its own routes. ``engine: ct2`` or ``onnx``:
-    ``run_dir`` is a ``seqlab export --to ctranslate2`` (no attention) or ``--to onnx`` directory, decoded by
-    CTranslate2 or ONNX Runtime."""
+               engine: str = "torch") -> FastAPI:
+    """The app serving the run in ``run_dir`` with its kind's routes and ``/api/info`` (``Kind.serve``). ``engine:
+    ct2`` or ``onnx``: ``run_dir`` is a ``seqlab export --to ctranslate2`` (no attention) or ``--to onnx``
+    directory, decoded by CTranslate2 or ONNX Runtime."""
     run_dir = Path(run_dir)
-    worker = Worker(limits)
-    if RunDir(run_dir).is_vectors():
-        vectors = load_vectors(run_dir)
-        app = _app(_vectors_info(run_dir, vectors, limits), worker)
-        _add_vectors_routes(app, worker, vectors)
-    elif (config := RunDir(run_dir).config()).is_language_model:
-        lm = load_lm(run_dir)
-        app = _app(_lm_info(run_dir, lm, limits), worker)
-        _add_lm_routes(app, worker, lm)
-    elif config.is_classifier:
-        classifier = load_classifier(run_dir)
-        app = _app(_classify_info(run_dir, classifier, limits), worker)
-        _add_classify_routes(app, worker, classifier)
-    elif config.is_span:
-        answerer = load_answerer(run_dir)
-        app = _app(_answer_info(run_dir, answerer, limits), worker)
-        _add_answer_routes(app, worker, answerer)
-    else:
-        translator = load_translator(run_dir, engine)
-        app = _app(_info(run_dir, translator, limits), worker)
-        _add_translate_routes(app, worker, translator)
+    info, add_routes = kind_of_run(run_dir).serve(run_dir, limits, engine)
+    app = make_app(info, worker := Worker(limits))
+    add_routes(app, worker)
     return app

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from seqlab.predictors.answerer import Answerer
 from seqlab.rundir import RunDir
-from seqlab.server.app import Limits, RequestError, Worker, _check_inputs, public_config
+from seqlab.server.app import Limits, RequestError, Worker, check_inputs, public_config
 
 
 class AnswerRequest(BaseModel):
@@ -28,12 +28,12 @@ class AnswerRequest(BaseModel):
     context: str = Field(min_length=1, description="the text the answers are cut out of")
 
 
-def _add_answer_routes(app: FastAPI, worker: Worker, answerer: Answerer) -> None:
+def add_routes(app: FastAPI, worker: Worker, answerer: Answerer) -> None:
     limits = worker.limits
 
     @app.post("/api/answer")
     async def api_answer(request: AnswerRequest) -> dict[str, Any]:
-        _check_inputs(request.inputs, limits)
+        check_inputs(request.inputs, limits)
         if len(request.context) > limits.max_context_chars:
             raise RequestError(413, f"the context has {len(request.context)} characters; at most "
                                     f"{limits.max_context_chars}")
@@ -51,12 +51,9 @@ def _answers(answerer: Answerer, questions: Sequence[str], context: str) -> list
             for question, a in zip(questions, answerer.answer(questions, [context] * len(questions)))]
 
 
-def _answer_info(run_dir: Path, answerer: Answerer, limits: Limits) -> dict[str, Any]:
+def info(run_dir: Path, answerer: Answerer, limits: Limits) -> dict[str, Any]:
     """What the page shows of a span extractor: its shape, tokens and valid metrics (no data paths)."""
-    from seqlab import __version__
-
     return {
-        "seqlab": __version__,
         "run": run_dir.name,
         "kind": "answer",
         "model": public_config(answerer.config)["model"],

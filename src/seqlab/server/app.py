@@ -162,11 +162,12 @@ def public_config(config: Config) -> dict[str, Any]:
                                                    "model": {"init_from"}})
 
 
-def _app(info: dict[str, Any], worker: Worker) -> FastAPI:
-    """What every kind of run serves: the page, its files, the error handling, ``/healthz`` and ``/api/info``.
+def make_app(info: dict[str, Any], worker: Worker) -> FastAPI:
+    """What every kind of run serves: the page, its files, the error handling, ``/healthz`` and ``/api/info``
+    (the kind's ``info``, after seqlab's version).
     No ``/docs``: its pages load their scripts from a CDN, and the page promises nothing comes from the internet
     (``/openapi.json`` describes the API)."""
-    from seqlab import server  # the package's docstring describes the app (imported by now)
+    from seqlab import __version__, server  # the package's docstring describes the app (imported by now)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -174,7 +175,8 @@ def _app(info: dict[str, Any], worker: Worker) -> FastAPI:
         worker.shutdown()
 
     description = (server.__doc__ or "").split("\n\n")[0]
-    app = FastAPI(title="seqlab", version=info["seqlab"], description=description, lifespan=lifespan,
+    info = {"seqlab": __version__} | info
+    app = FastAPI(title="seqlab", version=__version__, description=description, lifespan=lifespan,
                   docs_url=None, redoc_url=None)
     app.add_middleware(BodyLimit, limit=worker.limits.max_body_bytes)
 
@@ -226,7 +228,7 @@ def _web_font() -> bytes:
     return out.getvalue()
 
 
-def _check_inputs(inputs: Sequence[str], limits: Limits) -> None:
+def check_inputs(inputs: Sequence[str], limits: Limits) -> None:
     """Raise a RequestError unless a request's texts (``inputs``) are within ``limits``."""
     if len(inputs) > limits.max_inputs:
         raise RequestError(413, f"{len(inputs)} inputs; at most {limits.max_inputs} per request")
@@ -235,7 +237,7 @@ def _check_inputs(inputs: Sequence[str], limits: Limits) -> None:
             raise RequestError(413, f"inputs[{i}] has {len(text)} characters; at most {limits.max_input_chars}")
 
 
-def _check_decoding(request: DecodeOptions, limits: Limits) -> DecodeOptions:
+def check_decoding(request: DecodeOptions, limits: Limits) -> DecodeOptions:
     """The request's DecodeOptions, once its beam, samples and output length are within ``limits``."""
     if request.beam > limits.max_beam:
         raise RequestError(422, f"beam {request.beam}; at most {limits.max_beam}")

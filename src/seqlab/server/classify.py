@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from seqlab.predictors.classifier import Classifier
 from seqlab.rundir import RunDir
-from seqlab.server.app import Limits, Worker, _check_inputs, public_config
+from seqlab.server.app import Limits, Worker, check_inputs, public_config
 
 
 class ClassifyRequest(BaseModel):
@@ -30,10 +30,10 @@ class ClassifyRequest(BaseModel):
                                                "pooled position (the sentence vector) over the input tokens")
 
 
-def _add_classify_routes(app: FastAPI, worker: Worker, classifier: Classifier) -> None:
+def add_routes(app: FastAPI, worker: Worker, classifier: Classifier) -> None:
     @app.post("/api/classify")
     async def api_classify(request: ClassifyRequest) -> dict[str, Any]:
-        _check_inputs(request.inputs, worker.limits)
+        check_inputs(request.inputs, worker.limits)
         start = time.perf_counter()
         work = functools.partial(_predictions, classifier, attention=request.attention)
         outputs = await worker.serve(lambda stop: worker.in_turns(request.inputs, work), "send fewer or shorter inputs")
@@ -60,13 +60,10 @@ def _pooled_attention(attention: torch.Tensor, pooling: str) -> torch.Tensor:
     return attention[:, :, 0] if pooling == "cls" else attention.mean(2)
 
 
-def _classify_info(run_dir: Path, classifier: Classifier, limits: Limits) -> dict[str, Any]:
+def info(run_dir: Path, classifier: Classifier, limits: Limits) -> dict[str, Any]:
     """What the page shows of a classifier: its shape, classes, tokens and valid metrics (no data paths)."""
-    from seqlab import __version__
-
     model = classifier.model.cfg
     return {
-        "seqlab": __version__,
         "run": run_dir.name,
         "kind": "classify",
         "model": public_config(classifier.config)["model"],

@@ -14,7 +14,7 @@ from pydantic import Field
 from seqlab.decoding import DecodeOptions
 from seqlab.predictors.language_model import Generation, LanguageModel
 from seqlab.rundir import RunDir
-from seqlab.server.app import Limits, RequestError, Worker, _check_decoding, public_config
+from seqlab.server.app import Limits, RequestError, Worker, check_decoding, public_config
 
 
 class GenerateRequest(DecodeOptions):
@@ -23,7 +23,7 @@ class GenerateRequest(DecodeOptions):
     start: str = Field(description="the text to continue (empty: a sentence from its beginning)")
 
 
-def _add_lm_routes(app: FastAPI, worker: Worker, lm: LanguageModel) -> None:
+def add_routes(app: FastAPI, worker: Worker, lm: LanguageModel) -> None:
     @app.post("/api/generate")
     async def api_generate(request: GenerateRequest) -> dict[str, Any]:
         options = _check(request, worker.limits)
@@ -41,7 +41,7 @@ def _check(request: GenerateRequest, limits: Limits) -> DecodeOptions:
     """The request's DecodeOptions, once the request is within ``limits``."""
     if len(request.start) > limits.max_input_chars:
         raise RequestError(413, f"start has {len(request.start)} characters; at most {limits.max_input_chars}")
-    return _check_decoding(request, limits)
+    return check_decoding(request, limits)
 
 
 def _generation(g: Generation) -> dict[str, Any]:
@@ -52,12 +52,9 @@ def _generation(g: Generation) -> dict[str, Any]:
                        for token, log_prob in zip(tokens, g.token_log_probs, strict=True)]}
 
 
-def _lm_info(run_dir: Path, lm: LanguageModel, limits: Limits) -> dict[str, Any]:
+def info(run_dir: Path, lm: LanguageModel, limits: Limits) -> dict[str, Any]:
     """What the page shows of a language model: its shape, its tokens and its valid metrics (no data paths)."""
-    from seqlab import __version__
-
     return {
-        "seqlab": __version__,
         "run": run_dir.name,
         "kind": "lm",
         "model": public_config(lm.config)["model"],

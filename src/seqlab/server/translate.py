@@ -16,7 +16,7 @@ from seqlab.config import Config, CsvCorpus, ModelConfig, RNNConfig, Transformer
 from seqlab.decoding import DecodeOptions
 from seqlab.predictors.translator import Translation, Translator
 from seqlab.rundir import RunDir
-from seqlab.server.app import Limits, RequestError, Worker, _check_decoding, _check_inputs, public_config
+from seqlab.server.app import Limits, RequestError, Worker, check_decoding, check_inputs, public_config
 
 
 class TranslateRequest(DecodeOptions):
@@ -26,7 +26,7 @@ class TranslateRequest(DecodeOptions):
     attention: bool = Field(False, description="also return each output's cross-attention weights")
 
 
-def _add_translate_routes(app: FastAPI, worker: Worker, translator: Translator) -> None:
+def add_routes(app: FastAPI, worker: Worker, translator: Translator) -> None:
     @app.post("/api/translate")
     async def api_translate(request: TranslateRequest) -> dict[str, Any]:
         options = _check(request, worker.limits, translator)
@@ -40,8 +40,8 @@ def _add_translate_routes(app: FastAPI, worker: Worker, translator: Translator) 
 
 def _check(request: TranslateRequest, limits: Limits, translator: Translator) -> DecodeOptions:
     """The request's DecodeOptions, once the request is within ``limits`` and asks what the engine can do."""
-    _check_inputs(request.inputs, limits)
-    options = _check_decoding(request, limits)
+    check_inputs(request.inputs, limits)
+    options = check_decoding(request, limits)
     try:
         translator.check_options(options, request.attention)
     except ValueError as exc:
@@ -65,12 +65,10 @@ def _hypothesis(t: Translation) -> dict[str, Any]:
     return out
 
 
-def _info(run_dir: Path, translator: Translator, limits: Limits) -> dict[str, Any]:
-    from seqlab import __version__
+def info(run_dir: Path, translator: Translator, limits: Limits) -> dict[str, Any]:
 
     config = translator.config
     return {
-        "seqlab": __version__,
         "run": run_dir.name,
         "kind": "chat" if _is_chat(config) else "translate",
         "config": public_config(config),

@@ -37,7 +37,7 @@ class AnalogyRequest(BaseModel):
     top: int = Field(5, ge=1, description="answers to return, best first (at most Limits.max_top)")
 
 
-def _add_vectors_routes(app: FastAPI, worker: Worker, vectors: WordVectors) -> None:
+def add_routes(app: FastAPI, worker: Worker, vectors: WordVectors) -> None:
     limits = worker.limits
 
     async def look_up(function: Callable[..., list[tuple[str, float]]], *args: Any) -> list[dict[str, Any]]:
@@ -70,11 +70,9 @@ def _check_words(limits: Limits, top: int, *words: str) -> None:
             raise RequestError(413, f"a word of {len(word)} characters; at most {limits.max_input_chars}")
 
 
-def _vectors_info(run_dir: Path, vectors: WordVectors, limits: Limits) -> dict[str, Any]:
-    from seqlab import __version__
-
+def info(run_dir: Path, vectors: WordVectors, limits: Limits) -> dict[str, Any]:
+    """What the page shows of word vectors: how they were made, their size and the limits."""
     return {
-        "seqlab": __version__,
         "run": run_dir.name,
         "kind": "vectors",
         **{key: vectors.info[key] for key in VECTORS_INFO if key in vectors.info},

@@ -7,12 +7,12 @@ K`` keeps the last K epochs' weights (``RunDir.keep_epoch``); ``average_run`` ta
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from seqlab.registry import kind_of_run
 from seqlab.rundir import RunDir
 
 
@@ -36,10 +36,10 @@ def average_weights(run: RunDir, paths: list[Path]) -> tuple[dict[str, torch.Ten
     return mean, infos
 
 
-def average_run(run: RunDir, last: int, out: RunDir, score: Callable[[RunDir], dict[str, Any]]) -> dict[str, Any]:
+def average_run(run: RunDir, last: int, out: RunDir, data_dir: str | Path | None = None) -> dict[str, Any]:
     """Average ``run``'s last ``last`` kept epochs into the run directory ``out`` (its config, tokenizers and
-    labels copied), scored by ``score`` (the valid metrics); returns the model's description, whose ``averaged``
-    lists the epochs."""
+    labels copied), scored on valid as its kind scores it (``Kind.evaluate``; the data in ``data_dir``); returns
+    the model's description, whose ``averaged`` lists the epochs."""
     kept = run.kept_epochs()
     if last < 1:
         raise ValueError(f"--last must be at least 1, got {last}")
@@ -54,6 +54,6 @@ def average_run(run: RunDir, last: int, out: RunDir, score: Callable[[RunDir], d
     out.path.mkdir(parents=True, exist_ok=True)
     out.save_model(weights, info)
     run.copy_model_files(out)  # the config last: only a whole run directory is a run
-    info["valid"] = score(out)
+    info["valid"] = kind_of_run(out.path).evaluate(out.path, "valid", None if data_dir is None else Path(data_dir))
     out.save_model(weights, info)
     return info

@@ -10,8 +10,10 @@ start from a pretrained BERT; ``MaskedLM`` BERT's pretraining (masked tokens, op
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 from seqlab.config import Config
+from seqlab.registry import kind_of_type
 from seqlab.rundir import RunDir
 from seqlab.runtime import Runtime
 from seqlab.train.family.base import Family, epoch_batches
@@ -27,16 +29,6 @@ __all__ = ["Classification", "Family", "MaskedLM", "Seq2seq", "SpanExtraction", 
 
 def build_family(config: Config, run: RunDir, data_dir: str | Path | None, resume: bool, parts: int = 1,
                  share: range | None = None, runtime: Runtime | None = None) -> Family:
-    """The family that trains ``config.model``: a language model (``lm``, ``transformer_lm``), a classifier
-    (``encoder``), BERT's pretraining (``bert``), a span extractor (``span``) or a seq2seq model (the others).
-    ``parts``: batches per step (processes × ``train.accumulate``), which cut a language model's rows; ``share``:
-    which of them this process trains; ``runtime``: where the model trains, and in what precision."""
-    if config.is_language_model:
-        return StreamLM.build(config, run, data_dir, resume, parts, share, runtime)
-    if config.is_classifier:
-        return Classification.build(config, run, data_dir, resume, runtime)
-    if config.is_masked_lm:
-        return MaskedLM.build(config, run, data_dir, resume, runtime)
-    if config.is_span:
-        return SpanExtraction.build(config, run, data_dir, resume, runtime)
-    return Seq2seq.build(config, run, data_dir, resume, runtime)
+    """The family of ``config.model``'s kind (``seqlab.registry``), built (``Family.build``)."""
+    family = kind_of_type(config.model.type).family()
+    return cast(Family, family.build(config, run, data_dir, resume, parts, share, runtime))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -10,6 +11,8 @@ from torch import nn
 
 from seqlab.config import Config
 from seqlab.data.batching import length_batches, random_batches
+from seqlab.rundir import RunDir
+from seqlab.runtime import Runtime
 
 
 class Family(Protocol):
@@ -31,8 +34,16 @@ class Family(Protocol):
     def validate(self) -> dict[str, Any]:
         """The valid metrics; 'loss' among them."""
 
-    def summary(self, valid: dict[str, Any]) -> str:
-        """The valid metrics for the line that ends an epoch."""
+    @classmethod
+    def build(cls, config: Config, run: RunDir, data_dir: str | Path | None, resume: bool, parts: int = 1,
+              share: range | None = None, runtime: Runtime | None = None) -> Family:
+        """Read the data, learn the tokenizers (or read them back from ``run`` on resume), build the model.
+        ``parts``: batches per step (processes × ``train.accumulate``), which cut a language model's rows;
+        ``share``: which of them this process trains; ``runtime``: where the model trains, in what precision."""
+
+    @staticmethod
+    def summary(valid: dict[str, Any]) -> str:
+        """The valid metrics for the line that ends an epoch (and the line ``seqlab train`` ends with)."""
 
     def carried(self) -> dict[str, torch.Tensor]:
         """What a batch hands to the next beyond the weights (a language model's state), for the checkpoint."""

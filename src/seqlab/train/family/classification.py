@@ -38,7 +38,7 @@ class Classification:
 
     @classmethod
     def build(cls, config: Config, run: RunDir, data_dir: str | Path | None, resume: bool,
-              runtime: Runtime | None = None) -> Classification:
+              parts: int = 1, share: range | None = None, runtime: Runtime | None = None) -> Classification:
         """Read the (text, label) splits, learn the tokenizer and the classes (or read them back), build the model."""
         assert isinstance(config.model, EncoderConfig)
         splits = load_splits(config.data, resolve_data_dir(data_dir))
@@ -78,7 +78,8 @@ class Classification:
     def validate(self) -> dict[str, Any]:
         return evaluate_classifier(self.classifier, self.valid_set)
 
-    def summary(self, valid: dict[str, Any]) -> str:
+    @staticmethod
+    def summary(valid: dict[str, Any]) -> str:
         return (f"valid loss {valid['loss']:.4f}, accuracy {valid['accuracy']:.2f}%, "
                 f"macro-F1 {valid['macro_f1']:.2f}%")
 

@@ -42,7 +42,7 @@ class MaskedLM:
 
     @classmethod
     def build(cls, config: Config, run: RunDir, data_dir: str | Path | None, resume: bool,
-              runtime: Runtime | None = None) -> MaskedLM:
+              parts: int = 1, share: range | None = None, runtime: Runtime | None = None) -> MaskedLM:
         """Read the sentences (or pairs), learn the tokenizer with <mask> (or read it back), build BERT."""
         assert isinstance(config.model, BertConfig)
         splits: Splits[str] | Splits[tuple[str, str]]
@@ -87,7 +87,8 @@ class MaskedLM:
     def validate(self) -> dict[str, Any]:
         return self.mlm.scores(self.valid)
 
-    def summary(self, valid: dict[str, Any]) -> str:
+    @staticmethod
+    def summary(valid: dict[str, Any]) -> str:
         nsp = f", next sentence {valid['nsp_accuracy']:.2f}%" if "nsp_accuracy" in valid else ""
         return (f"valid masked loss {valid['loss']:.4f}, ppl {valid['perplexity']:.2f}, "
                 f"masked tokens right {valid['mlm_accuracy']:.2f}%{nsp}")

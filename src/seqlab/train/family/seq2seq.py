@@ -35,7 +35,7 @@ class Seq2seq:
 
     @classmethod
     def build(cls, config: Config, run: RunDir, data_dir: str | Path | None, resume: bool,
-              runtime: Runtime | None = None) -> Seq2seq:
+              parts: int = 1, share: range | None = None, runtime: Runtime | None = None) -> Seq2seq:
         """Read the splits, learn the tokenizers (or read them back on resume), build the model, encode the data."""
         splits = load_splits(config.data, resolve_data_dir(data_dir))
         if resume:
@@ -75,7 +75,8 @@ class Seq2seq:
     def validate(self) -> dict[str, Any]:
         return evaluate(self.translator, self.valid_set, self.config.train.batch_tokens, self.config.eval.valid_limit)
 
-    def summary(self, valid: dict[str, Any]) -> str:
+    @staticmethod
+    def summary(valid: dict[str, Any]) -> str:
         return (f"valid loss {valid['loss']:.4f}, ppl {valid['perplexity']:.3f}, exact {valid['exact_match']:.2f}%, "
                 f"BLEU {valid['bleu']:.2f}")
 

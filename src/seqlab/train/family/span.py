@@ -41,7 +41,7 @@ class SpanExtraction:
 
     @classmethod
     def build(cls, config: Config, run: RunDir, data_dir: str | Path | None, resume: bool,
-              runtime: Runtime | None = None) -> SpanExtraction:
+              parts: int = 1, share: range | None = None, runtime: Runtime | None = None) -> SpanExtraction:
         """Read the questions, learn the tokenizer from questions and contexts (or read it back), build the model."""
         assert isinstance(config.model, SpanConfig)
         splits = load_question_splits(config.data, resolve_data_dir(data_dir))
@@ -78,7 +78,8 @@ class SpanExtraction:
     def validate(self) -> dict[str, Any]:
         return evaluate_answerer(self.answerer, self.valid_set)
 
-    def summary(self, valid: dict[str, Any]) -> str:
+    @staticmethod
+    def summary(valid: dict[str, Any]) -> str:
         return f"valid loss {valid['loss']:.4f}, exact {valid['exact_match']:.2f}%, F1 {valid['f1']:.2f}%"
 
     def carried(self) -> dict[str, torch.Tensor]:

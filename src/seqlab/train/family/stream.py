@@ -94,7 +94,8 @@ class StreamLM:
         self.model.train()
         return metrics
 
-    def summary(self, valid: dict[str, Any]) -> str:
+    @staticmethod
+    def summary(valid: dict[str, Any]) -> str:
         return f"valid loss {valid['loss']:.4f}, ppl {valid['perplexity']:.2f}"
 
     def carried(self) -> dict[str, torch.Tensor]:

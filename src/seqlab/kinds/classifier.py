@@ -1,0 +1,50 @@
+"""Text classifiers (seed 001, S106): a Transformer encoder pooled into one label per text, from scratch or from
+a pretrained BERT."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from seqlab.registry import Kind, register
+
+
+class Classifiers(Kind):
+    name = "classifier"
+    model_types = ("encoder",)
+
+    def family(self) -> Any:
+        from seqlab.train.family.classification import Classification
+
+        return Classification
+
+    def load(self, run_dir: Path, int8: bool = False) -> Any:
+        from seqlab.predictors.classifier import Classifier
+
+        return Classifier.load(run_dir)
+
+    def evaluate(self, run_dir: Path, split: str, data_dir: Path | None, options: Any = None,
+                 int8: bool = False) -> dict[str, Any]:
+        """Loss, accuracy, macro and micro precision, recall and F1, per class, and the confusion matrix."""
+        from seqlab.data import load_splits, resolve_data_dir
+        from seqlab.evaluate import LabelledSplit, evaluate_classifier
+
+        classifier = self.load(run_dir)
+        pairs = load_splits(classifier.config.data, resolve_data_dir(data_dir)).require(split)
+        return evaluate_classifier(classifier, LabelledSplit.build(classifier, pairs, split))
+
+    def serve(self, run_dir: Path, limits: Any, engine: str) -> tuple[dict[str, Any], Callable[[Any, Any], None]]:
+        from seqlab.server import classify
+
+        classifier = self.load(run_dir)
+        return classify.info(run_dir, classifier, limits), lambda app, worker: classify.add_routes(app, worker,
+                                                                                                    classifier)
+
+    def commands(self) -> list[tuple[str, Any]]:
+        from seqlab.cli import classify
+
+        return [("classify", classify.classify)]
+
+
+register(Classifiers())

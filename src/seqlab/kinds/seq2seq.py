@@ -1,0 +1,55 @@
+"""Seq2seq models (seed 002 ch. 7–8, seed 003): a Transformer or an RNN encoder-decoder that turns a source text
+into a target text, trained on pairs by teacher forcing and used by decoding (greedy, beam search, sampling)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from seqlab.registry import Kind, register
+
+
+class Seq2seq(Kind):
+    name = "seq2seq"
+    model_types = ("transformer", "rnn")
+
+    def family(self) -> Any:
+        from seqlab.train.family.seq2seq import Seq2seq as Family
+
+        return Family
+
+    def load(self, run_dir: Path, int8: bool = False, engine: str = "torch") -> Any:
+        """A run directory's model, or the directory of ``seqlab export`` for ``engine`` (``ct2``, ``onnx``)."""
+        from seqlab.export import load_translator
+
+        return load_translator(run_dir, engine, int8)  # type: ignore[arg-type]
+
+    def evaluate(self, run_dir: Path, split: str, data_dir: Path | None, options: Any = None,
+                 int8: bool = False) -> dict[str, Any]:
+        """Loss, perplexity, exact match (also over sources and targets unseen in training) and sacreBLEU."""
+        from seqlab.data import load_splits, resolve_data_dir
+        from seqlab.evaluate import EncodedSplit, evaluate
+        from seqlab.metrics import bleu_signature
+
+        translator = self.load(run_dir, int8)
+        splits = load_splits(translator.config.data, resolve_data_dir(data_dir))
+        encoded = EncodedSplit.build(translator, splits.require(split), split)
+        seen = None if split == "train" else splits["train"]
+        metrics = evaluate(translator, encoded, translator.config.train.batch_tokens, options=options, seen=seen)
+        return metrics | {"bleu_signature": bleu_signature(), "bleu_lowercase_signature": bleu_signature(lowercase=True)}
+
+    def serve(self, run_dir: Path, limits: Any, engine: str) -> tuple[dict[str, Any], Callable[[Any, Any], None]]:
+        from seqlab.server import translate
+
+        translator = self.load(run_dir, engine=engine)
+        return translate.info(run_dir, translator, limits), lambda app, worker: translate.add_routes(app, worker,
+                                                                                                     translator)
+
+    def commands(self) -> list[tuple[str, Any]]:
+        from seqlab.cli import export, use
+
+        return [("translate", use.translate), ("chat", use.chat), ("export", export.export)]
+
+
+register(Seq2seq())

@@ -1,0 +1,50 @@
+"""Span extraction (seed 002 §10.1, S102–S103): a Transformer encoder that answers a question by cutting the answer
+out of its context (SQuAD's files)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from seqlab.registry import Kind, register
+
+
+class SpanExtractors(Kind):
+    name = "span"
+    model_types = ("span",)
+
+    def family(self) -> Any:
+        from seqlab.train.family.span import SpanExtraction
+
+        return SpanExtraction
+
+    def load(self, run_dir: Path, int8: bool = False) -> Any:
+        from seqlab.predictors.answerer import Answerer
+
+        return Answerer.load(run_dir)
+
+    def evaluate(self, run_dir: Path, split: str, data_dir: Path | None, options: Any = None,
+                 int8: bool = False) -> dict[str, Any]:
+        """The loss and SQuAD's exact match and F1."""
+        from seqlab.data import resolve_data_dir
+        from seqlab.data.splits import load_question_splits
+        from seqlab.evaluate import QuestionSplit, evaluate_answerer
+
+        answerer = self.load(run_dir)
+        questions = load_question_splits(answerer.config.data, resolve_data_dir(data_dir)).require(split)
+        return evaluate_answerer(answerer, QuestionSplit.build(answerer, questions, split))
+
+    def serve(self, run_dir: Path, limits: Any, engine: str) -> tuple[dict[str, Any], Callable[[Any, Any], None]]:
+        from seqlab.server import answer
+
+        answerer = self.load(run_dir)
+        return answer.info(run_dir, answerer, limits), lambda app, worker: answer.add_routes(app, worker, answerer)
+
+    def commands(self) -> list[tuple[str, Any]]:
+        from seqlab.cli import classify
+
+        return [("answer", classify.answer)]
+
+
+register(SpanExtractors())

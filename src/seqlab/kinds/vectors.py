@@ -1,0 +1,44 @@
+"""Word vectors (seed 002 ch. 2–4): count-based (PPMI + SVD) or word2vec (CBOW, skip-gram), made by ``seqlab
+vectors train`` and used by their nearest neighbours and analogies."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from seqlab.registry import Kind, register
+
+
+class WordVectors(Kind):
+    name = "vectors"
+    trained_by = "vectors train"
+
+    def owns(self, run_dir: Path) -> bool:
+        """A word-vector run: its vocabulary is written as soon as it is counted."""
+        from seqlab.rundir import RunDir
+
+        return RunDir(run_dir).is_vectors()
+
+    def evaluate(self, run_dir: Path, split: str, data_dir: Path | None, options: Any = None,
+                 int8: bool = False) -> dict[str, Any]:
+        raise ValueError(f"{run_dir}: a word-vector run; use seqlab vectors similar | analogy | eval | export")
+
+    def load(self, run_dir: Path, int8: bool = False) -> Any:
+        from seqlab.vectors import load
+
+        return load(run_dir)
+
+    def serve(self, run_dir: Path, limits: Any, engine: str) -> tuple[dict[str, Any], Callable[[Any, Any], None]]:
+        from seqlab.server import vectors as page
+
+        vectors = self.load(run_dir)
+        return page.info(run_dir, vectors, limits), lambda app, worker: page.add_routes(app, worker, vectors)
+
+    def commands(self) -> list[tuple[str, Any]]:
+        from seqlab.cli import vectors
+
+        return [("vectors", vectors.app)]
+
+
+register(WordVectors())

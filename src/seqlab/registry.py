@@ -1,0 +1,134 @@
+"""The kinds of model seqlab trains and uses, looked up by name, by config or by run directory.
+
+A kind (seq2seq, language model, classifier, pretrained BERT, span extractor, word vectors) is one module of
+``seqlab.kinds`` that declares everything about it in one ``Kind``: the ``model.type`` values of its configs, the
+command that trains it, its training family, its predictor, what ``seqlab eval`` scores, what ``seqlab serve``
+shows, and its own commands. Nothing else branches on the kind: the trainer, ``seqlab eval``, the server and the
+CLI ask this registry, which knows no kind itself.
+
+``seqlab.kinds`` registers the built-in kinds when it is imported, which the first lookup does (the one import
+of this module that points up, and it is a name, not a statement: a kind's module sits above everything it
+declares). Another kind is one module of its own that calls ``register`` (tests/test_kinds.py defines one outside
+seqlab and trains, evaluates, serves and uses it through the registry alone).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ClassVar
+
+import yaml
+
+BUILT_IN = "seqlab.kinds"
+CONFIG = "config.yaml"  # a run directory's config (rundir.CONFIG, which sits above this module)
+_KINDS: dict[str, Kind] = {}
+
+
+class Kind:
+    """One kind of model: what it is called, which runs are its own, and its parts. A kind's module subclasses it
+    and registers one instance; the parts are methods, which import what they return when asked (so that
+    ``seqlab --help`` reads the kinds without loading PyTorch)."""
+
+    name: ClassVar[str]  # as the server's /api/info and errors name it
+    model_types: ClassVar[tuple[str, ...]] = ()  # the ``model.type`` values of its configs
+    trained_by: ClassVar[str] = "train"  # the seqlab command that makes its runs
+
+    def owns(self, run_dir: Path) -> bool:
+        """Whether the run in ``run_dir`` is of this kind: its saved config has a model section whose ``type``
+        (``transformer`` where it names none) is one of ``model_types``."""
+        return model_type(run_dir) in self.model_types
+
+    def family(self) -> Any:
+        """The training family (``seqlab.train.family.base.Family``) whose ``build`` makes a run's model, batches
+        and validation."""
+        raise NotImplementedError(f"{self.name} runs are not trained by seqlab train")
+
+    def load(self, run_dir: Path, int8: bool = False) -> Any:
+        """The run's predictor (``seqlab.predictors``), ready to use."""
+        raise NotImplementedError
+
+    def evaluate(self, run_dir: Path, split: str, data_dir: Path | None, options: Any = None,
+                 int8: bool = False) -> dict[str, Any]:
+        """``seqlab eval``'s metrics of the run on ``split`` (``options``: the decoding options, where it decodes)."""
+        raise ValueError(f"{run_dir}: {self.name} runs have no seqlab eval")
+
+    def serve(self, run_dir: Path, limits: Any, engine: str) -> tuple[dict[str, Any], Callable[[Any, Any], None]]:
+        """What ``seqlab serve`` shows of the run: its ``/api/info`` and a function that adds the kind's routes to
+        the app (given the app and its worker)."""
+        raise NotImplementedError(f"{self.name} runs have no page")
+
+    def commands(self) -> list[tuple[str, Callable[..., Any]]]:
+        """The kind's own CLI commands (name, function): how a user uses its runs."""
+        return []
+
+
+def register(kind: Kind) -> Kind:
+    """Add a kind; its name and its ``model.type`` values must be new."""
+    taken = {t for other in _KINDS.values() for t in other.model_types} & set(kind.model_types)
+    if kind.name in _KINDS or taken:
+        raise ValueError(f"kind {kind.name!r}: {'the name' if kind.name in _KINDS else 'model.type ' + ', '.join(taken)}"
+                         " is taken by another kind")
+    _KINDS[kind.name] = kind
+    return kind
+
+
+def kinds() -> list[Kind]:
+    """Every kind, the built-in ones first, in the order they registered."""
+    _load_built_in()
+    return list(_KINDS.values())
+
+
+def kind_named(name: str) -> Kind:
+    _load_built_in()
+    try:
+        return _KINDS[name]
+    except KeyError:
+        raise ValueError(f"no kind {name!r} (kinds: {', '.join(_KINDS)})") from None
+
+
+def kind_of_type(model_type: str) -> Kind:
+    """The kind whose configs have this ``model.type``."""
+    for kind in kinds():
+        if model_type in kind.model_types:
+            return kind
+    raise ValueError(f"model.type {model_type!r} is no kind's (types: {', '.join(all_model_types())})")
+
+
+def kind_of_run(run_dir: str | Path) -> Kind:
+    """The kind of the run in ``run_dir`` (the first kind that ``owns`` it)."""
+    run_dir = Path(run_dir)
+    for kind in kinds():
+        if kind.owns(run_dir):
+            return kind
+    if not (run_dir / CONFIG).exists():
+        raise FileNotFoundError(f"{run_dir}: no run here (no {CONFIG})")
+    raise ValueError(f"{run_dir / CONFIG}: a run of no kind seqlab knows (model.type {model_type(run_dir)})")
+
+
+def model_type(run_dir: Path) -> str | None:
+    """The ``model.type`` of the run's saved config (``transformer`` where its model section names none); None
+    where it has no config, or no model section (the file is read again, and checked, by whatever loads the
+    run)."""
+    try:
+        config = yaml.safe_load((run_dir / CONFIG).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{run_dir / CONFIG}: not a seqlab config ({exc})") from None
+    model = config.get("model") if isinstance(config, dict) else None
+    return model.get("type", "transformer") if isinstance(model, dict) else None
+
+
+def all_model_types() -> list[str]:
+    return [t for kind in kinds() for t in kind.model_types]
+
+
+def _load_built_in() -> None:
+    if BUILT_IN not in _loaded:
+        _loaded.add(BUILT_IN)
+        importlib.import_module(BUILT_IN)
+
+
+_loaded: set[str] = set()

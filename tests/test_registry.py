@@ -1,0 +1,105 @@
+"""The registry of kinds (seqlab.registry, seqlab.kinds): every model.type has one kind, every run is found its
+kind, and a kind registered from outside seqlab is evaluated and served through the registry alone."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, get_args
+
+import pytest
+from fastapi.testclient import TestClient
+
+from seqlab import registry
+from seqlab.config import ModelConfig
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "runs"
+
+
+def test_every_model_type_has_one_kind_and_every_kind_trains_with_a_seqlab_command():
+    types = {get_args(member)[1].tag for member in get_args(get_args(ModelConfig)[0])}
+    assert sorted(registry.all_model_types()) == sorted(types)
+    assert [k.name for k in registry.kinds()] == ["seq2seq", "lm", "classifier", "bert", "span", "vectors"]
+    assert {k.name: k.trained_by for k in registry.kinds()} == {
+        "seq2seq": "train", "lm": "train", "classifier": "train", "bert": "pretrain", "span": "train",
+        "vectors": "vectors train"}
+
+
+@pytest.mark.parametrize(("run", "kind"), [
+    ("seq2seq-transformer", "seq2seq"), ("seq2seq-rnn", "seq2seq"), ("seq2seq-rnn-numpy", "seq2seq"),
+    ("lm-lstm", "lm"), ("lm-transformer", "lm"), ("classifier", "classifier"), ("bert", "bert"), ("span", "span"),
+    ("vectors-cbow", "vectors"), ("vectors-count", "vectors"),
+])
+def test_a_run_is_found_its_kind(run, kind):
+    assert registry.kind_of_run(FIXTURES / run).name == kind
+
+
+def test_no_run_and_an_unknown_kind_are_one_line_errors(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no run here"):
+        registry.kind_of_run(tmp_path)
+    (tmp_path / "config.yaml").write_text("model: {type: gpt}\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="a run of no kind seqlab knows"):
+        registry.kind_of_run(tmp_path)
+    with pytest.raises(ValueError, match="model.type 'gpt' is no kind's"):
+        registry.kind_of_type("gpt")
+
+
+class Echo(registry.Kind):
+    """A kind from outside seqlab: its runs are directories with an ``echo.txt``, which it says back."""
+
+    name = "echo"
+    model_types = ("echo",)
+
+    def owns(self, run_dir: Path) -> bool:
+        return (run_dir / "echo.txt").exists()
+
+    def load(self, run_dir: Path, int8: bool = False) -> str:
+        return (run_dir / "echo.txt").read_text(encoding="utf-8")
+
+    def evaluate(self, run_dir: Path, split: str, data_dir: Path | None, options: Any = None,
+                 int8: bool = False) -> dict[str, Any]:
+        return {"loss": 0.0, "split": split, "said": self.load(run_dir)}
+
+    def serve(self, run_dir: Path, limits: Any, engine: str) -> tuple[dict[str, Any], Callable[[Any, Any], None]]:
+        said = self.load(run_dir)
+
+        def add_routes(app: Any, worker: Any) -> None:
+            app.get("/api/echo")(lambda: {"said": said})
+
+        return {"kind": "echo", "run": run_dir.name}, add_routes
+
+
+@pytest.fixture
+def echo(monkeypatch, tmp_path) -> Path:
+    """The echo kind registered (for this test only) and a run of it."""
+    registry.kinds()  # the built-in kinds first
+    monkeypatch.setattr(registry, "_KINDS", dict(registry._KINDS))
+    registry.register(Echo())
+    (tmp_path / "echo.txt").write_text("hello", encoding="utf-8")
+    return tmp_path
+
+
+def test_a_kind_from_outside_is_evaluated_and_served_through_the_registry(echo):
+    from typer.testing import CliRunner
+
+    from seqlab.cli import app
+    from seqlab.server import create_app
+
+    result = CliRunner().invoke(app, ["eval", str(echo), "--json"])
+    assert result.exit_code == 0 and '"said": "hello"' in result.output and '"split": "valid"' in result.output
+    with TestClient(create_app(echo)) as client:
+        assert client.get("/api/echo").json() == {"said": "hello"}
+        assert client.get("/api/info").json()["kind"] == "echo"
+        assert client.get("/").status_code == 200
+
+
+def test_a_kind_cannot_take_a_name_or_a_model_type_that_is_taken(echo):
+    with pytest.raises(ValueError, match="the name is taken"):
+        registry.register(Echo())
+
+    class Transformer2(registry.Kind):
+        name = "transformer2"
+        model_types = ("transformer",)
+
+    with pytest.raises(ValueError, match="model.type transformer is taken"):
+        registry.register(Transformer2())
