@@ -182,6 +182,39 @@ def test_select_config_runs_end_to_end(bench: Bench, date_config: Path, date_run
     assert {f"{run['valid']['exact_match']:.2f}" for run in result.runs} == {row[3] for row in rows}
 
 
+def test_score_choice_runs_end_to_end(bench: Bench, date_config: Path, date_run: Path, tmp_path: Path,
+                                      monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The choice of a finished search (two seeds of each variant, copies of date_run) scored on test once: each
+    run's test score, their spread; a second scoring of the same choice is refused, and so is one in a selection."""
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")  # seqlab
+    search = {"name": "tiny", "config": str(date_config), "metric": "exact_match",
+              "variants": {"base": [], "again": []}}
+    (tmp_path / "search.yaml").write_text(yaml.safe_dump(search), encoding="utf-8")
+    runs = tmp_path / "runs"
+    for name in ("base-seed1", "base-seed2", "again-seed1", "again-seed2"):
+        shutil.copytree(date_run, runs / "tiny" / "fp32" / name)
+    for seed in (1, 2):  # what the runs' configs say once select_config has trained them
+        for name in (f"base-seed{seed}", f"again-seed{seed}"):
+            RunDir(runs / "tiny" / "fp32" / name).save_config(
+                parse_config(yaml.safe_load(date_config.read_text(encoding="utf-8")) | {"seed": seed}))
+    arguments = [str(tmp_path / "search.yaml"), "--runs", str(runs), "--results", str(tmp_path)]
+    bench("select_config").main([*arguments, "--seeds", "1", "2"])
+    winner = recorded(tmp_path, "select_config-tiny").tables[0].rows[0][1].strip("*")
+    capsys.readouterr()
+    with pytest.raises(SystemExit, match="does not run inside a selection"):
+        bench("score_choice").main(arguments)
+    monkeypatch.delenv("SEQLAB_SELECTION")
+    bench("score_choice").main(arguments)
+    out = capsys.readouterr().out
+    rows = table_rows(out)
+    assert rows[0][0] == winner and len(rows) == 3 and [row[0] for row in rows[1:]] == ["1", "2"]
+    assert rows[1][3] == rows[2][3] and "(1 run)" not in rows[0][2]  # the same weights in every run
+    result = recorded(tmp_path, "score_choice-tiny")
+    assert [run["variant"] for run in result.runs] == [winner, winner] and "--split" not in result.command
+    with pytest.raises(SystemExit, match="scored on test already"):
+        bench("score_choice").main(arguments)
+
+
 def test_select_decoding_runs_end_to_end(bench: Bench, date_run: Path, tmp_path: Path,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     bench("select_decoding").main([str(date_run), "--beam", "2", "--length-penalties", "0", "1",

@@ -1,0 +1,93 @@
+"""Score a search's choice on test, once: the runs that ``select_config.py`` trained for the variant it chose.
+
+    python benchmarks/score_choice.py benchmarks/searches/date-attention-tokens.yaml --data-dir ../shared/data \
+        [--runs runs/search] [--results DIR]
+
+The choice is read from the search's result on the scoreboard (``select_config-<name>.<kind>.json``, this
+machine's kind): the variant that ranks first there, by the worst valid score over its precisions and seeds
+(``select_config.rank``). Each of its runs is scored on test with ``seqlab eval RUN --split test --json`` as a user
+scores it, and the scores are reported as they come: per run, then their mean ± sd and range, beside the valid
+score that chose them. A choice is scored once: a second scoring of the same choice is refused (delete its result
+to score a new choice of the same search).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import scoreboard
+import yaml
+from report import add_results_option, machine, markdown, publish
+from scoreboard import Result, Table, command, spread
+from select_config import Trial, rank
+
+
+def choice(search: dict[str, Any], results: Path) -> tuple[str, list[dict[str, Any]]]:
+    """The chosen variant of ``search`` and its runs, from the selection's result on this machine's kind."""
+    path = results / f"select_config-{search['name']}.{_kind()}.json"
+    if not path.exists():
+        raise SystemExit(f"{path}: no selection of {search['name']!r} on this kind of CPU: run select_config.py first")
+    runs = Result.read(path).runs
+    trials = [Trial(r["variant"], r["precision"], r["seed"], r["valid"], r["train_s"]) for r in runs]
+    winner = rank(trials, search["metric"])[0]
+    return winner, [r for r in runs if r["variant"] == winner]
+
+
+def _kind() -> str:
+    """This machine's kind of CPU, as the scoreboard names its results."""
+    return str(scoreboard.machine()["kind"])
+
+
+def evaluate(run_dir: Path, data_dir: str | None) -> dict[str, Any]:
+    """``seqlab eval RUN_DIR --split test --json``: the run's test metrics."""
+    args = ["seqlab", "eval", str(run_dir), "--split", "test", "--json"] + (["--data-dir", data_dir] if data_dir else [])
+    output = subprocess.run(args, check=True, capture_output=True, text=True).stdout
+    return dict(json.loads(output[output.index("{"):]))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Score the choice's runs on test, print the tables and record them (refused if this choice was scored)."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("search", type=Path, help="the search file select_config.py chose from")
+    parser.add_argument("--data-dir", help="the data directory (default: seqlab's)")
+    parser.add_argument("--runs", type=Path, default=Path("runs/search"), help="where select_config.py kept the runs")
+    add_results_option(parser)
+    given = sys.argv[1:] if argv is None else argv
+    args = parser.parse_args(given)
+    if os.environ.get("SEQLAB_SELECTION", "") not in ("", "0"):
+        raise SystemExit("score_choice.py scores test: it does not run inside a selection (SEQLAB_SELECTION=1)")
+    search = yaml.safe_load(args.search.read_text(encoding="utf-8"))
+    winner, runs = choice(search, args.results)
+    done = args.results / f"score_choice-{search['name']}.{_kind()}.json"
+    if done.exists() and Result.read(done).runs and Result.read(done).runs[0]["variant"] == winner:
+        raise SystemExit(f"{done}: {winner!r} was scored on test already (once per final choice)")
+    metric = search["metric"]
+    scored = []
+    for run in runs:
+        name = winner if run["seed"] is None else f"{winner}-seed{run['seed']}"
+        test = evaluate(args.runs / search["name"] / run["precision"] / name, args.data_dir)
+        scored.append({"variant": winner, "precision": run["precision"], "seed": run["seed"], "valid": run["valid"],
+                       "test": test})
+        print(f"{name}: test {metric} {test[metric]}", flush=True)
+    rows = [[str(r["seed"]), r["precision"], f"{r['valid'][metric]:.2f}", f"{r['test'][metric]:.2f}",
+             f"{r['test']['loss']:.4f}"] for r in scored]
+    per_run = Table(f"`{search['config']}`, variant **{winner}** chosen on valid: each run on test, once",
+                    ["seed", "precision", f"valid {metric}", f"test {metric}", "test loss"], rows)
+    summary = Table(f"`{search['config']}`, variant **{winner}**: test over {len(scored)} runs",
+                    ["variant", f"valid {metric}", f"**test {metric}**"],
+                    [[winner, spread([r["valid"][metric] for r in scored], 2),
+                      spread([r["test"][metric] for r in scored], 2)]])
+    print(f"{machine()}.\n\n{markdown(summary)}\n\n{markdown(per_run)}\n")
+    notes = [f"the choice of select_config-{search['name']} (ranked on valid), scored on test once, as it came"]
+    publish(Result(f"score_choice-{search['name']}", summary.title, command(__file__, given), [summary, per_run],
+                   scored, notes), args.results)
+
+
+if __name__ == "__main__":
+    main()
