@@ -190,8 +190,11 @@ def test_book_tasks_runs_end_to_end(book_repo: Path, data_dir: Path, tmp_path: P
     assert rows["attention (seed 7)"][1].startswith(f"**{ours['test']['exact_match']:.2f} %**")
     assert rows["book attention (seed 7)"][1:] == [f"{book['rows'][0]['acc'] * 100:.1f}"]
     assert "Command: `python benchmarks/book_tasks.py --task date --variants attention" in printed
+    published = json.loads(out.read_text(encoding="utf-8"))["attention (book as published)"]
+    assert published[0] is None and published[1]["seed"] is None and rows["attention (book as published)"][1] == "—"
     result = recorded(tmp_path, "book_tasks-date")
-    assert result.runs == [{"run": "attention (seed 7)", "seqlab": ours, "book": book}]
+    assert result.runs == [{"run": "attention (seed 7)", "seqlab": ours, "book": book},
+                           {"run": "attention (book as published)", "seqlab": None, "book": published[1]}]
     assert result.title == "Book task `date`: seqlab vs the book's NumPy code"
     assert result.tables[1].rows == [rows["attention"]] and rows["attention"][1] == f"{ours['test']['exact_match']:.2f} (1 run)"
 
