@@ -215,6 +215,37 @@ def test_score_choice_runs_end_to_end(bench: Bench, date_config: Path, date_run:
         bench("score_choice").main(arguments)
 
 
+def test_same_training_runs_end_to_end(bench: Bench, date_config: Path, tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """Two commits of a repository holding seqlab's src/, the second changing a comment, train alike; a change of
+    arithmetic trains differently, and the script says where and exits 1."""
+    import subprocess
+
+    repo = tmp_path / "repo"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "src", repo / "src",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+
+    def commit(message: str) -> None:
+        for args in (["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", message]):
+            subprocess.run(["git", "-C", str(repo), *args], check=True)
+
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    commit("before")
+    loss = repo / "src" / "seqlab" / "loss.py"
+    loss.write_text(loss.read_text(encoding="utf-8") + "\n# a comment\n", encoding="utf-8")
+    commit("a comment")
+    arguments = [str(date_config), "--before", "HEAD~1", "--repo", str(repo), "--set", "train.epochs=1"]
+    bench("same_training").main(arguments)
+    assert "bit for bit the same: 1 epochs" in capsys.readouterr().out
+    loss.write_text(loss.read_text(encoding="utf-8").replace("logits.reshape(-1, logits.size(-1)).float()",
+                                                             "logits.reshape(-1, logits.size(-1)).float() * 1.001"),
+                    encoding="utf-8")
+    commit("sharper logits")
+    with pytest.raises(SystemExit) as exit:
+        bench("same_training").main(arguments)  # now HEAD~1 is the comment, HEAD the sharper logits
+    assert exit.value.code == 1 and "epoch 1: train loss" in capsys.readouterr().out
+
+
 def test_select_decoding_runs_end_to_end(bench: Bench, date_run: Path, tmp_path: Path,
                                          capsys: pytest.CaptureFixture[str]) -> None:
     bench("select_decoding").main([str(date_run), "--beam", "2", "--length-penalties", "0", "1",
