@@ -55,3 +55,22 @@ def test_the_command_line_starts_without_torch():
     result = _run(sys.executable, "-c", "import sys, seqlab.cli; "
                   "print(sorted({'torch', 'fastapi', 'safetensors'} & set(sys.modules)))")
     assert result.returncode == 0 and result.stdout.strip() == "[]", result.stdout + result.stderr
+
+
+def test_the_help_lists_each_command_in_one_sentence_printed_as_written():
+    """``seqlab --help`` gives every command (and command group) the first sentence of its docstring, the whole of
+    it being the command's own ``--help``; square brackets are text, not markup."""
+    import typer
+    from typer.testing import CliRunner
+
+    from seqlab.cli import app, first_sentence
+
+    runner = CliRunner()
+    listed = runner.invoke(app, ["--help"], terminal_width=200).output
+    entries = [line.split(None, 1) for line in listed.split("Commands:")[1].splitlines() if line.strip()]
+    commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]  # a group's
+    assert sorted(name for name, _ in entries) == sorted(commands)
+    assert all(text.count(". ") == 0 and len(text) < 100 for _, text in entries), entries
+    assert first_sentence("Pretrain BERT (model.type bert). Masked tokens.") == "Pretrain BERT (model.type bert)."
+    export = runner.invoke(app, ["export", "--help"], terminal_width=200).output
+    assert "pip install -e '.[export]'" in export and "Needs" in export

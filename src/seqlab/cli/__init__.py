@@ -21,6 +21,7 @@ import atexit
 import gc
 
 import typer
+from typer.models import DefaultPlaceholder
 
 from seqlab.cli import data, plot, train, use
 from seqlab.registry import kinds
@@ -29,7 +30,7 @@ from seqlab.registry import kinds
 # of each command's exit) though the process is ending; frozen at exit, they are left to the operating system.
 atexit.register(gc.freeze)
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
                   help="Sequence models on the CPU: word vectors, language models, seq2seq, classifiers.")
 app.command()(train.train)
 app.command()(train.pretrain)
@@ -44,3 +45,26 @@ for kind in kinds():  # each kind's own commands (``Kind.commands``): translate,
             app.command(name)(command)
 app.add_typer(data.app, name="data")
 app.add_typer(plot.app, name="plot")
+
+
+def one_line_help(typer_app: typer.Typer) -> None:
+    """``seqlab --help`` (and each group's) lists a command with the first sentence of its docstring; the whole
+    docstring is the command's own ``--help``."""
+    for info in typer_app.registered_commands:
+        if info.short_help is None and info.callback is not None:
+            info.short_help = first_sentence(info.callback.__doc__ or "")
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            if isinstance(group.short_help, DefaultPlaceholder) or group.short_help is None:
+                group.short_help = first_sentence(str(group.typer_instance.info.help or ""))
+            one_line_help(group.typer_instance)
+
+
+def first_sentence(text: str) -> str:
+    """The text up to the end of its first sentence, on one line."""
+    flat = " ".join(text.split())
+    end = flat.find(". ")
+    return flat if end < 0 else flat[: end + 1]
+
+
+one_line_help(app)

@@ -18,7 +18,7 @@ def classify(
     input: Annotated[str | None, typer.Option("--input", "-i", help="File with one text per line; - for stdin.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per text: label and probabilities.")] = False,
 ) -> None:
-    """The label of every text given as an argument or read line by line from a file, with its probability
+    """Classify texts given as arguments, or a file line by line. The label of every text with its probability
     ("LABEL<TAB>PROBABILITY<TAB>TEXT"), or with --json every class's probability. An empty or blank line gives an
     empty line (with --json, an empty label and no probabilities); a text longer than the model reads is cut,
     with a warning naming it."""
@@ -49,7 +49,7 @@ def fill_mask(
     top: Annotated[int, typer.Option("--top", min=1, help="Candidates per [MASK].")] = 5,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per text.")] = False,
 ) -> None:
-    """What a pretrained BERT (seqlab pretrain) puts in place of each [MASK]: the text with the best candidates,
+    """Fill in each [MASK] with a pretrained BERT (seqlab pretrain). The text with the best candidates,
     then per mask its --top tokens with their probabilities."""
     from seqlab.predictors.masked_lm import load
 
@@ -77,8 +77,8 @@ def answer(
                                                                   "a file, @- stdin.")],
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per question.")] = False,
 ) -> None:
-    """The answer to each question, cut out of the context by a span extractor (model.type span), with its
-    probability ("ANSWER<TAB>PROBABILITY<TAB>QUESTION"), or with --json also its character span."""
+    """Answer questions about a context with a span extractor (model.type span). Each answer is cut out of the
+    context, with its probability ("ANSWER<TAB>PROBABILITY<TAB>QUESTION"), or with --json also its character span."""
     from seqlab.predictors.answerer import load
 
     setup_logging()

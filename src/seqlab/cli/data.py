@@ -9,7 +9,7 @@ import typer
 
 from seqlab.cli.common import fail, setup_logging
 
-app = typer.Typer(no_args_is_help=True, help="Get the public corpora that the configs read.")
+app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Get the public corpora that the configs read.")
 
 
 @app.command("fetch")
@@ -21,8 +21,8 @@ def fetch(
     mirror: Annotated[str | None, typer.Option(
         "--mirror", help="Fetch from this URL, laid out like the data directory, instead of the publishers.")] = None,
 ) -> None:
-    """Download a corpus into the data directory, checking SHA-256 (PTB: its line and word counts); files
-    already there and valid are kept."""
+    """Download a corpus into the data directory. Each file is checked by SHA-256 (PTB: its line and word counts);
+    files already there and valid are kept."""
     from seqlab.data import resolve_data_dir
     from seqlab.data.fetch import FetchError
     from seqlab.data.fetch import fetch as fetch_corpus

@@ -21,8 +21,8 @@ def export(
         "--quantization", help="How the weights are stored: float32; int8 (both engines); int8_float32, int16 "
                                "(CTranslate2).")] = "float32",
 ) -> None:
-    """Convert a Transformer run for CTranslate2 or ONNX Runtime (pip install -e '.[export]'); the directory holds the
-    run's config and tokenizers too, so that `seqlab translate DIR --engine ct2|onnx` decodes with it."""
+    """Convert a Transformer run for CTranslate2 or ONNX Runtime. Needs pip install -e '.[export]'; the directory
+    holds the run's config and tokenizers too, so that `seqlab translate DIR --engine ct2|onnx` decodes with it."""
     from seqlab.export import export as export_run
 
     setup_logging()

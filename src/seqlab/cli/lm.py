@@ -24,7 +24,7 @@ def generate(
     length: Annotated[int | None, typer.Option(
         "--length", min=1, help="Most words to add (default: the run's eval.max_output_length); <eos> ends sooner.")] = None,
 ) -> None:
-    """Continue each --start with the model: greedy, beam search (--beam, --nbest) or sampling (--sample,
+    """Continue each --start with a language model. Greedy, beam search (--beam, --nbest) or sampling (--sample,
     --temperature, --top-k, --top-p, --num-samples, --seed). One line per output; with several per start,
     ``NUMBER<TAB>LOG-PROB<TAB>TEXT``."""
     lm = _load(run_dir)
@@ -42,8 +42,8 @@ def score(
     input_file: Annotated[str, typer.Option("--input", help="One text per line; - for stdin.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
-    """Each line's log-probability (natural log, its <eos> included) and perplexity, and the whole file's
-    perplexity read as one stream."""
+    """Score each line of a file with a language model. Each line's log-probability (natural log, its <eos>
+    included) and perplexity, and the whole file's perplexity read as one stream."""
     from seqlab.data import DataError
 
     lm = _load(run_dir)

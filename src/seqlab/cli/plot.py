@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
     from seqlab.decoding import DecodeOptions
 
-app = typer.Typer(no_args_is_help=True,
+app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
                   help="Figures: attention maps, the seeds' PE and LR plots, training curves, word vectors.")
 
 

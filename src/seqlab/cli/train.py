@@ -23,13 +23,13 @@ Resume = Annotated[bool, typer.Option("--resume", help="Continue the run in --ou
 
 def train(config: ConfigArg, overrides: Overrides = None, out: Out = None, resume: Resume = False,
           data_dir: DataDir = None) -> None:
-    """Train a model from a YAML config; the run directory is enough to translate and to resume."""
+    """Train a model from a YAML config. The run directory is enough to use it and to resume it."""
     _fit(config, overrides, out, resume, data_dir, "train")
 
 
 def pretrain(config: ConfigArg, overrides: Overrides = None, out: Out = None, resume: Resume = False,
              data_dir: DataDir = None) -> None:
-    """Pretrain BERT (model.type bert): masked tokens, and next sentences with model.next_sentence. A classifier
+    """Pretrain BERT (model.type bert). Masked tokens, and next sentences with model.next_sentence. A classifier
     starts from the run with model.init_from; seqlab fill-mask shows what it learnt."""
     _fit(config, overrides, out, resume, data_dir, "pretrain")
 
@@ -71,12 +71,12 @@ def evaluate_run(
     data_dir: DataDir = None,
     int8: Int8 = False,
 ) -> None:
-    """Loss, perplexity, exact match and BLEU (sacreBLEU, cased and lower-cased, with signatures) on a split; exact
-    match also over the sentences whose source is not a training source. A language model: loss and perplexity
-    over the split's whole token stream. A classifier: loss, accuracy, macro and micro precision, recall and F1,
-    per class, and the confusion matrix (rows true, columns predicted). A pretrained BERT: the masked tokens'
-    loss, perplexity and accuracy (masks from a fixed seed), and next-sentence accuracy. A span extractor: the
-    loss and SQuAD's exact match and F1."""
+    """Score a run on a split, as its kind scores it. A seq2seq model: loss, perplexity, exact match and BLEU
+    (sacreBLEU, cased and lower-cased, with signatures); exact match also over the sentences whose source is not
+    a training source. A language model: loss and perplexity over the split's whole token stream. A classifier:
+    loss, accuracy, macro and micro precision, recall and F1, per class, and the confusion matrix (rows true,
+    columns predicted). A pretrained BERT: the masked tokens' loss, perplexity and accuracy (masks from a fixed
+    seed), and next-sentence accuracy. A span extractor: the loss and SQuAD's exact match and F1."""
     from seqlab.data import DataError
 
     setup_logging()
@@ -93,8 +93,9 @@ def average(
     out: Annotated[Path | None, typer.Option("--out", help="The new run directory (default: RUN_DIR-avgN).")] = None,
     data_dir: DataDir = None,
 ) -> None:
-    """Average the weights of a run's last N epochs (kept with train.keep_checkpoints) into a run directory of its
-    own, scored on the valid split; translate, eval and serve use it as any run."""
+    """Average the weights of a run's last N kept epochs into a run of its own. The epochs are those kept with
+    train.keep_checkpoints; the new run is scored on the valid split, and translate, eval and serve use it as any
+    run."""
     from seqlab.data import DataError
     from seqlab.rundir import RunDir
     from seqlab.train.average import average_run

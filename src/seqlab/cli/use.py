@@ -25,7 +25,7 @@ def translate(
     int8: Int8 = False,
     engine: Engine = "torch",
 ) -> None:
-    """Translate sentences given as arguments, or a file line by line (one line in, one line out; an empty or
+    """Translate sentences given as arguments, or a file line by line. One line in, one line out: an empty or
     blank line gives an empty line, and a line longer than the model reads is cut, with a warning naming it).
 
     With --nbest or --num-samples above 1, every output is a line "INPUT_NUMBER<tab>SCORE<tab>TEXT".
@@ -91,11 +91,12 @@ def serve(
     timeout: Annotated[float | None, typer.Option("--timeout", min=0.001, help="Seconds a request may take; past "
                        "them it gets a 503 and its decoding stops [default: Limits.timeout_s]")] = None,
 ) -> None:
-    """A web page to talk to the model (http://HOST:PORT/) and its JSON API (/api/translate, /api/info, /openapi.json);
-    for a word-vector run, a page of a word's nearest neighbours and analogies (/api/similar, /api/analogy);
-    for a language model, continuations of a start with each token's probability (/api/generate); for a
-    classifier, the label, the class probabilities and the attention of the pooled position (/api/classify); for a
-    span extractor, a context and questions about it, the answers marked in it (/api/answer)."""
+    """Serve a run: a web page to use it and its JSON API. For a seq2seq run the page talks to the model
+    (http://HOST:PORT/) through /api/translate, /api/info, /openapi.json; for a word-vector run, a page of a
+    word's nearest neighbours and analogies (/api/similar, /api/analogy); for a language model, continuations of
+    a start with each token's probability (/api/generate); for a classifier, the label, the class probabilities
+    and the attention of the pooled position (/api/classify); for a span extractor, a context and questions
+    about it, the answers marked in it (/api/answer)."""
     import uvicorn
 
     from seqlab.server import Limits, create_app

@@ -16,7 +16,8 @@ from seqlab.config import ConfigError
 if TYPE_CHECKING:
     from seqlab.vectors import WordVectors
 
-app = typer.Typer(no_args_is_help=True, help="Word vectors: count-based (PPMI + SVD) or word2vec (CBOW, skip-gram).")
+app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
+                  help="Word vectors: count-based (PPMI + SVD) or word2vec (CBOW, skip-gram).")
 
 Top = Annotated[int, typer.Option("--top", min=1, help="How many words to list.")]
 
@@ -29,7 +30,7 @@ def train(
     resume: Annotated[bool, typer.Option("--resume", help="Continue the run in --out from its last epoch.")] = False,
     data_dir: DataDir = None,
 ) -> None:
-    """Learn word vectors from the config's corpora (train.method: count, cbow or skipgram) into a run directory."""
+    """Learn word vectors from the config's corpora into a run directory. train.method: count, cbow or skipgram."""
     from seqlab.config import VectorsConfig, load_config
     from seqlab.data import DataError
     from seqlab.rundir import RunFileError
@@ -66,7 +67,7 @@ def analogy(
     c: Annotated[str, typer.Argument(help="c")],
     top: Top = 5,
 ) -> None:
-    """a : b = c : ?, the words nearest to b − a + c, a, b and c left out (man woman king -> queen)."""
+    """Complete a : b = c : ? with the words nearest to b − a + c. a, b and c are left out (man woman king -> queen)."""
     vectors = _load(run_dir)
     _print(f"{a} : {b} = {c} : ?", functools.partial(vectors.analogy, a, b, c, top))
 
@@ -80,8 +81,9 @@ def evaluate(
         "--similarities", help="Word pairs with human scores: 'word1<TAB>word2<TAB>score' (WordSim-353, SimLex-999).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
-    """Analogy accuracy and Spearman's correlation with human similarity, each with its coverage (the share of
-    questions / pairs whose words are all in the vocabulary; the others are not scored)."""
+    """Score the vectors on analogies and word similarities. Analogy accuracy and Spearman's correlation with
+    human similarity, each with its coverage (the share of questions / pairs whose words are all in the
+    vocabulary; the others are not scored)."""
     from seqlab.data import DataError
 
     if analogies is None and similarities is None:
