@@ -6,11 +6,14 @@ import functools
 import inspect
 import logging
 import sys
+import typing
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal, NoReturn
 
 import typer
+
+from seqlab.decoding.options import DecodeOptions
 
 Out = Annotated[Path, typer.Option("--out", help="The image to write: .png, .svg or .pdf.")]
 
@@ -29,62 +32,44 @@ Int8 = Annotated[bool, typer.Option("--int8", help="Decode with int8 linear laye
                                     rich_help_panel="Decoding")]
 
 
-def _decoding(flag: str, kind: Any, help: str) -> Any:
-    return Annotated[kind, typer.Option(flag, help=help, rich_help_panel="Decoding")]
-
-
-# name: (type with its option, default); the fields of seqlab.decoding.DecodeOptions
-DECODING: dict[str, tuple[Any, Any]] = {
-    "beam": (_decoding("--beam", int, "Beam size; 1 is greedy."), 1),
-    "nbest": (_decoding("--nbest", int, "Print this many hypotheses per input (≤ beam)."), 1),
-    "length_penalty": (_decoding("--length-penalty", float, "GNMT's α: rank by log P / ((5 + len) / 6)^α."), 0.0),
-    "normalize": (_decoding("--normalize", bool, "Rank by the average log-probability per word."), False),
-    "sample": (_decoding("--sample", bool, "Draw words from the softmax instead of searching."), False),
-    "temperature": (_decoding("--temperature", float, "Sampling temperature; 0 is greedy."), 1.0),
-    "top_k": (_decoding("--top-k", int, "Sample among the k most probable words (0: all)."), 0),
-    "top_p": (_decoding("--top-p", float, "Sample among the most probable words holding p of the mass."), 1.0),
-    "num_samples": (_decoding("--num-samples", int, "Samples per input (with --sample)."), 1),
-    "seed": (_decoding("--seed", int, "Seed of the sampling generator."), 0),
-    "max_length": (_decoding("--max-length", int | None,
-                             "Most output words (default: the run's eval.max_output_length)."), None),
-}
+def _decoding(name: str) -> tuple[Any, Any]:
+    """The command-line option of a ``DecodeOptions`` field: ``--top-k``, its type, its description, its default."""
+    field = DecodeOptions.model_fields[name]
+    description = field.description or ""
+    option = typer.Option("--" + name.replace("_", "-"), help=description[:1].upper() + description[1:] + ".",
+                          rich_help_panel="Decoding")
+    return Annotated[field.annotation, option], field.default
 
 
 def with_decoding(*names: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """Give a command the decoding options ``names`` (keys of ``DECODING``); it receives them as one
+    """Give a command the decoding options ``names`` (fields of ``DecodeOptions``); it receives them as one
     ``options: DecodeOptions`` argument, checked before the command runs."""
-    unknown = set(names) - DECODING.keys()
+    unknown = set(names) - DecodeOptions.model_fields.keys()
     if unknown:
         raise ValueError(f"no decoding option {', '.join(sorted(unknown))}")
 
     def wrap(command: Callable[..., None]) -> Callable[..., None]:
-        signature = inspect.signature(command)  # string annotations: ``options`` is typed for checkers only
-        kept = [p.replace(annotation=_evaluated(p.annotation, command)) for p in signature.parameters.values()
+        hints = typing.get_type_hints(command, localns={"DecodeOptions": DecodeOptions}, include_extras=True)
+        kept = [p.replace(annotation=hints[p.name]) for p in inspect.signature(command).parameters.values()
                 if p.name != "options"]
-        added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=DECODING[name][0],
-                                   default=DECODING[name][1]) for name in names]
+        added = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default)
+                 for name in names for annotation, default in [_decoding(name)]]
 
         @functools.wraps(command)
         def wrapper(**kwargs: Any) -> None:
             values = {name: kwargs.pop(name) for name in names}
             command(**kwargs, options=decode_options(**values))
 
-        wrapper.__signature__ = signature.replace(parameters=kept + added)  # type: ignore[attr-defined]
+        wrapper.__signature__ = inspect.Signature(kept + added)  # type: ignore[attr-defined]
         wrapper.__annotations__ = {p.name: p.annotation for p in kept + added}
         return wrapper
 
     return wrap
 
 
-def _evaluated(annotation: Any, command: Callable[..., None]) -> Any:
-    return eval(annotation, command.__globals__) if isinstance(annotation, str) else annotation  # noqa: S307
-
-
 def decode_options(**values: Any) -> Any:
     """DecodeOptions from the command line; a bad combination is reported like any usage error."""
     from pydantic import ValidationError
-
-    from seqlab.decoding import DecodeOptions
 
     try:
         return DecodeOptions(**values)

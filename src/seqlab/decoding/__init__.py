@@ -2,16 +2,33 @@
 
 ``search(model, src, options)`` runs the strategy that ``DecodeOptions`` asks
 for; each strategy talks to the model only through the step contract of
-``step.py``.
+``step.py``. The names are imported when first used, so that the command line
+reads ``DecodeOptions`` (``options.py``) without loading PyTorch.
 """
 
-from seqlab.decoding.beam import beam_search
-from seqlab.decoding.greedy import greedy_decode
-from seqlab.decoding.hypothesis import Hypothesis
-from seqlab.decoding.options import DecodeOptions, search
-from seqlab.decoding.prefix import PrefixDecoder
-from seqlab.decoding.sampling import sample
-from seqlab.decoding.step import Cancelled
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from seqlab.decoding.beam import beam_search
+    from seqlab.decoding.greedy import greedy_decode
+    from seqlab.decoding.hypothesis import Hypothesis
+    from seqlab.decoding.options import DecodeOptions
+    from seqlab.decoding.prefix import PrefixDecoder
+    from seqlab.decoding.run import search
+    from seqlab.decoding.sampling import sample
+    from seqlab.decoding.step import Cancelled
 
 __all__ = ["Cancelled", "DecodeOptions", "Hypothesis", "PrefixDecoder", "beam_search", "greedy_decode", "sample",
            "search"]
+
+_WHERE = {"Cancelled": "step", "DecodeOptions": "options", "Hypothesis": "hypothesis", "PrefixDecoder": "prefix",
+          "beam_search": "beam", "greedy_decode": "greedy", "sample": "sampling", "search": "run"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _WHERE:
+        raise AttributeError(f"module 'seqlab.decoding' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"seqlab.decoding.{_WHERE[name]}"), name)

@@ -1,20 +1,17 @@
-"""How to decode: the options shared by ``seqlab translate``, ``seqlab eval`` and ``Translator.translate``."""
+"""How to decode: the options shared by ``seqlab translate``, ``seqlab eval``, the server and ``Translator.translate``,
+declared once here (the command line's options are made from these fields, so this module imports no torch)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
-import torch
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from seqlab.decoding.beam import beam_search
-from seqlab.decoding.greedy import greedy_decode
-from seqlab.decoding.hypothesis import Hypothesis
-from seqlab.decoding.sampling import sample
-from seqlab.decoding.step import Interruptible, StepDecoder
 from seqlab.specials import PAD
+
+if TYPE_CHECKING:
+    import torch
 
 MIN_TEMPERATURE = 0.01  # below it (but above 0, which is greedy) a softmax of log p / T overflows to NaN
 MAX_SEED = 2**32 - 1  # every engine's generator takes a 32-bit unsigned seed
@@ -58,27 +55,11 @@ class DecodeOptions(BaseModel):
 
     def limits(self, src: torch.Tensor, default_max: int) -> torch.Tensor:
         """The most output words for each source (batch, src_len) -> (batch,)."""
+        import torch
+
         cap = self.max_length or default_max
         if self.length_ratio is None:
             return torch.full((src.size(0),), cap, dtype=torch.long)
         lengths = (src != PAD).sum(dim=1)
         return torch.tensor([max(1, math.ceil(min(cap, self.length_ratio * n + self.length_extra)))
                              for n in lengths.tolist()], dtype=torch.long)
-
-
-def search(
-    model: StepDecoder[Any], src: torch.Tensor, options: DecodeOptions, default_max: int, need_weights: bool = False,
-    stop: Callable[[], bool] | None = None,
-) -> list[list[Hypothesis]]:
-    """src (batch, src_len) -> for every sentence its hypotheses, best first (nbest, or num_samples when sampling).
-    ``stop``: asked before every step; once it is true the search raises ``Cancelled``."""
-    limits = options.limits(src, default_max)
-    if stop is not None:
-        model = Interruptible(model, stop)
-    if options.sample:
-        return sample(model, src, limits, options.num_samples, options.temperature, options.top_k, options.top_p,
-                      options.seed, need_weights)
-    if options.beam > 1:
-        return beam_search(model, src, limits, options.beam, options.nbest, options.length_penalty,
-                           options.normalize, need_weights)
-    return [[h] for h in greedy_decode(model, src, limits, need_weights)]
