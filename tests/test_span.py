@@ -21,7 +21,8 @@ from seqlab.metrics import answer_f1, normalize_answer, span_scores
 from seqlab.model.span import best_spans
 from seqlab.predictors.answerer import load
 from seqlab.specials import SPECIALS
-from seqlab.tokenizer import Tokenizer, _pipeline, normalize, normalize_with_offsets
+from seqlab.text import normalize, normalize_with_offsets
+from seqlab.tokenizer import Tokenizer, _pipeline
 
 # --- offsets ---------------------------------------------------------------------------------------------------
 

@@ -10,7 +10,8 @@ import pytest
 
 from seqlab.config import TokenizerConfig
 from seqlab.specials import EOS, PAD, SOS, SPECIALS, UNK
-from seqlab.tokenizer import Tokenizer, normalize, split_words
+from seqlab.text import normalize
+from seqlab.tokenizer import Tokenizer, split_words
 
 LEVELS = ["char", "word", "bpe", "wordpiece"]
 

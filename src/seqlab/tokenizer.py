@@ -1,27 +1,15 @@
 """How text becomes token ids and back: the one path used everywhere.
 
-Training, evaluation, file translation, interactive use and the Python API all
-go through :class:`Tokenizer`, a thin wrapper around a Hugging Face
-``tokenizers.Tokenizer`` whose pipeline depends on ``TokenizerConfig.level``.
+Training, evaluation, file translation, interactive use and the Python API all go through :class:`Tokenizer`, a thin
+wrapper around a Hugging Face ``tokenizers.Tokenizer`` whose pipeline depends on ``TokenizerConfig.level``.
 
-Every level shares the same normalisation, so every level sees the same text:
+Every level shares the same normalisation (``seqlab.text.normalize``: NFC, lowercase where asked, whitespace
+folded), so every level sees the same text.
 
-1. Unicode NFC (Korean typed or pasted in NFD becomes precomposed syllables);
-2. lowercase, when ``cfg.lowercase`` (then NFC again: lowercasing can make a
-   composable pair, e.g. ``"J\u030c"`` -> ``"\u01f0"``);
-3. every run of whitespace (what ``str.split()`` splits on: spaces, tabs,
-   newlines, NBSP, ideographic space, ...) becomes one ASCII space, and
-   leading/trailing whitespace is removed.
-
-It is done in Python (``unicodedata`` + ``str.split``), before the
-``tokenizers`` pipeline, because that is ~10x cheaper than the equivalent
-``tokenizers`` normalisers (which dominated the cost of encoding short strings).
-
-:meth:`Tokenizer.normalize` returns that canonical form, and the contract is
-``decode(encode([x]))[0] == normalize(x)`` for every text ``x`` the tokenizer
-covers (see below). So multiple consecutive spaces are collapsed to one, at
-every level, by design: the four levels agree on what a text is, and a
-prediction can be compared with ``normalize(reference)``.
+:meth:`Tokenizer.normalize` returns that canonical form, and the contract is ``decode(encode([x]))[0] ==
+normalize(x)`` for every text ``x`` the tokenizer covers (see below). So multiple consecutive spaces are collapsed
+to one, at every level, by design: the four levels agree on what a text is, and a prediction can be compared with
+``normalize(reference)``.
 
 Per level (pre-tokeniser -> model -> decoder):
 
@@ -61,14 +49,12 @@ Per level (pre-tokeniser -> model -> decoder):
     encoder (greedy longest match instead of merges) and the handling of
     unseen characters (below).
 
-With ``morphemes`` (Korean; ``word``/``bpe``/``wordpiece``), words are also cut at the
-morpheme boundaries that kiwipiepy finds, before the model sees them: :mod:`seqlab.morphemes`
-marks the cuts in the text and a last ``Split`` pre-tokeniser cuts there, so
-``"학교에 갔었어요"`` -> ``▁학교 에 ▁갔었 어요`` at the ``word`` level. The decoder is unchanged.
+With ``morphemes`` (Korean; ``word``/``bpe``/``wordpiece``), words are also cut at the morpheme boundaries that
+kiwipiepy finds, before the model sees them: :mod:`seqlab.morphemes` marks the cuts in the text and a last ``Split``
+pre-tokeniser cuts there, so ``"학교에 갔었어요"`` -> ``▁학교 에 ▁갔었 어요`` at the ``word`` level. The decoder is unchanged.
 
-For ``bpe``/``wordpiece`` a text is covered when all its characters were in
-the training texts (the whole alphabet is kept unless it alone exceeds
-``vocab_size``).
+For ``bpe``/``wordpiece`` a text is covered when all its characters were in the training texts (the whole alphabet
+is kept unless it alone exceeds ``vocab_size``).
 
 What does not round-trip (by design or by limitation):
 
@@ -83,22 +69,17 @@ What does not round-trip (by design or by limitation):
   word (up to the next space or punctuation mark) becomes one ``<unk>``
   (that is how WordPiece works).
 
-Special tokens ``<pad> <sos> <eos> <unk>`` have ids 0..3 in every vocabulary.
-Their *text* is never special: ``"<eos>"`` typed in the input is encoded as
-ordinary characters, so data can never inject an end of sequence.
-``encode`` adds no special ids; ``decode`` drops them (it does not cut at the
-first ``<eos>``: callers that decode raw model output cut there first).
+Special tokens ``<pad> <sos> <eos> <unk>`` have ids 0..3 in every vocabulary. Their *text* is never special:
+``"<eos>"`` typed in the input is encoded as ordinary characters, so data can never inject an end of sequence.
+``encode`` adds no special ids; ``decode`` drops them (it does not cut at the first ``<eos>``: callers that decode
+raw model output cut there first).
 
-Serialisation is JSON only (no pickle): ``to_json`` holds the ``TokenizerConfig``
-(whose ``lowercase`` drives the normalisation) and the ``tokenizers`` pipeline,
-``from_json`` rebuilds it exactly.
-"""
+Serialisation is JSON only (no pickle): ``to_json`` holds the ``TokenizerConfig`` (whose ``lowercase`` drives the
+normalisation) and the ``tokenizers`` pipeline, ``from_json`` rebuilds it exactly."""
 
 from __future__ import annotations
 
 import json
-import re
-import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -108,59 +89,14 @@ from tokenizers import Tokenizer as _HFTokenizer
 from seqlab.config import TokenizerConfig, TokensConfig
 from seqlab.morphemes import MARK, mark_boundaries
 from seqlab.specials import MASK, MASK_TOKEN, SPECIALS, UNK
+from seqlab.text import Span, normalize, normalize_with_offsets
 
-__all__ = ["Tokenizer", "learn_tokenizers", "normalize", "normalize_with_offsets"]
+__all__ = ["Tokenizer", "learn_tokenizers", "split_words"]
 
 _SPACE = "▁"  # U+2581, SentencePiece's meta-space
 _FORMAT = "seqlab.tokenizer"
 _FORMAT_VERSION = 1
 _MAX_WORD_CHARS = 1000  # WordPiece: a longer word (between spaces/punctuation) becomes <unk>; default 100
-
-
-def normalize(text: str, lowercase: bool = False) -> str:
-    """The canonical form of ``text``: NFC, optionally lowercased, single spaces, no outer spaces."""
-    text = unicodedata.normalize("NFC", text)
-    if lowercase:
-        text = unicodedata.normalize("NFC", text.lower())
-    return " ".join(text.split())
-
-
-Span = tuple[int, int]  # [start, end) character positions
-
-
-def normalize_with_offsets(text: str, lowercase: bool = False) -> tuple[str, list[Span]]:
-    """``normalize(text)`` and, for each of its characters, the span of ``text`` it came from: a run of whitespace
-    becomes one space whose span is empty (at the next word), a character NFC composed from several takes all of
-    theirs, and characters that one character became (lowercase ``"İ"``) share its span."""
-    parts: list[str] = []
-    spans: list[Span] = []
-    for word in re.finditer(r"\S+", text):  # what str.split() splits on is what \s matches
-        if parts:
-            parts.append(" ")
-            spans.append((word.start(), word.start()))
-        piece = normalize(word.group(), lowercase)
-        parts.append(piece)
-        spans += [(word.start() + a, word.start() + b) for a, b in _char_spans(word.group(), piece, lowercase)]
-    return "".join(parts), spans
-
-
-def _char_spans(word: str, piece: str, lowercase: bool) -> list[Span]:
-    """For each character of ``piece`` (``word`` normalised, no whitespace), its span in ``word``: character k
-    for k when normalising changed at most the case of each character; else the shortest prefix of ``word``
-    whose normal form reaches it."""
-    cased = word.lower() if lowercase else word
-    if piece == cased and len(cased) == len(word):
-        return [(k, k + 1) for k in range(len(word))]
-    spans: list[Span] = []
-    start = end = 0
-    for j in range(len(piece)):
-        before = end
-        while end < len(word) and normalize(word[:end], lowercase)[: j + 1] != piece[: j + 1]:
-            end += 1
-        if end > before:  # a new character of word; else the one before became several
-            start = before
-        spans.append((start, end))
-    return spans
 
 
 def _words(morphemes: bool, punctuation: bool = True) -> pre_tokenizers.PreTokenizer:

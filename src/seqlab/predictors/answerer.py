@@ -27,7 +27,8 @@ from seqlab.predictors.base import Predictor
 from seqlab.rundir import RunDir
 from seqlab.runtime import Runtime
 from seqlab.specials import EOS, SOS
-from seqlab.tokenizer import Span, Tokenizer
+from seqlab.text import Span
+from seqlab.tokenizer import Tokenizer
 
 log = logging.getLogger("seqlab")
 

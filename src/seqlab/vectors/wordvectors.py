@@ -1,6 +1,6 @@
 """Trained word vectors, as ``seqlab.vectors.load(RUN)`` gives them: look up, compare, evaluate, export.
 
-A word is looked up as training saw it (``tokenizer.normalize``, lowercased when the run lowercased), so
+A word is looked up as training saw it (``text.normalize``, lowercased when the run lowercased), so
 ``vectors["King"]`` finds "king" in a lowercased run.
 """
 
@@ -16,7 +16,7 @@ from seqlab.data import DataError
 from seqlab.data.corpus import decode_lines
 from seqlab.files import atomic_open
 from seqlab.rundir import RunDir
-from seqlab.tokenizer import normalize
+from seqlab.text import normalize
 from seqlab.vectors.evaluate import analogy_accuracy, similarity_spearman
 from seqlab.vectors.similarity import analogy, cos_similarity, most_similar
 
