@@ -48,6 +48,8 @@ class Echo(registry.Kind):
     """A kind from outside seqlab: its runs are directories with an ``echo.txt``, which it says back."""
 
     name = "echo"
+    noun = "an echo"
+    use = "seqlab eval"
     model_types = ("echo",)
 
     def owns(self, run_dir: Path) -> bool:
@@ -99,7 +101,20 @@ def test_a_kind_cannot_take_a_name_or_a_model_type_that_is_taken(echo):
 
     class Transformer2(registry.Kind):
         name = "transformer2"
+        noun, use = "a second Transformer", "nothing"
         model_types = ("transformer",)
 
     with pytest.raises(ValueError, match="model.type transformer is taken"):
         registry.register(Transformer2())
+
+
+def test_a_predictor_refuses_a_run_of_another_kind_saying_what_uses_it():
+    from seqlab.predictors.classifier import Classifier
+    from seqlab.predictors.translator import Translator
+
+    with pytest.raises(ValueError, match="a language model, not a seq2seq model: use seqlab generate or seqlab score"):
+        Translator.load(FIXTURES / "lm-lstm")
+    with pytest.raises(ValueError, match="a pretrained BERT, not a classifier: use seqlab fill-mask"):
+        Classifier.load(FIXTURES / "bert")
+    with pytest.raises(ValueError, match="a word-vector run; use seqlab vectors"):
+        Classifier.load(FIXTURES / "vectors-cbow")

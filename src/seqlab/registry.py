@@ -31,7 +31,9 @@ class Kind:
     and registers one instance; the parts are methods, which import what they return when asked (so that
     ``seqlab --help`` reads the kinds without loading PyTorch)."""
 
-    name: ClassVar[str]  # as the server's /api/info and errors name it
+    name: ClassVar[str]  # as the registry knows it
+    noun: ClassVar[str]  # what a run of it is, in an error: "a language model"
+    use: ClassVar[str]  # the commands that use its runs, in an error: "seqlab generate or seqlab score"
     model_types: ClassVar[tuple[str, ...]] = ()  # the ``model.type`` values of its configs
     trained_by: ClassVar[str] = "train"  # the seqlab command that makes its runs
 
@@ -119,6 +121,15 @@ def model_type(run_dir: Path) -> str | None:
         raise ValueError(f"{run_dir / CONFIG}: not a seqlab config ({exc})") from None
     model = config.get("model") if isinstance(config, dict) else None
     return model.get("type", "transformer") if isinstance(model, dict) else None
+
+
+def expect_kind(run_dir: str | Path, name: str) -> Kind:
+    """The kind of the run in ``run_dir``, which must be the kind ``name``: else a ValueError that says what the
+    run holds and which commands use it."""
+    kind = kind_of_run(run_dir)
+    if kind.name != name:
+        raise ValueError(f"{run_dir}: {kind.noun}, not {kind_named(name).noun}: use {kind.use}")
+    return kind
 
 
 def all_model_types() -> list[str]:

@@ -11,6 +11,8 @@ from seqlab.registry import Kind, register
 
 class Bert(Kind):
     name = "bert"
+    noun = "a pretrained BERT"
+    use = "seqlab fill-mask"
     model_types = ("bert",)
     trained_by = "pretrain"
 

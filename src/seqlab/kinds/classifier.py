@@ -12,6 +12,8 @@ from seqlab.registry import Kind, register
 
 class Classifiers(Kind):
     name = "classifier"
+    noun = "a classifier"
+    use = "seqlab classify"
     model_types = ("encoder",)
 
     def family(self) -> Any:

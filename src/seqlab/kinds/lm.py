@@ -12,6 +12,8 @@ from seqlab.registry import Kind, register
 
 class LanguageModels(Kind):
     name = "lm"
+    noun = "a language model"
+    use = "seqlab generate or seqlab score"
     model_types = ("lm", "transformer_lm")
 
     def family(self) -> Any:

@@ -12,6 +12,8 @@ from seqlab.registry import Kind, register
 
 class Seq2seq(Kind):
     name = "seq2seq"
+    noun = "a seq2seq model"
+    use = "seqlab translate or seqlab chat"
     model_types = ("transformer", "rnn")
 
     def family(self) -> Any:

@@ -12,6 +12,8 @@ from seqlab.registry import Kind, register
 
 class SpanExtractors(Kind):
     name = "span"
+    noun = "a span extractor"
+    use = "seqlab answer"
     model_types = ("span",)
 
     def family(self) -> Any:

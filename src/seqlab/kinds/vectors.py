@@ -12,6 +12,8 @@ from seqlab.registry import Kind, register
 
 class WordVectors(Kind):
     name = "vectors"
+    noun = "a word-vector run"
+    use = "seqlab vectors similar | analogy | eval | export"
     trained_by = "vectors train"
 
     def owns(self, run_dir: Path) -> bool:

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import torch
 from torch import nn
 
-from seqlab.config import BertConfig, EncoderConfig, LMConfig, ModelConfig, SpanConfig, TransformerConfig, TransformerLMConfig
+from seqlab.config import EncoderConfig, LMConfig, ModelConfig, RNNConfig, TransformerConfig, TransformerLMConfig
 from seqlab.model.classifier import EncoderClassifier
 from seqlab.model.init import book_init
 from seqlab.model.lm import RNNLM
@@ -56,15 +56,8 @@ def build_model(cfg: ModelConfig, src_vocab: int, trg_vocab: int) -> Seq2seq:
     """The seq2seq model of ``cfg`` (a language model is ``model.lm.RNNLM.from_config``)."""
     if isinstance(cfg, TransformerConfig):
         return Transformer(cfg, src_vocab, trg_vocab)
-    if isinstance(cfg, LMConfig | TransformerLMConfig):
-        raise ValueError(f"model.type {cfg.type} is a language model, not a seq2seq model: "
-                         "use seqlab generate or seqlab score")
-    if isinstance(cfg, EncoderConfig):
-        raise ValueError("model.type encoder is a classifier, not a seq2seq model: use seqlab classify")
-    if isinstance(cfg, BertConfig):
-        raise ValueError("model.type bert is a pretrained BERT, not a seq2seq model: use seqlab fill-mask")
-    if isinstance(cfg, SpanConfig):
-        raise ValueError("model.type span extracts answers, not a seq2seq model: use seqlab answer")
+    if not isinstance(cfg, RNNConfig):
+        raise ValueError(f"model.type {cfg.type} is not a seq2seq model")
     model = RNNSeq2seq(cfg, src_vocab, trg_vocab)
     if cfg.init == "book":
         book_init(model)
@@ -87,4 +80,4 @@ def build_lm(cfg: LMConfig | TransformerLMConfig, vocab: int) -> RNNLM | Transfo
 
 
 __all__ = ["EncoderClassifier", "RNNLM", "RNNSeq2seq", "Seq2seq", "Transformer", "TransformerLM", "build_classifier",
-           "build_lm", "build_model", "device_of", "evaluating", "num_parameters", "placed"]
+           "build_lm", "build_model", "device_of", "evaluating", "num_parameters"]

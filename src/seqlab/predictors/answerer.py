@@ -64,6 +64,7 @@ class Answer:
 
 class Answerer(Predictor):
     model: EncoderSpan
+    kind = "span"
 
     def __init__(self, model: EncoderSpan, tokenizer: Tokenizer, config: Config, runtime: Runtime | None = None) -> None:
         assert isinstance(config.model, SpanConfig)
@@ -73,8 +74,7 @@ class Answerer(Predictor):
     @classmethod
     def from_run(cls, run: RunDir, config: Config, runtime: Runtime) -> Answerer:
         """The span extractor of a ``seqlab train`` run whose ``model.type`` is ``span``."""
-        if not isinstance(config.model, SpanConfig):
-            raise ValueError(f"{run.path}: not a span extractor (model.type {config.model.type})")
+        assert isinstance(config.model, SpanConfig)
         tokenizer, _ = run.tokenizers()
         model = EncoderSpan(config.model, tokenizer.vocab_size)
         run.load_model(model)

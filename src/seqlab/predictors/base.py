@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import torch
 
@@ -20,6 +20,7 @@ from seqlab import precision
 from seqlab.config import Config
 from seqlab.data.batching import around_blanks, check_texts, truncate
 from seqlab.model import device_of
+from seqlab.registry import expect_kind
 from seqlab.rundir import RunDir
 from seqlab.runtime import Runtime
 
@@ -34,6 +35,7 @@ class Predictor:
     ``train.precision`` means on the device the model's weights are on."""
 
     model: Any  # each kind's module, or an exported graph's stand-in
+    kind: ClassVar[str]  # the kind of run it loads (``seqlab.registry``)
 
     def __init__(self, model: Any, config: Config, runtime: Runtime | None = None) -> None:
         self.model = model
@@ -56,19 +58,20 @@ class Predictor:
     def load(cls: type[P], run_dir: str | Path, device: str | None = None, precision: str | None = None,
              int8: bool = False) -> P:
         """The model of a run directory, ready to use. It runs where and as it trained (``train.device``,
-        ``train.precision``, each as this machine has it) unless ``device`` (``auto``, ``cpu``, ``cuda``) or
+        ``train.precision``, each as this machine has it; a run of another kind is a ValueError that says which
+        commands use it) unless ``device`` (``auto``, ``cpu``, ``cuda``) or
         ``precision`` (``auto``, ``bf16``, ``fp32``) say otherwise; ``int8``: its linear layers quantised to int8
         (``runtime.quantize_int8``), for faster CPU decoding of large models."""
         run = RunDir(run_dir)
-        config = run.config()
+        config = run.config()  # a word-vector run is refused here, saying what to use instead
+        expect_kind(run.path, cls.kind)
         train = config.train
         return cls.from_run(run, config, Runtime.for_inference(device or train.device, precision or train.precision,
                                                                int8))
 
     @classmethod
     def from_run(cls: type[P], run: RunDir, config: Config, runtime: Runtime) -> P:
-        """Build the kind's model from ``run`` (its tokenizers, its weights), placed by ``runtime``; a ValueError
-        when the run holds another kind of model."""
+        """Build the kind's model from ``run`` (its tokenizers, its weights), placed by ``runtime``."""
         raise NotImplementedError
 
     @staticmethod

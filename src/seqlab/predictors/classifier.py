@@ -37,6 +37,7 @@ class Prediction:
 
 class Classifier(Predictor):
     model: EncoderClassifier
+    kind = "classifier"
 
     def __init__(self, model: EncoderClassifier, tokenizer: Tokenizer, labels: Sequence[str], config: Config,
                  runtime: Runtime | None = None) -> None:
@@ -47,8 +48,7 @@ class Classifier(Predictor):
     @classmethod
     def from_run(cls, run: RunDir, config: Config, runtime: Runtime) -> Classifier:
         """The classifier of a ``seqlab train`` run whose ``model.type`` is ``encoder``."""
-        if not isinstance(config.model, EncoderConfig):
-            raise ValueError(f"{run.path}: not a classifier (model.type {config.model.type})")
+        assert isinstance(config.model, EncoderConfig)
         tokenizer, _ = run.tokenizers()
         labels = run.labels()
         model = build_classifier(config.model, tokenizer.vocab_size, len(labels))

@@ -35,6 +35,7 @@ from seqlab.tokenizer import Tokenizer
 
 class LanguageModel(Predictor):
     model: RNNLM | TransformerLM
+    kind = "lm"
 
     def __init__(self, model: RNNLM | TransformerLM, tokenizer: Tokenizer, config: Config,
                  runtime: Runtime | None = None) -> None:
@@ -44,8 +45,7 @@ class LanguageModel(Predictor):
     @classmethod
     def from_run(cls, run: RunDir, config: Config, runtime: Runtime) -> LanguageModel:
         """The language model of a ``seqlab train`` run whose ``model.type`` is ``lm`` or ``transformer_lm``."""
-        if not isinstance(config.model, LMConfig | TransformerLMConfig):
-            raise ValueError(f"{run.path}: not a language model (model.type {config.model.type})")
+        assert isinstance(config.model, LMConfig | TransformerLMConfig)
         tokenizer, _ = run.tokenizers()
         model = build_lm(config.model, tokenizer.vocab_size)
         run.load_model(model)

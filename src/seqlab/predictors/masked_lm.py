@@ -52,6 +52,7 @@ class Filled:
 
 class MaskedLanguageModel(Predictor):
     model: Bert
+    kind = "bert"
 
     def __init__(self, model: Bert, tokenizer: Tokenizer, config: Config, runtime: Runtime | None = None) -> None:
         super().__init__(model, config, runtime)
@@ -62,9 +63,7 @@ class MaskedLanguageModel(Predictor):
     @classmethod
     def from_run(cls, run: RunDir, config: Config, runtime: Runtime) -> MaskedLanguageModel:
         """The masked language model of a ``seqlab pretrain`` run (``model.type: bert``)."""
-        if not isinstance(config.model, BertConfig):
-            raise ValueError(f"{run.path}: not a pretrained BERT (model.type {config.model.type}); "
-                             "fill-mask needs a seqlab pretrain run")
+        assert isinstance(config.model, BertConfig)
         tokenizer, _ = run.tokenizers()
         model = Bert(config.model, tokenizer.vocab_size)
         run.load_model(model)

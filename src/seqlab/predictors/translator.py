@@ -26,6 +26,7 @@ from seqlab.tokenizer import Tokenizer
 
 class Translator(Predictor):
     model: Seq2seq
+    kind = "seq2seq"
 
     def __init__(self, model: Seq2seq, source: Tokenizer, target: Tokenizer, config: Config,
                  runtime: Runtime | None = None) -> None:
