@@ -118,3 +118,13 @@ def test_a_predictor_refuses_a_run_of_another_kind_saying_what_uses_it():
         Classifier.load(FIXTURES / "bert")
     with pytest.raises(ValueError, match="a word-vector run; use seqlab vectors"):
         Classifier.load(FIXTURES / "vectors-cbow")
+
+
+def test_a_kind_without_a_page_says_so_in_one_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from seqlab.cli import app
+
+    result = CliRunner().invoke(app, ["serve", str(FIXTURES / "bert")])
+    assert result.exit_code == 2 and "a pretrained BERT has no page: use seqlab fill-mask" in result.output
+    assert "Traceback" not in result.output

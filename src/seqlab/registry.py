@@ -45,7 +45,7 @@ class Kind:
     def family(self) -> Any:
         """The training family (``seqlab.train.family.base.Family``) whose ``build`` makes a run's model, batches
         and validation."""
-        raise NotImplementedError(f"{self.name} runs are not trained by seqlab train")
+        raise ValueError(f"{self.noun} is not trained by seqlab train: use seqlab {self.trained_by}")
 
     def load(self, run_dir: Path, int8: bool = False) -> Any:
         """The run's predictor (``seqlab.predictors``), ready to use."""
@@ -59,7 +59,7 @@ class Kind:
     def serve(self, run_dir: Path, limits: Any, engine: str) -> tuple[dict[str, Any], Callable[[Any, Any], None]]:
         """What ``seqlab serve`` shows of the run: its ``/api/info`` and a function that adds the kind's routes to
         the app (given the app and its worker)."""
-        raise NotImplementedError(f"{self.name} runs have no page")
+        raise ValueError(f"{run_dir}: {self.noun} has no page: use {self.use}")
 
     def commands(self) -> list[tuple[str, Callable[..., Any]]]:
         """The kind's own CLI commands (name, function): how a user uses its runs."""
