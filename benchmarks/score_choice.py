@@ -65,7 +65,8 @@ def main(argv: list[str] | None = None) -> None:
     search = yaml.safe_load(args.search.read_text(encoding="utf-8"))
     winner, runs = choice(search, args.results)
     done = args.results / f"score_choice-{search['name']}.{_kind()}.json"
-    if done.exists() and Result.read(done).runs and Result.read(done).runs[0]["variant"] == winner:
+    scored_before = Result.read(done).runs if done.exists() else []
+    if scored_before and scored_before[0]["variant"] == winner:
         raise SystemExit(f"{done}: {winner!r} was scored on test already (once per final choice)")
     metric = search["metric"]
     scored = []

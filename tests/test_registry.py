@@ -55,7 +55,7 @@ class Echo(registry.Kind):
     def owns(self, run_dir: Path) -> bool:
         return (run_dir / "echo.txt").exists()
 
-    def load(self, run_dir: Path, int8: bool = False) -> str:
+    def load(self, run_dir: Path, int8: bool = False, engine: str = "torch") -> str:
         return (run_dir / "echo.txt").read_text(encoding="utf-8")
 
     def evaluate(self, run_dir: Path, split: str, data_dir: Path | None, options: Any = None,

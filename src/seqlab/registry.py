@@ -38,28 +38,41 @@ class Kind:
     trained_by: ClassVar[str] = "train"  # the seqlab command that makes its runs
 
     def owns(self, run_dir: Path) -> bool:
-        """Whether the run in ``run_dir`` is of this kind: its saved config has a model section whose ``type``
-        (``transformer`` where it names none) is one of ``model_types``."""
-        return model_type(run_dir) in self.model_types
+        """Whether the run in ``run_dir``, whose config has no model section, is of this kind (a run with a model
+        section is its ``model.type``'s kind)."""
+        return False
 
     def family(self) -> Any:
         """The training family (``seqlab.train.family.base.Family``) whose ``build`` makes a run's model, batches
         and validation."""
         raise ValueError(f"{self.noun} is not trained by seqlab train: use seqlab {self.trained_by}")
 
-    def load(self, run_dir: Path, int8: bool = False) -> Any:
-        """The run's predictor (``seqlab.predictors``), ready to use."""
+    def predictor(self) -> Any:
+        """The predictor class (``seqlab.predictors``) that loads its runs."""
         raise NotImplementedError
+
+    def page(self) -> Any:
+        """The module of ``seqlab.server`` with its ``/api/info`` (``info``) and routes (``add_routes``), or None
+        where its runs have no page."""
+        return None
+
+    def load(self, run_dir: Path, int8: bool = False, engine: str = "torch") -> Any:
+        """The run's predictor, ready to use (``int8`` and ``engine`` are a seq2seq model's)."""
+        return self.predictor().load(run_dir)
 
     def evaluate(self, run_dir: Path, split: str, data_dir: Path | None, options: Any = None,
                  int8: bool = False) -> dict[str, Any]:
         """``seqlab eval``'s metrics of the run on ``split`` (``options``: the decoding options, where it decodes)."""
-        raise ValueError(f"{run_dir}: {self.name} runs have no seqlab eval")
+        raise ValueError(f"{run_dir}: {self.noun} has no seqlab eval")
 
     def serve(self, run_dir: Path, limits: Any, engine: str) -> tuple[dict[str, Any], Callable[[Any, Any], None]]:
         """What ``seqlab serve`` shows of the run: its ``/api/info`` and a function that adds the kind's routes to
-        the app (given the app and its worker)."""
-        raise ValueError(f"{run_dir}: {self.noun} has no page: use {self.use}")
+        the app (given the app and its worker), both from its ``page``."""
+        page = self.page()
+        if page is None:
+            raise ValueError(f"{run_dir}: {self.noun} has no page: use {self.use}")
+        predictor = self.load(run_dir, engine=engine)
+        return page.info(run_dir, predictor, limits), lambda app, worker: page.add_routes(app, worker, predictor)
 
     def commands(self) -> list[tuple[str, Callable[..., Any]]]:
         """The kind's own CLI commands (name, function): how a user uses its runs."""
@@ -99,14 +112,16 @@ def kind_of_type(model_type: str) -> Kind:
 
 
 def kind_of_run(run_dir: str | Path) -> Kind:
-    """The kind of the run in ``run_dir`` (the first kind that ``owns`` it)."""
+    """The kind of the run in ``run_dir``: its config's ``model.type``'s, or for a run without a model section the
+    first kind that ``owns`` it."""
     run_dir = Path(run_dir)
+    found = model_type(run_dir)
     for kind in kinds():
-        if kind.owns(run_dir):
+        if found in kind.model_types or kind.owns(run_dir):
             return kind
     if not (run_dir / CONFIG).exists():
         raise FileNotFoundError(f"{run_dir}: no run here (no {CONFIG})")
-    raise ValueError(f"{run_dir / CONFIG}: a run of no kind seqlab knows (model.type {model_type(run_dir)})")
+    raise ValueError(f"{run_dir / CONFIG}: a run of no kind seqlab knows (model.type {found})")
 
 
 def model_type(run_dir: Path) -> str | None:
@@ -137,9 +152,4 @@ def all_model_types() -> list[str]:
 
 
 def _load_built_in() -> None:
-    if BUILT_IN not in _loaded:
-        _loaded.add(BUILT_IN)
-        importlib.import_module(BUILT_IN)
-
-
-_loaded: set[str] = set()
+    importlib.import_module(BUILT_IN)  # once; after that a look-up in sys.modules

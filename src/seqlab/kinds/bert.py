@@ -21,10 +21,10 @@ class Bert(Kind):
 
         return MaskedLM
 
-    def load(self, run_dir: Path, int8: bool = False) -> Any:
+    def predictor(self) -> Any:
         from seqlab.predictors.masked_lm import MaskedLanguageModel
 
-        return MaskedLanguageModel.load(run_dir)
+        return MaskedLanguageModel
 
     def evaluate(self, run_dir: Path, split: str, data_dir: Path | None, options: Any = None,
                  int8: bool = False) -> dict[str, Any]:

@@ -3,7 +3,6 @@ a pretrained BERT."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +20,10 @@ class Classifiers(Kind):
 
         return Classification
 
-    def load(self, run_dir: Path, int8: bool = False) -> Any:
+    def predictor(self) -> Any:
         from seqlab.predictors.classifier import Classifier
 
-        return Classifier.load(run_dir)
+        return Classifier
 
     def evaluate(self, run_dir: Path, split: str, data_dir: Path | None, options: Any = None,
                  int8: bool = False) -> dict[str, Any]:
@@ -36,12 +35,10 @@ class Classifiers(Kind):
         pairs = load_splits(classifier.config.data, resolve_data_dir(data_dir)).require(split)
         return evaluate_classifier(classifier, LabelledSplit.build(classifier, pairs, split))
 
-    def serve(self, run_dir: Path, limits: Any, engine: str) -> tuple[dict[str, Any], Callable[[Any, Any], None]]:
+    def page(self) -> Any:
         from seqlab.server import classify
 
-        classifier = self.load(run_dir)
-        return classify.info(run_dir, classifier, limits), lambda app, worker: classify.add_routes(app, worker,
-                                                                                                    classifier)
+        return classify
 
     def commands(self) -> list[tuple[str, Any]]:
         from seqlab.cli import classify

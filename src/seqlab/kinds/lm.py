@@ -3,7 +3,6 @@ token stream, scored by perplexity and used to score and continue texts."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +20,10 @@ class LanguageModels(Kind):
 
         return StreamLM
 
-    def load(self, run_dir: Path, int8: bool = False) -> Any:
+    def predictor(self) -> Any:
         from seqlab.predictors.language_model import LanguageModel
 
-        return LanguageModel.load(run_dir)
+        return LanguageModel
 
     def evaluate(self, run_dir: Path, split: str, data_dir: Path | None, options: Any = None,
                  int8: bool = False) -> dict[str, Any]:
@@ -34,11 +33,10 @@ class LanguageModels(Kind):
         lm = self.load(run_dir)
         return lm.perplexity(load_sentence_splits(lm.config.data, resolve_data_dir(data_dir)).require(split))
 
-    def serve(self, run_dir: Path, limits: Any, engine: str) -> tuple[dict[str, Any], Callable[[Any, Any], None]]:
-        from seqlab.server import lm as page
+    def page(self) -> Any:
+        from seqlab.server import lm
 
-        lm = self.load(run_dir)
-        return page.info(run_dir, lm, limits), lambda app, worker: page.add_routes(app, worker, lm)
+        return lm
 
     def commands(self) -> list[tuple[str, Any]]:
         from seqlab.cli import lm

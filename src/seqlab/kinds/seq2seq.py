@@ -3,7 +3,6 @@ into a target text, trained on pairs by teacher forcing and used by decoding (gr
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,12 +40,10 @@ class Seq2seq(Kind):
         metrics = evaluate(translator, encoded, translator.config.train.batch_tokens, options=options, seen=seen)
         return metrics | {"bleu_signature": bleu_signature(), "bleu_lowercase_signature": bleu_signature(lowercase=True)}
 
-    def serve(self, run_dir: Path, limits: Any, engine: str) -> tuple[dict[str, Any], Callable[[Any, Any], None]]:
+    def page(self) -> Any:
         from seqlab.server import translate
 
-        translator = self.load(run_dir, engine=engine)
-        return translate.info(run_dir, translator, limits), lambda app, worker: translate.add_routes(app, worker,
-                                                                                                     translator)
+        return translate
 
     def commands(self) -> list[tuple[str, Any]]:
         from seqlab.cli import export, use

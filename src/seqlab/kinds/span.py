@@ -3,7 +3,6 @@ out of its context (SQuAD's files)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +20,10 @@ class SpanExtractors(Kind):
 
         return SpanExtraction
 
-    def load(self, run_dir: Path, int8: bool = False) -> Any:
+    def predictor(self) -> Any:
         from seqlab.predictors.answerer import Answerer
 
-        return Answerer.load(run_dir)
+        return Answerer
 
     def evaluate(self, run_dir: Path, split: str, data_dir: Path | None, options: Any = None,
                  int8: bool = False) -> dict[str, Any]:
@@ -37,11 +36,10 @@ class SpanExtractors(Kind):
         questions = load_question_splits(answerer.config.data, resolve_data_dir(data_dir)).require(split)
         return evaluate_answerer(answerer, QuestionSplit.build(answerer, questions, split))
 
-    def serve(self, run_dir: Path, limits: Any, engine: str) -> tuple[dict[str, Any], Callable[[Any, Any], None]]:
+    def page(self) -> Any:
         from seqlab.server import answer
 
-        answerer = self.load(run_dir)
-        return answer.info(run_dir, answerer, limits), lambda app, worker: answer.add_routes(app, worker, answerer)
+        return answer
 
     def commands(self) -> list[tuple[str, Any]]:
         from seqlab.cli import classify

@@ -3,7 +3,6 @@ vectors train`` and used by their nearest neighbours and analogies."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,18 +23,17 @@ class WordVectors(Kind):
 
     def evaluate(self, run_dir: Path, split: str, data_dir: Path | None, options: Any = None,
                  int8: bool = False) -> dict[str, Any]:
-        raise ValueError(f"{run_dir}: a word-vector run; use seqlab vectors similar | analogy | eval | export")
+        raise ValueError(f"{run_dir}: {self.noun}; use {self.use}")
 
-    def load(self, run_dir: Path, int8: bool = False) -> Any:
+    def load(self, run_dir: Path, int8: bool = False, engine: str = "torch") -> Any:
         from seqlab.vectors import load
 
         return load(run_dir)
 
-    def serve(self, run_dir: Path, limits: Any, engine: str) -> tuple[dict[str, Any], Callable[[Any, Any], None]]:
-        from seqlab.server import vectors as page
+    def page(self) -> Any:
+        from seqlab.server import vectors
 
-        vectors = self.load(run_dir)
-        return page.info(run_dir, vectors, limits), lambda app, worker: page.add_routes(app, worker, vectors)
+        return vectors
 
     def commands(self) -> list[tuple[str, Any]]:
         from seqlab.cli import vectors

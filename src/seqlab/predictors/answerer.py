@@ -23,12 +23,9 @@ from seqlab.data.batching import chunks, pad, truncate
 from seqlab.data.squad import Question
 from seqlab.model import evaluating
 from seqlab.model.span import EncoderSpan, best_spans
-from seqlab.predictors.base import Predictor
-from seqlab.rundir import RunDir
-from seqlab.runtime import Runtime
+from seqlab.predictors.base import TextPredictor
 from seqlab.specials import EOS, SOS
 from seqlab.text import Span
-from seqlab.tokenizer import Tokenizer
 
 log = logging.getLogger("seqlab")
 
@@ -62,23 +59,15 @@ class Answer:
     end_probabilities: np.ndarray  # (pieces,) that it ends there
 
 
-class Answerer(Predictor):
+class Answerer(TextPredictor):
     model: EncoderSpan
     kind = "span"
 
-    def __init__(self, model: EncoderSpan, tokenizer: Tokenizer, config: Config, runtime: Runtime | None = None) -> None:
-        assert isinstance(config.model, SpanConfig)
-        super().__init__(model, config, runtime)
-        self.tokenizer = tokenizer
-
     @classmethod
-    def from_run(cls, run: RunDir, config: Config, runtime: Runtime) -> Answerer:
+    def build(cls, config: Config, vocab_size: int) -> EncoderSpan:
         """The span extractor of a ``seqlab train`` run whose ``model.type`` is ``span``."""
         assert isinstance(config.model, SpanConfig)
-        tokenizer, _ = run.tokenizers()
-        model = EncoderSpan(config.model, tokenizer.vocab_size)
-        run.load_model(model)
-        return cls(runtime.place(model), tokenizer, config, runtime)
+        return EncoderSpan(config.model, vocab_size)
 
     def encode(self, questions: Sequence[str], contexts: Sequence[str], what: str = "input") -> list[Encoded]:
         """Each (question, context) as the model's input; a warning counts the contexts cut to fit."""

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 import torch
+from torch import nn
 
 from seqlab import precision
 from seqlab.config import Config
@@ -23,9 +24,11 @@ from seqlab.model import device_of
 from seqlab.registry import expect_kind
 from seqlab.rundir import RunDir
 from seqlab.runtime import Runtime
+from seqlab.tokenizer import Tokenizer
 
 T = TypeVar("T")
 P = TypeVar("P", bound="Predictor")
+TP = TypeVar("TP", bound="TextPredictor")
 
 
 class Predictor:
@@ -85,3 +88,24 @@ class Predictor:
     def cut(encoded: list[list[int]], limit: int, what: str) -> tuple[list[list[int]], list[bool]]:
         """Each id list cut to ``limit`` tokens (a warning counts the ``what`` that were), and whether it was."""
         return truncate(encoded, limit, what), [len(ids) > limit for ids in encoded]
+
+
+class TextPredictor(Predictor):
+    """A predictor that reads text with one tokenizer (a language model, a pretrained BERT, a span extractor): its
+    model is built from the config and the tokenizer's vocabulary (``build``), the rest of ``from_run`` is shared."""
+
+    def __init__(self, model: Any, tokenizer: Tokenizer, config: Config, runtime: Runtime | None = None) -> None:
+        super().__init__(model, config, runtime)
+        self.tokenizer = tokenizer
+
+    @classmethod
+    def build(cls, config: Config, vocab_size: int) -> nn.Module:
+        """The kind's model, untrained, for ``config.model`` and a vocabulary of ``vocab_size``."""
+        raise NotImplementedError
+
+    @classmethod
+    def from_run(cls: type[TP], run: RunDir, config: Config, runtime: Runtime) -> TP:
+        tokenizer, _ = run.tokenizers()
+        model = cls.build(config, tokenizer.vocab_size)
+        run.load_model(model)
+        return cls(runtime.place(model), tokenizer, config, runtime)

@@ -26,30 +26,19 @@ from seqlab.data.batching import pad
 from seqlab.decoding import DecodeOptions, Hypothesis, search
 from seqlab.loss import token_nll_sum
 from seqlab.model import RNNLM, TransformerLM, build_lm
-from seqlab.predictors.base import Predictor
-from seqlab.rundir import RunDir
-from seqlab.runtime import Runtime
+from seqlab.predictors.base import TextPredictor
 from seqlab.specials import EOS
-from seqlab.tokenizer import Tokenizer
 
 
-class LanguageModel(Predictor):
+class LanguageModel(TextPredictor):
     model: RNNLM | TransformerLM
     kind = "lm"
 
-    def __init__(self, model: RNNLM | TransformerLM, tokenizer: Tokenizer, config: Config,
-                 runtime: Runtime | None = None) -> None:
-        super().__init__(model, config, runtime)
-        self.tokenizer = tokenizer
-
     @classmethod
-    def from_run(cls, run: RunDir, config: Config, runtime: Runtime) -> LanguageModel:
+    def build(cls, config: Config, vocab_size: int) -> RNNLM | TransformerLM:
         """The language model of a ``seqlab train`` run whose ``model.type`` is ``lm`` or ``transformer_lm``."""
         assert isinstance(config.model, LMConfig | TransformerLMConfig)
-        tokenizer, _ = run.tokenizers()
-        model = build_lm(config.model, tokenizer.vocab_size)
-        run.load_model(model)
-        return cls(runtime.place(model), tokenizer, config, runtime)
+        return build_lm(config.model, vocab_size)
 
     def stream(self, texts: Sequence[str]) -> np.ndarray:
         """The texts as one stream of ids: ``<eos>``, then each text's tokens followed by ``<eos>``."""

@@ -23,8 +23,7 @@ from seqlab.data.batching import chunks, pad
 from seqlab.data.masking import IGNORE, mask_tokens, pair, single
 from seqlab.model import evaluating
 from seqlab.model.bert import Bert
-from seqlab.predictors.base import Predictor
-from seqlab.rundir import RunDir
+from seqlab.predictors.base import TextPredictor
 from seqlab.runtime import Runtime
 from seqlab.specials import MASK
 from seqlab.tokenizer import Tokenizer
@@ -50,24 +49,20 @@ class Filled:
     candidates: list[list[tuple[str, float]]]  # per [MASK]: (token, probability), most probable first
 
 
-class MaskedLanguageModel(Predictor):
+class MaskedLanguageModel(TextPredictor):
     model: Bert
     kind = "bert"
 
     def __init__(self, model: Bert, tokenizer: Tokenizer, config: Config, runtime: Runtime | None = None) -> None:
-        super().__init__(model, config, runtime)
-        self.tokenizer = tokenizer
+        super().__init__(model, tokenizer, config, runtime)
         assert isinstance(config.model, BertConfig)
         self.bert: BertConfig = config.model
 
     @classmethod
-    def from_run(cls, run: RunDir, config: Config, runtime: Runtime) -> MaskedLanguageModel:
+    def build(cls, config: Config, vocab_size: int) -> Bert:
         """The masked language model of a ``seqlab pretrain`` run (``model.type: bert``)."""
         assert isinstance(config.model, BertConfig)
-        tokenizer, _ = run.tokenizers()
-        model = Bert(config.model, tokenizer.vocab_size)
-        run.load_model(model)
-        return cls(runtime.place(model), tokenizer, config, runtime)
+        return Bert(config.model, vocab_size)
 
     # --- inputs -------------------------------------------------------------------------------------------
 

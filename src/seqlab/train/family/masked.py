@@ -11,7 +11,6 @@ import torch
 from seqlab.config import BertConfig, Config
 from seqlab.data import Splits, load_sentence_splits, load_splits, resolve_data_dir
 from seqlab.model import num_parameters
-from seqlab.model.bert import Bert
 from seqlab.predictors.masked_lm import Examples, MaskedLanguageModel
 from seqlab.rundir import RunDir
 from seqlab.runtime import Runtime
@@ -57,7 +56,8 @@ class MaskedLM:
         else:
             tokenizer = Tokenizer.train(texts, config.tokens.source, mask=True)
             run.save_tokenizers(tokenizer, tokenizer)
-        mlm = MaskedLanguageModel(Bert(config.model, tokenizer.vocab_size), tokenizer, config, runtime)
+        mlm = MaskedLanguageModel(MaskedLanguageModel.build(config, tokenizer.vocab_size), tokenizer, config,
+                                  runtime)
         return cls(config, mlm, splits["train"], mlm.examples(splits["valid"], np.random.default_rng(0)))
 
     def _examples(self, epoch: int) -> Examples:

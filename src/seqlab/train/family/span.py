@@ -14,7 +14,6 @@ from seqlab.data.splits import load_question_splits
 from seqlab.evaluate import QuestionSplit, evaluate_answerer
 from seqlab.loss import class_nll_sum
 from seqlab.model import num_parameters
-from seqlab.model.span import EncoderSpan
 from seqlab.predictors.answerer import Answerer
 from seqlab.rundir import RunDir
 from seqlab.runtime import Runtime
@@ -52,7 +51,7 @@ class SpanExtraction:
             texts = [q.question for q in splits["train"]] + list(dict.fromkeys(q.context for q in splits["train"]))
             tokenizer = pretrained.tokenizers()[0] if pretrained else Tokenizer.train(texts, config.tokens.source)
             run.save_tokenizers(tokenizer, tokenizer)
-        model = EncoderSpan(config.model, tokenizer.vocab_size)
+        model = Answerer.build(config, tokenizer.vocab_size)
         if pretrained and not resume:  # on resume the checkpoint holds the weights
             take_pretrained_encoder(model.encoder, config.model, pretrained, tokenizer.vocab_size)
         answerer = Answerer(model, tokenizer, config, runtime)

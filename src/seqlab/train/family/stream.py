@@ -12,7 +12,7 @@ from seqlab.config import Config, ConfigError, LMConfig, TransformerLMConfig
 from seqlab.data import load_sentence_splits, resolve_data_dir
 from seqlab.data.stream import tbptt_batches
 from seqlab.loss import token_nll_sum
-from seqlab.model import build_lm, num_parameters
+from seqlab.model import num_parameters
 from seqlab.model.lm import LMState, flatten_state, unflatten_state
 from seqlab.predictors.language_model import LanguageModel
 from seqlab.rundir import RunDir
@@ -57,7 +57,7 @@ class StreamLM:
         else:
             tokenizer = Tokenizer.train(splits["train"], config.tokens.source)
             run.save_tokenizers(tokenizer, tokenizer)
-        lm = LanguageModel(build_lm(config.model, tokenizer.vocab_size), tokenizer, config, runtime)
+        lm = LanguageModel(LanguageModel.build(config, tokenizer.vocab_size), tokenizer, config, runtime)
         return cls(config, lm, lm.stream(splits["train"]), splits["valid"], parts, share)
 
     def describe(self) -> str:
