@@ -28,10 +28,10 @@ import torch
 from report import add_results_option, markdown, publish
 from scoreboard import Result, Table, command
 
-from seqlab.config import TransformerConfig
 from seqlab.decoding import PrefixDecoder, beam_search, greedy_decode
 from seqlab.decoding.step import StepDecoder
 from seqlab.model import Transformer
+from seqlab.model.transformer import TransformerConfig
 from seqlab.specials import EOS, PAD
 
 

@@ -66,22 +66,11 @@ from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from hypothesis.errors import HypothesisWarning
 
-from seqlab.config import (
-    AlignedCorpus,
-    BookCorpus,
-    Config,
-    ConfigError,
-    CsvCorpus,
-    LinesCorpus,
-    TsvCorpus,
-    VectorsConfig,
-    changed_keys,
-    dump_config,
-    load_config,
-    parse_config,
-)
+from seqlab.config import Config, ConfigError, changed_keys, dump_config, load_config, parse_config
+from seqlab.corpora import AlignedCorpus, BookCorpus, CsvCorpus, LinesCorpus, TsvCorpus
 from seqlab.data.corpus import BadLines, DataError, read_corpus, read_sentences
 from seqlab.data.squad import Question, read_squad
+from seqlab.vectors.config import VectorsConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
@@ -905,8 +894,8 @@ def _squad_facts(path: Path, count: int) -> Path:
 
 def api_runs(directory: Path) -> dict[str, Path]:
     """The run directory of each kind of server, trained in ``directory``."""
-    from seqlab.config import VectorsConfig
     from seqlab.train.trainer import Trainer
+    from seqlab.vectors.config import VectorsConfig
     from seqlab.vectors.run import train_vectors
 
     sentences = _sentences(directory / "sentences.txt", 300)

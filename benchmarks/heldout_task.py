@@ -26,7 +26,7 @@ from pathlib import Path
 from report import add_results_option, machine, markdown, publish
 from scoreboard import Result, Table, command
 
-from seqlab.config import BookCorpus, DataConfig, TaskCorpus
+from seqlab.corpora import BookCorpus, DataConfig, TaskCorpus
 from seqlab.data import generate_task, load_splits, resolve_data_dir
 from seqlab.data.tasks import TASKS
 from seqlab.metrics import exact_match

@@ -22,8 +22,9 @@ from typing import Any
 
 import yaml
 
-from seqlab.config import TransformerConfig, load_config
+from seqlab.config import load_config
 from seqlab.data import Pair, load_splits
+from seqlab.model.transformer import TransformerConfig
 from seqlab.tokenizer import Tokenizer, learn_tokenizers
 
 ROOT = Path(__file__).resolve().parents[1]

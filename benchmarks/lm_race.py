@@ -290,8 +290,8 @@ def throughput_worker(spec: dict[str, Any]) -> dict[str, Any]:
     import torch
 
     from seqlab import precision
-    from seqlab.config import LMConfig, load_config
-    from seqlab.model.lm import RNNLM
+    from seqlab.config import load_config
+    from seqlab.model.lm import RNNLM, LMConfig
     from seqlab.predictors.language_model import LanguageModel
     from seqlab.rundir import RunDir
     from seqlab.train.family import StreamLM
@@ -788,8 +788,9 @@ def main(argv: list[str] | None = None) -> None:
         build_kenlm(args.build_kenlm)
         return
 
-    from seqlab.config import LMConfig, load_config
+    from seqlab.config import load_config
     from seqlab.data import resolve_data_dir
+    from seqlab.model.lm import LMConfig
 
     args.config = args.config.resolve()
     config = load_config(args.config)

@@ -33,9 +33,11 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
     import numpy as np
     import torch
 
-    from seqlab.config import LMConfig, TransformerLMConfig, load_config
+    from seqlab.config import load_config
     from seqlab.loss import token_nll_sum
     from seqlab.model import build_lm
+    from seqlab.model.lm import LMConfig
+    from seqlab.model.transformer_lm import TransformerLMConfig
     from seqlab.runtime import Runtime
     from seqlab.train.optimizer import build_optimizer, optimizer_step
     from seqlab.train.schedule import build_schedule

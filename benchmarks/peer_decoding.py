@@ -45,13 +45,12 @@ from report import add_results_option, machine, markdown, publish
 from safetensors.torch import save_file
 from scoreboard import Result, Table, command, ratio_range, spread
 
-from seqlab.config import TransformerConfig
 from seqlab.data import load_splits, resolve_data_dir
 from seqlab.decoding import DecodeOptions
 from seqlab.evaluate import EncodedSplit
 from seqlab.metrics import corpus_bleu, exact_match
 from seqlab.model import Transformer
-from seqlab.model.transformer import Embedder
+from seqlab.model.transformer import Embedder, TransformerConfig
 from seqlab.precision import native_bf16
 from seqlab.predictors.translator import Translator, load
 from seqlab.runtime import Runtime

@@ -64,7 +64,7 @@ def profile_decoding(run_dir: str, data_dir: str | None, beam: int, sentences: i
 
 def profile_vectors(config: str, overrides: list[str]) -> profile:
     """The profile of one word2vec epoch of the config, after the same epoch timed unprofiled."""
-    from seqlab.config import VectorsConfig
+    from seqlab.vectors.config import VectorsConfig
     from seqlab.vectors.pairs import Vocabulary
     from seqlab.vectors.run import read_words
     from seqlab.vectors.train import train_word2vec

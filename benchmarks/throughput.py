@@ -28,11 +28,13 @@ from scoreboard import Result, Table, command
 from torch.optim.lr_scheduler import LambdaLR
 
 from seqlab import precision
-from seqlab.config import Config, TrainConfig, TransformerConfig, load_config
+from seqlab.config import Config, load_config
 from seqlab.data import load_splits, resolve_data_dir
 from seqlab.data.batching import Batch, collate, length_batches, source_ids
 from seqlab.loss import token_nll_sum
 from seqlab.model import build_model, num_parameters
+from seqlab.model.transformer import TransformerConfig
+from seqlab.sections import TrainConfig
 from seqlab.tokenizer import learn_tokenizers
 from seqlab.train.optimizer import build_optimizer, optimizer_step
 

@@ -76,7 +76,7 @@ import report
 from scoreboard import Result, Table, command, ratio_range, spread
 
 if TYPE_CHECKING:
-    from seqlab.config import VectorsConfig, VectorsTrainConfig
+    from seqlab.vectors.config import VectorsConfig, VectorsTrainConfig
     from seqlab.vectors.pairs import Vocabulary
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,8 +111,9 @@ def seqlab_worker(spec: dict[str, Any]) -> dict[str, Any]:
     import torch
 
     import seqlab.vectors.run as vectors_run
-    from seqlab.config import VectorsConfig, load_config
+    from seqlab.config import load_config
     from seqlab.rundir import RunDir
+    from seqlab.vectors.config import VectorsConfig
 
     words = _read_corpus(spec["corpus"])
     vectors_run.read_words = lambda config, data_dir=None: words  # every system gets the same words
@@ -429,7 +430,8 @@ def main(argv: list[str] | None = None) -> None:
         Path(result).write_text(json.dumps(out), encoding="utf-8")
         return
 
-    from seqlab.config import VectorsConfig, load_config
+    from seqlab.config import load_config
+    from seqlab.vectors.config import VectorsConfig
     from seqlab.vectors.pairs import Vocabulary
 
     config = load_config(args.config, ["train.epochs=1"] if args.quick else [], schema=VectorsConfig)

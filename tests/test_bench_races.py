@@ -193,8 +193,9 @@ def test_vectors_race_runs_end_to_end(bench: Any, in_process_workers: None, tmp_
 def test_lm_time_estimate_runs_end_to_end(bench: Any, in_process_workers: None, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     from seqlab import precision
-    from seqlab.config import LMConfig, load_config
+    from seqlab.config import load_config
     from seqlab.model import build_lm, num_parameters
+    from seqlab.model.lm import LMConfig
 
     config = ROOT / "configs" / "lm" / "multi30k_en.yaml"
     bench("lm_time_estimate").main([str(config), "--vocab", "50", "--train-tokens", "70000", "--steps", "1",

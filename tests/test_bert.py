@@ -30,9 +30,8 @@ def _published_count(vocab: int, d: int, layers: int, ff: int, positions: int = 
 @pytest.mark.parametrize("preset, published, hf_model", [("bert_base", 110e6, 109_482_240),
                                                           ("bert_large", 340e6, 335_141_888)])
 def test_the_presets_have_berts_parameter_counts(preset, published, hf_model):  # S96
-    from seqlab.config import BertConfig
     from seqlab.model import num_parameters
-    from seqlab.model.bert import Bert
+    from seqlab.model.bert import Bert, BertConfig
 
     cfg = BertConfig(preset=preset, next_sentence=True)
     sizes = {"bert_base": (768, 12, 12, 3072), "bert_large": (1024, 24, 16, 4096)}[preset]
@@ -50,7 +49,8 @@ def test_the_presets_have_berts_parameter_counts(preset, published, hf_model):  
 
 
 def test_keys_given_beside_a_preset_win():
-    from seqlab.config import BertConfig, EncoderConfig
+    from seqlab.model.bert import BertConfig
+    from seqlab.model.classifier import EncoderConfig
 
     assert BertConfig(preset="bert_base", num_layers=2).num_layers == 2
     cfg = EncoderConfig(preset="bert_base", pooling="cls")
@@ -106,7 +106,7 @@ def test_a_batch_always_has_a_token_to_predict():
 
 
 def test_a_masked_vocabulary_has_mask_at_4_and_only_then():
-    from seqlab.config import TokenizerConfig
+    from seqlab.sections import TokenizerConfig
     from seqlab.tokenizer import Tokenizer
 
     texts = ["오늘 날씨 좋다", "내일 날씨 흐리다"]
@@ -206,8 +206,8 @@ def test_pretrain_and_train_each_refuse_the_others_configs(tmp_path, pretrained)
 def test_a_classifier_starts_from_the_pretrained_encoder(tmp_path, pretrained):
     import csv
 
-    from seqlab.config import BertConfig, parse_config
-    from seqlab.model.bert import Bert
+    from seqlab.config import parse_config
+    from seqlab.model.bert import Bert, BertConfig
     from seqlab.rundir import RunDir
     from seqlab.train.family import Classification
     from seqlab.train.trainer import Trainer
@@ -243,8 +243,8 @@ def test_a_classifier_starts_from_the_pretrained_encoder(tmp_path, pretrained):
 def test_a_span_extractor_starts_from_the_pretrained_encoder(tmp_path, pretrained):
     from conftest import squad_json
 
-    from seqlab.config import BertConfig, parse_config
-    from seqlab.model.bert import Bert
+    from seqlab.config import parse_config
+    from seqlab.model.bert import Bert, BertConfig
     from seqlab.rundir import RunDir
     from seqlab.train.family import SpanExtraction
     from seqlab.train.trainer import Trainer

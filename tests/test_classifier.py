@@ -66,8 +66,8 @@ def test_class_labels_are_ordered_by_value():
 
 
 def _classifier(pooling: str):
-    from seqlab.config import EncoderConfig
     from seqlab.model import build_classifier
+    from seqlab.model.classifier import EncoderConfig
 
     torch.manual_seed(0)
     cfg = EncoderConfig(d_model=16, num_layers=2, num_heads=2, d_ff=32, dropout=0.0, max_length=16, pooling=pooling)

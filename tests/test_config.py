@@ -5,7 +5,8 @@ from typing import Any
 
 import pytest
 
-from seqlab.config import ConfigError, TaskCorpus, apply_override, dump_config, load_config, parse_config
+from seqlab.config import ConfigError, apply_override, dump_config, load_config, parse_config
+from seqlab.corpora import TaskCorpus
 
 MINIMAL = {"data": {"corpus": {"format": "task", "task": "date"}}}
 
@@ -58,7 +59,8 @@ def test_load_config_files(tmp_path):
 def test_shipped_configs_are_valid():
     from pathlib import Path
 
-    from seqlab.config import Config, VectorsConfig
+    from seqlab.config import Config
+    from seqlab.vectors.config import VectorsConfig
 
     configs = sorted((Path(__file__).parents[1] / "configs").rglob("*.yaml"))
     assert len([p for p in configs if p.parent.name == "vectors"]) >= 4
@@ -70,7 +72,7 @@ def test_shipped_configs_are_valid():
 
 
 def test_vectors_config():
-    from seqlab.config import VectorsConfig
+    from seqlab.vectors.config import VectorsConfig
 
     raw = {"data": {"corpora": [{"format": "lines", "path": "a.txt"},
                                 {"format": "csv", "path": "b.csv", "source_column": "Q", "target_column": "A"}]}}
@@ -85,7 +87,8 @@ def test_vectors_config():
 
 
 def test_model_type_selects_the_model_section():
-    from seqlab.config import RNNConfig, TransformerConfig
+    from seqlab.model.rnn import RNNConfig
+    from seqlab.model.transformer import TransformerConfig
 
     assert isinstance(parse_config(MINIMAL).model, TransformerConfig)
     rnn = parse_config(MINIMAL | {"model": {"type": "rnn", "attention": "general"}, "train": {"schedule": "constant"}})

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from pydantic import TypeAdapter
 
-from seqlab.config import Corpus, DataConfig, LinesCorpus, SplitConfig, TsvCorpus, load_config
+from seqlab.config import load_config
+from seqlab.corpora import Corpus, DataConfig, LinesCorpus, SplitConfig, TsvCorpus
 from seqlab.data import DataError, generate_task, load_splits, read_corpus, read_sentences, resolve_data_dir, tasks
 from seqlab.data.splits import split_pairs
 from seqlab.data.tasks import generate_addition, generate_date

@@ -7,7 +7,6 @@ import math
 import pytest
 import torch
 
-from seqlab.config import RNNConfig, TransformerConfig
 from seqlab.decoding import (
     DecodeOptions,
     PrefixDecoder,
@@ -18,6 +17,8 @@ from seqlab.decoding import (
 )
 from seqlab.decoding.beam import length_penalty
 from seqlab.model import build_model
+from seqlab.model.rnn import RNNConfig
+from seqlab.model.transformer import TransformerConfig
 from seqlab.specials import EOS, PAD, SOS
 
 SRC_VOCAB = 12

@@ -235,9 +235,9 @@ POISONING = '''
 import os
 
 from seqlab.cli import app
-from seqlab.train.family.seq2seq import Seq2seq
+from seqlab.train.family.seq2seq import Transduction
 
-real_loss, calls = Seq2seq.loss, [0]
+real_loss, calls = Transduction.loss, [0]
 
 
 def loss(self, indices):
@@ -246,7 +246,7 @@ def loss(self, indices):
     return (loss_sum * float("nan") if os.environ["RANK"] == "1" and calls[0] == 3 else loss_sum), count
 
 
-Seq2seq.loss = loss
+Transduction.loss = loss
 app(prog_name="seqlab")
 '''
 

@@ -263,8 +263,7 @@ def test_each_kind_of_run_refuses_the_others_commands_in_one_line(tmp_path):
 
 
 def _transformer_lm(**kw):
-    from seqlab.config import TransformerLMConfig
-    from seqlab.model.transformer_lm import TransformerLM
+    from seqlab.model.transformer_lm import TransformerLM, TransformerLMConfig
 
     torch.manual_seed(0)
     cfg = TransformerLMConfig(d_model=16, num_layers=2, num_heads=2, d_ff=32, dropout=0.0, max_length=32) \

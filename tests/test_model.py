@@ -3,11 +3,10 @@
 import pytest
 import torch
 
-from seqlab.config import TransformerConfig
 from seqlab.model import num_parameters
 from seqlab.model.attention import MultiHeadAttention
 from seqlab.model.masks import padding_mask
-from seqlab.model.transformer import Embedder, EncoderLayer, Transformer
+from seqlab.model.transformer import Embedder, EncoderLayer, Transformer, TransformerConfig
 
 SMALL = TransformerConfig(d_model=32, num_layers=2, num_heads=4, d_ff=64, dropout=0.1, max_length=64)
 

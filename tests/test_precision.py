@@ -7,8 +7,9 @@ import pytest
 import torch
 
 from seqlab import precision
-from seqlab.config import ConfigError, TransformerConfig
+from seqlab.config import ConfigError
 from seqlab.model import build_model
+from seqlab.model.transformer import TransformerConfig
 from seqlab.runtime import Runtime, quantize_int8
 
 

@@ -3,22 +3,24 @@ kind, and a kind registered from outside seqlab is evaluated and served through 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
 from seqlab import registry
-from seqlab.config import ModelConfig
+from seqlab.rundir import RunDir
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "runs"
 
 
 def test_every_model_type_has_one_kind_and_every_kind_trains_with_a_seqlab_command():
-    types = {get_args(member)[1].tag for member in get_args(get_args(ModelConfig)[0])}
-    assert sorted(registry.all_model_types()) == sorted(types)
+    sections = registry.model_sections()
+    assert sorted(registry.all_model_types()) == sorted(sections)
+    assert all(section.model_fields["type"].default == name for name, section in sections.items())
     assert [k.name for k in registry.kinds()] == ["seq2seq", "lm", "classifier", "bert", "span", "vectors"]
     assert {k.name: k.trained_by for k in registry.kinds()} == {
         "seq2seq": "train", "lm": "train", "classifier": "train", "bert": "pretrain", "span": "train",
@@ -50,7 +52,7 @@ class Echo(registry.Kind):
     name = "echo"
     noun = "an echo"
     use = "seqlab eval"
-    model_types = ("echo",)
+    model_types = ()  # its runs have no model section: it owns them by their file
 
     def owns(self, run_dir: Path) -> bool:
         return (run_dir / "echo.txt").exists()
@@ -128,3 +130,51 @@ def test_a_kind_without_a_page_says_so_in_one_line(tmp_path):
     result = CliRunner().invoke(app, ["serve", str(FIXTURES / "bert")])
     assert result.exit_code == 2 and "a pretrained BERT has no page: use seqlab fill-mask" in result.output
     assert "Traceback" not in result.output
+
+
+@pytest.fixture
+def toy(monkeypatch) -> Any:
+    """The length kind of tests/toy_kind.py registered, for this test only."""
+    import toy_kind
+
+    registry.kinds()  # the built-in kinds first
+    monkeypatch.setattr(registry, "_KINDS", dict(registry._KINDS))
+    registry.register(toy_kind.Lengths())
+    return toy_kind
+
+
+def test_a_kind_from_outside_trains_resumes_evaluates_serves_and_has_its_command(toy, tmp_path):
+    from typer.testing import CliRunner
+
+    from seqlab.cli import make_app
+    from seqlab.server import create_app
+
+    pairs = [(f"{'ab' * (i % 7)}c{i}", "x" * (i % 5 + 1)) for i in range(60)]
+    for split, rows in (("train", pairs[:48]), ("valid", pairs[48:54]), ("test", pairs[54:])):
+        (tmp_path / f"{split}.tsv").write_text("".join(f"{s}\t{t}\n" for s, t in rows), encoding="utf-8")
+    config = tmp_path / "length.yaml"
+    config.write_text(
+        "data: {train: {format: tsv, path: train.tsv}, valid: {format: tsv, path: valid.tsv},"
+        " test: {format: tsv, path: test.tsv}}\nmodel: {type: length, scale: 0.5}\n"
+        "train: {epochs: 3, schedule: constant, lr: 0.01}\n", encoding="utf-8")
+    run, cli, data = tmp_path / "run", CliRunner(), ["--data-dir", str(tmp_path)]
+    app = make_app()  # with the new kind's command
+
+    trained = cli.invoke(app, ["train", str(config), "--out", str(run), *data, "--set", "train.epochs=2"])
+    assert trained.exit_code == 0, trained.output
+    resumed = cli.invoke(app, ["train", str(config), "--out", str(run), "--resume", *data])
+    assert resumed.exit_code == 0, resumed.output
+    log = RunDir(run).log()
+    assert [r["epoch"] for r in log] == [1, 2, 3] and log[-1]["valid"]["loss"] < log[0]["valid"]["loss"]
+    assert registry.kind_of_run(run).name == "length"
+
+    scored = cli.invoke(app, ["eval", str(run), "--split", "test", "--json", *data])
+    assert scored.exit_code == 0 and json.loads(scored.output)["texts"] == 6, scored.output
+    said = cli.invoke(app, ["length", str(run), "ababc1"])
+    assert said.exit_code == 0 and float(said.output) == toy.LengthPredictor(run).predict("ababc1")
+    assert "length" in cli.invoke(app, ["--help"]).output
+    with TestClient(create_app(run)) as client:
+        assert client.get("/api/info").json()["scale"] == 0.5
+        assert client.get("/api/length", params={"text": "ababc1"}).json() == {"length": float(said.output)}
+    wrong = cli.invoke(app, ["translate", str(run), "--input", str(tmp_path / "test.tsv")])
+    assert wrong.exit_code != 0 and "a length model, not a seq2seq model: use seqlab length" in wrong.output

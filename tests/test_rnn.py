@@ -3,8 +3,7 @@
 import pytest
 import torch
 
-from seqlab.config import RNNConfig
-from seqlab.model.rnn import RNNDecoder, RNNEncoder, RNNSeq2seq, mirror_positions
+from seqlab.model.rnn import RNNConfig, RNNDecoder, RNNEncoder, RNNSeq2seq, mirror_positions
 from seqlab.specials import EOS, PAD
 
 

@@ -15,14 +15,16 @@ import seqlab
 import seqlab.predictors.classifier
 import seqlab.vectors
 from seqlab.cli import app
-from seqlab.config import TokenizerConfig, TrainConfig, TransformerConfig, VectorsConfig, parse_config
+from seqlab.config import parse_config
 from seqlab.model import build_model
-from seqlab.model.transformer import Transformer
+from seqlab.model.transformer import Transformer, TransformerConfig
 from seqlab.rundir import CHECKPOINT, LOG, MODEL, RunDir, RunFileError
+from seqlab.sections import TokenizerConfig, TrainConfig
 from seqlab.tokenizer import Tokenizer
 from seqlab.train.optimizer import build_optimizer
 from seqlab.train.schedule import transformer_schedule
 from seqlab.train.trainer import Trainer
+from seqlab.vectors.config import VectorsConfig
 from seqlab.vectors.run import _restore, train_vectors
 
 CFG = TransformerConfig(d_model=16, num_layers=1, num_heads=2, d_ff=32, max_length=16, tie_output=True)
@@ -244,7 +246,8 @@ READERS = {  # a file of a run directory: how the run is made, and what reads th
     "labels.json": ("classifier", lambda run: seqlab.predictors.classifier.load(run)),
     "vocabulary.json": ("vectors", lambda run: seqlab.vectors.load(run)),
     "vectors.safetensors": ("vectors", lambda run: seqlab.vectors.load(run)),
-    "checkpoint.safetensors (word2vec)": ("vectors", lambda run: _restore(RunDir(run), 4, RunDir(run).vectors_config().train)),
+    "checkpoint.safetensors (word2vec)": ("vectors", lambda run: _restore(
+        RunDir(run), 4, RunDir(run).read_config(VectorsConfig).train)),
 }
 
 

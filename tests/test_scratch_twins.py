@@ -7,9 +7,8 @@ import pytest
 import torch
 from torch import nn
 
-from seqlab.config import RNNConfig
 from seqlab.model.lm import RNNLM as TorchRNNLM
-from seqlab.model.rnn import RNNSeq2seq
+from seqlab.model.rnn import RNNConfig, RNNSeq2seq
 from seqlab.scratch.layers import Affine, Embedding
 from seqlab.scratch.models import RNNLM, AttentionSeq2seq, PeekySeq2seq, Seq2seq
 from seqlab.scratch.optimizers import SGD, AdaGrad, Adam, Momentum, shared_params

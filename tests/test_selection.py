@@ -18,7 +18,8 @@ from conftest import small_date_config
 from typer.testing import CliRunner
 
 from seqlab.cli import app
-from seqlab.config import DataConfig, TsvCorpus, parse_config
+from seqlab.config import parse_config
+from seqlab.corpora import DataConfig, TsvCorpus
 from seqlab.data import DataError, WithheldSplit, load_sentence_splits, load_splits, selection_run
 from seqlab.data.splits import SELECTION_ENV, SPLITS, load_question_splits, split_pairs
 from seqlab.train.trainer import Trainer

@@ -5,9 +5,10 @@ import numpy as np
 import pytest
 from test_server import ARTIFACTS, CHROMIUM, Served, browser_page
 
-from seqlab.config import VectorsConfig, parse_config
+from seqlab.config import parse_config
 from seqlab.server import Limits, create_app
 from seqlab.vectors import load
+from seqlab.vectors.config import VectorsConfig
 from seqlab.vectors.run import train_vectors
 
 GROUPS = [["cat", "dog", "horse", "cow", "sheep", "goat"], ["red", "blue", "green", "yellow", "white", "black"],

@@ -13,13 +13,14 @@ from tokenizers import models
 from typer.testing import CliRunner
 
 from seqlab.cli import app
-from seqlab.config import ConfigError, TokenizerConfig, parse_config
+from seqlab.config import ConfigError, parse_config
 from seqlab.data import DataError
 from seqlab.data.corpus import BadLines
 from seqlab.data.squad import read_squad
 from seqlab.metrics import answer_f1, normalize_answer, span_scores
 from seqlab.model.span import best_spans
 from seqlab.predictors.answerer import load
+from seqlab.sections import TokenizerConfig
 from seqlab.specials import SPECIALS
 from seqlab.text import normalize, normalize_with_offsets
 from seqlab.tokenizer import Tokenizer, _pipeline

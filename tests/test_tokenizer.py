@@ -8,7 +8,7 @@ import unicodedata
 
 import pytest
 
-from seqlab.config import TokenizerConfig
+from seqlab.sections import TokenizerConfig
 from seqlab.specials import EOS, PAD, SOS, SPECIALS, UNK
 from seqlab.text import normalize
 from seqlab.tokenizer import Tokenizer, split_words
@@ -494,7 +494,7 @@ def test_chatbotdata_round_trips(shared_data, level, morphemes, kiwi_answers, mo
             return list(kiwi_answers[key])
 
         monkeypatch.setattr(tokenizer, "mark_boundaries", remembered)
-    from seqlab.config import CsvCorpus
+    from seqlab.corpora import CsvCorpus
     from seqlab.data import read_corpus
 
     spec = CsvCorpus(format="csv", path="chatbot_ko/ChatbotData.csv", source_column="Q", target_column="A")

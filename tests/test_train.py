@@ -21,7 +21,7 @@ from seqlab.cli import app
 from seqlab.config import ConfigError, parse_config
 from seqlab.evaluate import EncodedSplit, evaluate
 from seqlab.rundir import CHECKPOINT, MODEL, RunDir
-from seqlab.train.family import Seq2seq
+from seqlab.train.family import Transduction
 from seqlab.train.schedule import cosine_lr
 from seqlab.train.trainer import NonFiniteLoss, Trainer
 
@@ -356,7 +356,7 @@ def test_a_multi30k_slice_trains_and_is_scored_by_sacrebleu(shared_data, tmp_pat
     log = [json.loads(line) for line in (tmp_path / "run" / "log.jsonl").read_text().splitlines()]
     assert log[-1]["train_loss"] < log[0]["train_loss"]
     translator = seqlab.load(tmp_path / "run")
-    assert isinstance(trainer.family, Seq2seq)
+    assert isinstance(trainer.family, Transduction)
     valid = trainer.family.valid_set
     metrics = evaluate(translator, valid, 1500)
     hypotheses = translator.translate(valid.sources)
@@ -376,9 +376,9 @@ def poisoned(monkeypatch, tmp_path):
     (and NaN gradients), in whichever run or process meets it (a resumed run too)."""
     import numpy as np
 
-    from seqlab.train.family.seq2seq import Seq2seq
+    from seqlab.train.family.seq2seq import Transduction
 
-    real_loss = Seq2seq.loss
+    real_loss = Transduction.loss
 
     def arm(config) -> None:
         batch = Trainer(config, tmp_path / "probe", progress=False).family.batches(2)[POISONED - STEPS - 1]
@@ -387,7 +387,7 @@ def poisoned(monkeypatch, tmp_path):
             loss_sum, count = real_loss(self, indices)
             return (loss_sum * float("nan") if np.array_equal(indices, batch) else loss_sum), count
 
-        monkeypatch.setattr(Seq2seq, "loss", loss)
+        monkeypatch.setattr(Transduction, "loss", loss)
 
     return arm
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from seqlab.config import VectorsTrainConfig
+from seqlab.vectors.config import VectorsTrainConfig
 from seqlab.vectors.pairs import Vocabulary
 from seqlab.vectors.similarity import most_similar
 from seqlab.vectors.train import train_word2vec

@@ -36,6 +36,14 @@ class Kind:
     use: ClassVar[str]  # the commands that use its runs, in an error: "seqlab generate or seqlab score"
     model_types: ClassVar[tuple[str, ...]] = ()  # the ``model.type`` values of its configs
     trained_by: ClassVar[str] = "train"  # the seqlab command that makes its runs
+    formats: ClassVar[tuple[str, ...]] = ()  # the ``data`` corpus formats it reads (seqlab.corpora)
+    metrics: ClassVar[tuple[str, ...]] = ("loss",)  # the valid scores that may pick its best model
+    best_metric: ClassVar[str] = "loss"  # the one that does unless ``train.best_metric`` says
+    shapes_sources: ClassVar[bool] = False  # whether ``data.source_eos`` / ``data.source_width`` apply to it
+
+    def sections(self) -> dict[str, type[Any]]:
+        """Its configs' ``model`` sections (``seqlab.config.ModelSection`` subclasses), by ``model.type``."""
+        return {}
 
     def owns(self, run_dir: Path) -> bool:
         """Whether the run in ``run_dir``, whose config has no model section, is of this kind (a run with a model
@@ -145,6 +153,18 @@ def expect_kind(run_dir: str | Path, name: str) -> Kind:
     if kind.name != name:
         raise ValueError(f"{run_dir}: {kind.noun}, not {kind_named(name).noun}: use {kind.use}")
     return kind
+
+
+def model_sections() -> dict[str, type[Any]]:
+    """Every kind's ``model`` sections by ``model.type``: what ``seqlab.config.Config.model`` may be."""
+    sections: dict[str, type[Any]] = {}
+    for kind in kinds():
+        declared = kind.sections()
+        if set(declared) != set(kind.model_types):
+            raise ValueError(f"kind {kind.name!r}: its sections are for {sorted(declared)}, its model_types "
+                             f"{sorted(kind.model_types)}")
+        sections |= declared
+    return sections
 
 
 def all_model_types() -> list[str]:

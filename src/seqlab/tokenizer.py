@@ -86,8 +86,8 @@ from typing import Any
 from tokenizers import Regex, decoders, models, pre_tokenizers, trainers
 from tokenizers import Tokenizer as _HFTokenizer
 
-from seqlab.config import TokenizerConfig, TokensConfig
 from seqlab.morphemes import MARK, mark_boundaries
+from seqlab.sections import TokenizerConfig, TokensConfig
 from seqlab.specials import MASK, MASK_TOKEN, SPECIALS, UNK
 from seqlab.text import Span, normalize, normalize_with_offsets
 

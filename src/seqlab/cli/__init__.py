@@ -30,21 +30,25 @@ from seqlab.registry import kinds
 # of each command's exit) though the process is ending; frozen at exit, they are left to the operating system.
 atexit.register(gc.freeze)
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
-                  help="Sequence models on the CPU: word vectors, language models, seq2seq, classifiers.")
-app.command()(train.train)
-app.command()(train.pretrain)
-app.command("eval")(train.evaluate_run)
-app.command()(train.average)
-app.command()(use.serve)
-for kind in kinds():  # each kind's own commands (``Kind.commands``): translate, generate, classify, ...
-    for name, command in kind.commands():
-        if isinstance(command, typer.Typer):
-            app.add_typer(command, name=name)
-        else:
-            app.command(name)(command)
-app.add_typer(data.app, name="data")
-app.add_typer(plot.app, name="plot")
+def make_app() -> typer.Typer:
+    """The ``seqlab`` command: the commands for runs of any kind, then each registered kind's own."""
+    app = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None,
+                      help="Sequence models on the CPU: word vectors, language models, seq2seq, classifiers.")
+    app.command()(train.train)
+    app.command()(train.pretrain)
+    app.command("eval")(train.evaluate_run)
+    app.command()(train.average)
+    app.command()(use.serve)
+    for kind in kinds():  # each kind's own commands (``Kind.commands``): translate, generate, classify, ...
+        for name, command in kind.commands():
+            if isinstance(command, typer.Typer):
+                app.add_typer(command, name=name)
+            else:
+                app.command(name)(command)
+    app.add_typer(data.app, name="data")
+    app.add_typer(plot.app, name="plot")
+    one_line_help(app)
+    return app
 
 
 def one_line_help(typer_app: typer.Typer) -> None:
@@ -67,4 +71,4 @@ def first_sentence(text: str) -> str:
     return flat if end < 0 else flat[: end + 1]
 
 
-one_line_help(app)
+app = make_app()

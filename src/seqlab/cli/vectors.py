@@ -31,9 +31,10 @@ def train(
     data_dir: DataDir = None,
 ) -> None:
     """Learn word vectors from the config's corpora into a run directory. train.method: count, cbow or skipgram."""
-    from seqlab.config import VectorsConfig, load_config
+    from seqlab.config import load_config
     from seqlab.data import DataError
     from seqlab.rundir import RunFileError
+    from seqlab.vectors.config import VectorsConfig
     from seqlab.vectors.run import train_vectors
 
     setup_logging()

@@ -24,7 +24,7 @@ import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from seqlab.config import (
+from seqlab.corpora import (
     AlignedCorpus,
     BookCorpus,
     Corpus,

@@ -16,7 +16,7 @@ from typing import TypeVar, cast
 
 import numpy as np
 
-from seqlab.config import Corpus, DataConfig, LinesCorpus, SplitConfig, SquadCorpus, TextCorpus
+from seqlab.corpora import Corpus, DataConfig, LinesCorpus, SplitConfig, SquadCorpus, TextCorpus
 from seqlab.data.corpus import BadLines, DataError, Pair, locate, read_corpus, read_sentences
 from seqlab.data.squad import Question, read_squad
 

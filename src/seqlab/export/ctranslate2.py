@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from seqlab.config import ConfigError, TransformerConfig
+from seqlab.config import ConfigError
 from seqlab.decoding import Cancelled, DecodeOptions, Hypothesis
+from seqlab.model.transformer import Transformer, TransformerConfig
 from seqlab.predictors.translator import Translator, load
 from seqlab.rundir import RunDir
 from seqlab.runtime import CPU_FP32
@@ -58,7 +59,7 @@ def export_ctranslate2(run_dir: str | Path, out: str | Path, quantization: str =
     ct2 = _ctranslate2()
     translator = load(run_dir)
     translator.model.cpu()  # its weights are read as NumPy arrays, whatever train.device placed it on
-    if not isinstance(translator.config.model, TransformerConfig):
+    if not isinstance(translator.model, Transformer):
         raise ConfigError(f"CTranslate2 runs Transformers; this run is a model.type {translator.config.model.type}")
     if translator.config.data.source_width is not None:
         raise ConfigError("data.source_width pads RNN sources; not a Transformer's")

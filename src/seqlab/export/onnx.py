@@ -34,9 +34,9 @@ import numpy as np
 import torch
 from torch import nn
 
-from seqlab.config import ConfigError, TransformerConfig
+from seqlab.config import ConfigError
 from seqlab.model.masks import padding_mask
-from seqlab.model.transformer import Transformer, TransformerState
+from seqlab.model.transformer import Transformer, TransformerConfig, TransformerState
 from seqlab.predictors.translator import Translator, load
 from seqlab.rundir import RunDir
 from seqlab.runtime import CPU_FP32

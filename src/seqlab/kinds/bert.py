@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from seqlab.corpora import PAIRS
 from seqlab.registry import Kind, register
 
 
@@ -15,6 +16,12 @@ class Bert(Kind):
     use = "seqlab fill-mask"
     model_types = ("bert",)
     trained_by = "pretrain"
+    formats = (*PAIRS, "lines")  # lines only without next-sentence prediction (BertConfig.check)
+
+    def sections(self) -> dict[str, type[Any]]:
+        from seqlab.model.bert import BertConfig
+
+        return {"bert": BertConfig}
 
     def family(self) -> Any:
         from seqlab.train.family.masked import MaskedLM

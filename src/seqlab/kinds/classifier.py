@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from seqlab.corpora import PAIRS
 from seqlab.registry import Kind, register
 
 
@@ -14,6 +15,14 @@ class Classifiers(Kind):
     noun = "a classifier"
     use = "seqlab classify"
     model_types = ("encoder",)
+    formats = PAIRS  # texts with their labels
+    metrics = ("accuracy", "macro_f1", "loss")
+    best_metric = "macro_f1"
+
+    def sections(self) -> dict[str, type[Any]]:
+        from seqlab.model.classifier import EncoderConfig
+
+        return {"encoder": EncoderConfig}
 
     def family(self) -> Any:
         from seqlab.train.family.classification import Classification

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from seqlab.corpora import PAIRS
 from seqlab.registry import Kind, register
 
 
@@ -14,6 +15,13 @@ class LanguageModels(Kind):
     noun = "a language model"
     use = "seqlab generate or seqlab score"
     model_types = ("lm", "transformer_lm")
+    formats = (*PAIRS, "lines")  # sentences: the lines of a lines corpus, or both sides of a pair corpus
+
+    def sections(self) -> dict[str, type[Any]]:
+        from seqlab.model.lm import LMConfig
+        from seqlab.model.transformer_lm import TransformerLMConfig
+
+        return {"lm": LMConfig, "transformer_lm": TransformerLMConfig}
 
     def family(self) -> Any:
         from seqlab.train.family.stream import StreamLM

@@ -6,19 +6,30 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from seqlab.corpora import PAIRS
 from seqlab.registry import Kind, register
 
 
-class Seq2seq(Kind):
+class Seq2seqModels(Kind):
     name = "seq2seq"
     noun = "a seq2seq model"
     use = "seqlab translate or seqlab chat"
     model_types = ("transformer", "rnn")
+    formats = PAIRS
+    metrics = ("exact_match", "bleu", "loss")
+    best_metric = "bleu"
+    shapes_sources = True
+
+    def sections(self) -> dict[str, type[Any]]:
+        from seqlab.model.rnn import RNNConfig
+        from seqlab.model.transformer import TransformerConfig
+
+        return {"transformer": TransformerConfig, "rnn": RNNConfig}
 
     def family(self) -> Any:
-        from seqlab.train.family.seq2seq import Seq2seq as Family
+        from seqlab.train.family.seq2seq import Transduction
 
-        return Family
+        return Transduction
 
     def load(self, run_dir: Path, int8: bool = False, engine: str = "torch") -> Any:
         """A run directory's model, or the directory of ``seqlab export`` for ``engine`` (``ct2``, ``onnx``)."""
@@ -51,4 +62,4 @@ class Seq2seq(Kind):
         return [("translate", use.translate), ("chat", use.chat), ("export", export.export)]
 
 
-register(Seq2seq())
+register(Seq2seqModels())

@@ -14,6 +14,14 @@ class SpanExtractors(Kind):
     noun = "a span extractor"
     use = "seqlab answer"
     model_types = ("span",)
+    formats = ("squad",)
+    metrics = ("exact_match", "f1", "loss")
+    best_metric = "f1"
+
+    def sections(self) -> dict[str, type[Any]]:
+        from seqlab.model.span import SpanConfig
+
+        return {"span": SpanConfig}
 
     def family(self) -> Any:
         from seqlab.train.family.span import SpanExtraction

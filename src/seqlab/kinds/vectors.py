@@ -17,9 +17,9 @@ class WordVectors(Kind):
 
     def owns(self, run_dir: Path) -> bool:
         """A word-vector run: its vocabulary is written as soon as it is counted."""
-        from seqlab.rundir import RunDir
+        from seqlab.rundir import VOCABULARY
 
-        return RunDir(run_dir).is_vectors()
+        return (run_dir / VOCABULARY).exists()
 
     def evaluate(self, run_dir: Path, split: str, data_dir: Path | None, options: Any = None,
                  int8: bool = False) -> dict[str, Any]:

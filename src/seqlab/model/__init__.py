@@ -13,15 +13,16 @@ from collections.abc import Iterator
 import torch
 from torch import nn
 
-from seqlab.config import EncoderConfig, LMConfig, ModelConfig, RNNConfig, TransformerConfig, TransformerLMConfig
-from seqlab.model.classifier import EncoderClassifier
-from seqlab.model.init import book_init
-from seqlab.model.lm import RNNLM
-from seqlab.model.rnn import RNNSeq2seq
-from seqlab.model.transformer import Transformer
-from seqlab.model.transformer_lm import TransformerLM
+from seqlab.config import ModelSection
+from seqlab.model.classifier import EncoderClassifier, EncoderConfig
+from seqlab.model.lm import RNNLM, LMConfig
+from seqlab.model.rnn import RNNConfig, RNNSeq2seq
+from seqlab.model.transformer import Transformer, TransformerConfig
+from seqlab.model.transformer_lm import TransformerLM, TransformerLMConfig
 
 Seq2seq = Transformer | RNNSeq2seq
+Seq2seqConfig = TransformerConfig | RNNConfig
+LanguageModelConfig = LMConfig | TransformerLMConfig
 
 
 def num_parameters(model: nn.Module) -> int:
@@ -52,16 +53,10 @@ def evaluating(model: object) -> Iterator[None]:
         model.train(was_training)
 
 
-def build_model(cfg: ModelConfig, src_vocab: int, trg_vocab: int) -> Seq2seq:
-    """The seq2seq model of ``cfg`` (a language model is ``model.lm.RNNLM.from_config``)."""
-    if isinstance(cfg, TransformerConfig):
-        return Transformer(cfg, src_vocab, trg_vocab)
-    if not isinstance(cfg, RNNConfig):
-        raise ValueError(f"model.type {cfg.type} is not a seq2seq model")
-    model = RNNSeq2seq(cfg, src_vocab, trg_vocab)
-    if cfg.init == "book":
-        book_init(model)
-    return model
+def build_model(cfg: ModelSection, src_vocab: int, trg_vocab: int) -> Seq2seq:
+    """The seq2seq model of ``cfg``, as its section builds it."""
+    assert isinstance(cfg, Seq2seqConfig), f"model.type {cfg.type} is not a seq2seq model"
+    return cfg.build(src_vocab, trg_vocab)
 
 
 def build_classifier(cfg: EncoderConfig, vocab: int, num_classes: int) -> EncoderClassifier:
@@ -69,15 +64,7 @@ def build_classifier(cfg: EncoderConfig, vocab: int, num_classes: int) -> Encode
     return EncoderClassifier(cfg, vocab, num_classes)
 
 
-def build_lm(cfg: LMConfig | TransformerLMConfig, vocab: int) -> RNNLM | TransformerLM:
+def build_lm(cfg: ModelSection, vocab: int) -> RNNLM | TransformerLM:
     """The language model of ``cfg``: the RNN LM (``lm``) or the causal Transformer (``transformer_lm``)."""
-    if isinstance(cfg, TransformerLMConfig):
-        return TransformerLM(cfg, vocab)
-    model = RNNLM.from_config(cfg, vocab)
-    if cfg.init == "book":
-        book_init(model)
-    return model
-
-
-__all__ = ["EncoderClassifier", "RNNLM", "RNNSeq2seq", "Seq2seq", "Transformer", "TransformerLM", "build_classifier",
-           "build_lm", "build_model", "device_of", "evaluating", "num_parameters"]
+    assert isinstance(cfg, LanguageModelConfig), f"model.type {cfg.type} is not a language model"
+    return cfg.build(vocab)

@@ -11,13 +11,102 @@ own. A classifier fine-tuned from this model (``model.init_from``) takes the enc
 
 from __future__ import annotations
 
+from typing import Any, Literal
+
 import torch
 import torch.nn.functional as F
+from pydantic import Field, model_validator
 from torch import nn
 
-from seqlab.config import BertConfig
+from seqlab.config import Config
 from seqlab.model.masks import padding_mask
-from seqlab.model.transformer import LAYER_NORM_EPS, Encoder, init_linear_layers
+from seqlab.model.transformer import LAYER_NORM_EPS, Embedder, Encoder, LearnedEmbedder, TransformerShape, init_linear_layers
+
+# The seed's BERT shapes (S96): BASE 12 layers, 12 heads (110 M parameters); LARGE 24 layers, 16 heads (340 M).
+BERT_PRESETS: dict[str, dict[str, int]] = {
+    "bert_base": {"d_model": 768, "num_layers": 12, "num_heads": 12, "d_ff": 3072},
+    "bert_large": {"d_model": 1024, "num_layers": 24, "num_heads": 16, "d_ff": 4096},
+}
+# What BERT's encoder is besides its size (S100): learned positions over 512, two segments, GELU, post-LN,
+# dropout 0.1 on embeddings, sublayers and attention weights.
+BERT_EMBEDDING = {"positions": "learned", "segments": 2, "activation": "gelu", "norm": "post", "max_length": 512,
+                  "dropout": 0.1, "attention_dropout": 0.1}
+
+
+class EncoderShape(TransformerShape):
+    """The Transformer encoder stack of the encoder-only models (``encoder``, ``span``, ``bert``): its size, its
+    embeddings (the seed's √d_model-scaled tokens + sinusoidal PE, or BERT's learned positions and segments with
+    a LayerNorm) and its FFN's activation. ``preset`` takes BERT's shape; keys given beside it win."""
+
+    preset: Literal["bert_base", "bert_large"] | None = Field(
+        None, description="BERT-base (12 layers, 12 heads, 768) or BERT-large (24, 16, 1024), with BERT's "
+                          "embeddings, GELU and post-LN (S96, S100)")
+    positions: Literal["sinusoidal", "learned"] = Field(
+        "sinusoidal", description="the seed's fixed PE added to √d_model-scaled tokens, or BERT's learned "
+                                  "position (and segment) embeddings summed and layer-normalised")
+    segments: int = Field(0, ge=0, description="learned segment embeddings (BERT's sentence A / B: 2); 0: none")
+    activation: Literal["relu", "gelu"] = Field("relu", description="the FFN's: the seed's ReLU or BERT's GELU")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _preset(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("preset") in BERT_PRESETS:
+            return BERT_EMBEDDING | BERT_PRESETS[data["preset"]] | data
+        return data
+
+    @model_validator(mode="after")
+    def _segments(self) -> EncoderShape:
+        if self.segments and self.positions != "learned":
+            raise ValueError("model.segments are BERT's learned embeddings: they need model.positions learned")
+        return self
+
+    def check(self, config: Config) -> None:
+        config.refuse_warmup("encoder-only models use train.schedule: constant or cosine")
+        if config.data.max_source_length > self.max_length:
+            raise ValueError(f"model.max_length ({self.max_length}) must cover data.max_source_length "
+                             f"({config.data.max_source_length})")
+
+    def ffn_activation(self) -> Literal["relu", "gelu"]:
+        return self.activation
+
+    def embedder(self, vocab_size: int) -> Embedder | LearnedEmbedder:
+        """The seed's embedding + PE, or BERT's learned positions (and segments)."""
+        if self.positions == "learned":
+            return LearnedEmbedder(vocab_size, self, self.segments)
+        return Embedder(vocab_size, self)
+
+
+class BertConfig(EncoderShape):
+    """BERT's pretraining (seed 002 §10.1, S96–S100): the encoder under a masked-language-model head, and
+    optionally next-sentence prediction. Trained by ``seqlab pretrain``; a classifier starts from it with
+    ``model.init_from``. Defaults: a small encoder with BERT's embeddings, GELU and post-LN."""
+
+    type: Literal["bert"] = "bert"
+    norm: Literal["post", "pre"] = "post"
+    positions: Literal["sinusoidal", "learned"] = "learned"
+    segments: int = Field(2, ge=0)
+    activation: Literal["relu", "gelu"] = "gelu"
+    attention_dropout: float = Field(0.1, ge=0, lt=1)
+    mask_probability: float = Field(0.15, gt=0, lt=1, description="the share of tokens to predict (BERT's 15 %)")
+    mask_split: tuple[float, float, float] = Field(
+        (0.8, 0.1, 0.1), description="of the tokens to predict, the shares replaced by <mask>, by a random token "
+                                     "and left unchanged (BERT's 80 / 10 / 10)")
+    next_sentence: bool = Field(
+        False, description="also next-sentence prediction: pairs (A, B) of a pair corpus, B replaced by a random "
+                           "B half of the time, read from <sos> (BERT's NSP)")
+
+    @model_validator(mode="after")
+    def _split(self) -> BertConfig:
+        if abs(sum(self.mask_split) - 1) > 1e-6 or min(self.mask_split) < 0:
+            raise ValueError(f"model.mask_split must be three shares summing to 1, got {list(self.mask_split)}")
+        if self.next_sentence and self.segments < 2:
+            raise ValueError("model.next_sentence reads sentence pairs: it needs model.segments 2")
+        return self
+
+    def check(self, config: Config) -> None:
+        if self.next_sentence:
+            config.refuse_lines()  # next-sentence prediction reads pairs
+        super().check(config)
 
 
 class MaskedLMHead(nn.Module):

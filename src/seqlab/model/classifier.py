@@ -9,13 +9,29 @@ classification layer reads it, "1 classification layer for fine-tuning" (seed 00
 
 from __future__ import annotations
 
+from typing import Literal
+
 import torch
+from pydantic import Field
 from torch import nn
 
-from seqlab.config import EncoderConfig
+from seqlab.model.bert import EncoderShape
 from seqlab.model.dropout import Dropout
 from seqlab.model.masks import padding_mask
 from seqlab.model.transformer import Encoder, init_linear_layers
+
+
+class EncoderConfig(EncoderShape):
+    """The Transformer's encoder alone, pooled into one vector, then one Linear to the classes: seed 001's text
+    classification (S106), BERT's fine-tuning (S96). Reads pairs whose target is a label."""
+
+    type: Literal["encoder"] = "encoder"
+    pooling: Literal["cls", "mean"] = Field(
+        "mean", description="the sentence's vector: the encoder's output at a <sos> put before every input (BERT's "
+                            "[CLS]), or the mean over the input's tokens")
+    init_from: str | None = Field(
+        None, description="a `seqlab pretrain` run directory: start from its encoder and its tokenizer (the shape "
+                          "keys must be the same)")
 
 
 class EncoderClassifier(nn.Module):

@@ -6,9 +6,15 @@ learn fast in their first epochs (docs/results.md)."""
 from __future__ import annotations
 
 import math
+from typing import Annotated, Literal
 
 import torch
+from pydantic import Field
 from torch import nn
+
+Initialisation = Annotated[Literal["torch", "book"], Field(
+    description="PyTorch's default initialisation, or the book's (model/init.py): weights randn/√fan_in, embeddings "
+                "randn/100, biases 0")]
 
 
 @torch.no_grad()

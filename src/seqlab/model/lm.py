@@ -23,14 +23,49 @@ from dataclasses import dataclass
 from typing import Literal
 
 import torch
+from pydantic import Field, model_validator
 from torch import nn
 
-from seqlab.config import LMConfig
+from seqlab.config import Config, ModelSection
+from seqlab.model.init import Initialisation, book_init
 from seqlab.specials import PAD
 
 LayerState = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
 LMState = list[LayerState]
 CELLS: dict[str, Callable[..., nn.RNNBase]] = {"rnn": nn.RNN, "gru": nn.GRU, "lstm": nn.LSTM}
+
+
+class LMConfig(ModelSection):
+    """An RNN language model (seed 002 ch. 5–6). Defaults are the book's BetterRnnlm."""
+
+    type: Literal["lm"] = "lm"
+    cell: Literal["rnn", "gru", "lstm"] = "lstm"
+    embedding_size: int = Field(650, gt=0)
+    hidden_size: int = Field(650, gt=0)
+    num_layers: int = Field(2, gt=0)
+    dropout: float = Field(0.5, ge=0, lt=1, description="before, between and after the RNN layers, never along time")
+    variational: bool = Field(False, description="one dropout mask per sequence, the same at every time step")
+    tie_weights: bool = Field(True, description="the output layer's weight is the embedding matrix")
+    init: Initialisation = "torch"
+
+    @model_validator(mode="after")
+    def _tied_sizes(self) -> LMConfig:
+        if self.tie_weights and self.embedding_size != self.hidden_size:
+            raise ValueError(f"model.tie_weights needs embedding_size == hidden_size "
+                             f"({self.embedding_size} != {self.hidden_size})")
+        return self
+
+    def check(self, config: Config) -> None:
+        config.refuse_warmup("language models use train.schedule: constant, cosine or plateau")
+
+    def numpy_needs(self) -> list[str]:
+        return []
+
+    def build(self, vocab_size: int) -> RNNLM:
+        model = RNNLM.from_config(self, vocab_size)
+        if self.init == "book":
+            book_init(model)
+        return model
 
 
 class RNNLM(nn.Module):

@@ -35,20 +35,83 @@ same steps in a loop). Variants:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import cast
+from typing import Literal, cast
 
 import torch
+from pydantic import Field, model_validator
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from seqlab.config import RNNConfig
+from seqlab.config import Config, ModelSection
 from seqlab.model.dropout import Dropout
+from seqlab.model.init import Initialisation, book_init
 from seqlab.model.rnn_attention import RNNAttention
 from seqlab.specials import EOS, PAD
 
 CELLS = {"rnn": nn.RNN, "gru": nn.GRU, "lstm": nn.LSTM}
 
 State = tuple[torch.Tensor, ...]  # (h,) for RNN/GRU, (h, c) for LSTM; each (batch, hidden × directions)
+
+
+class RNNConfig(ModelSection):
+    """An RNN encoder-decoder (seed 002 ch. 7–8). Defaults are the book's addition model (wordvec 16, hidden 128)."""
+
+    type: Literal["rnn"] = "rnn"
+    cell: Literal["rnn", "gru", "lstm"] = "lstm"
+    embedding_size: int = Field(16, gt=0)
+    hidden_size: int = Field(128, gt=0)
+    num_layers: int = Field(1, gt=0)
+    dropout: float = Field(0.0, ge=0, lt=1)
+    bidirectional: bool = Field(False, description="encoder only: forward and backward states concatenated")
+    skip: bool = Field(False, description="encoder only: residual connections between stacked layers")
+    reverse: bool = Field(False, description="the Reverse trick: read each source backwards")
+    peeky: bool = Field(False, description="the encoder's final h feeds every decoder step and the output layer")
+    attention: Literal["none", "dot", "general", "concat", "bahdanau"] = "none"
+    init: Initialisation = "torch"
+    head: Literal["luong", "book"] = Field(
+        "luong", description="Luong attention's output layer: softmax(W_y tanh(W_c [a; s])) (luong) or the book's "
+                             "Affine(2H, V) over [a; s] (book, seed 002 §8.1)")
+    hidden_bias: bool = Field(
+        True, description="PyTorch's second bias b_hh in every RNN/LSTM layer; false: one bias per gate, as the "
+                          "book's cells (b_hh held at 0)")
+
+    @model_validator(mode="after")
+    def _dot_sizes(self) -> RNNConfig:
+        if not self.hidden_bias and self.cell == "gru":
+            raise ValueError("model.hidden_bias false: a GRU's b_hn is inside the reset gate's product, not a "
+                             "second copy of b_in; only rnn and lstm cells can drop it")
+        if self.attention == "dot" and self.bidirectional:
+            raise ValueError("model.attention 'dot' needs equal encoder and decoder sizes; "
+                             "with a bidirectional encoder use 'general' or 'concat'")
+        if self.head == "book" and self.attention not in ("dot", "general", "concat"):
+            raise ValueError("model.head 'book' is the output layer of Luong attention (dot, general, concat); "
+                             f"model.attention is {self.attention!r}")
+        return self
+
+    def check(self, config: Config) -> None:
+        config.refuse_warmup("the transformer schedule is defined by d_model; RNN models use train.schedule: "
+                             "constant or cosine")
+
+    def numpy_needs(self) -> list[str]:
+        """The book's seq2seq models in seqlab.scratch: one LSTM layer, no dropout, plain or with its attention."""
+        return [why for bad, why in [
+            (self.cell != "lstm", "model.cell lstm"), (self.num_layers != 1, "model.num_layers 1"),
+            (self.dropout > 0, "model.dropout 0"), (self.bidirectional, "no model.bidirectional"),
+            (self.skip, "no model.skip"), (self.attention not in ("none", "dot"), "model.attention none or dot"),
+            (self.attention == "dot" and self.head != "book", "model.head book with attention"),
+            (self.attention == "dot" and self.peeky, "no model.peeky with attention"),
+        ] if bad]
+
+    def cross_attention(self) -> tuple[int, int]:
+        """The layers and heads of its attention over the source: one of each, or none."""
+        has = int(self.attention != "none")
+        return has, has
+
+    def build(self, src_vocab: int, trg_vocab: int) -> RNNSeq2seq:
+        model = RNNSeq2seq(self, src_vocab, trg_vocab)
+        if self.init == "book":
+            book_init(model)
+        return model
 
 
 def mirror_positions(src: torch.Tensor) -> torch.Tensor:

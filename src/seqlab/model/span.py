@@ -10,13 +10,35 @@ is the span (s, e), s ≤ e < s + max_answer_tokens, of the highest start[s] + e
 
 from __future__ import annotations
 
+from typing import Literal
+
 import torch
+from pydantic import Field
 from torch import nn
 
-from seqlab.config import SpanConfig
+from seqlab.config import Config
+from seqlab.model.bert import EncoderShape
 from seqlab.model.dropout import Dropout
 from seqlab.model.masks import padding_mask
 from seqlab.model.transformer import Encoder, init_linear_layers
+
+
+class SpanConfig(EncoderShape):
+    """Span extraction: ``<sos> question <eos> context <eos>`` through the encoder, then one Linear(d_model, 2)
+    scoring every context token as the answer's start and as its end. Reads SQuAD files (``format: squad``)."""
+
+    type: Literal["span"] = "span"
+    max_answer_tokens: int = Field(30, gt=0, description="the longest answer the reader proposes, in tokens "
+                                                          "(SQuAD's reference code: 30)")
+    init_from: str | None = Field(
+        None, description="a `seqlab pretrain` run directory: start from its encoder and its tokenizer (the shape "
+                          "keys must be the same)")
+
+    def check(self, config: Config) -> None:
+        if config.tokens.source.morphemes:
+            raise ValueError("tokens.source.morphemes: span extraction maps tokens back to the context's "
+                             "characters, which morpheme marks would move")
+        super().check(config)
 
 
 class EncoderSpan(nn.Module):

@@ -18,13 +18,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import cast
+from typing import Literal, cast
 
 import torch
 import torch.nn.functional as F
+from pydantic import Field, model_validator
 from torch import nn
 
-from seqlab.config import EncoderShape, TransformerConfig
+from seqlab.config import Config, ModelSection
 from seqlab.model.attention import MultiHeadAttention
 from seqlab.model.dropout import Dropout
 from seqlab.model.masks import look_ahead_mask, padding_mask
@@ -34,6 +35,61 @@ from seqlab.specials import PAD
 LAYER_NORM_EPS = 1e-6  # Keras LayerNormalization(epsilon=1e-6) in seed 000
 
 KV = tuple[torch.Tensor, torch.Tensor]  # keys and values split into heads, each (batch, heads, length, depth)
+
+
+class TransformerShape(ModelSection):
+    """The size of a stack of the Transformer's layers: the same keys for every model built of them (the
+    encoder-decoder below, the causal LM, the encoder-only models). Defaults: a small stack, pre-LN."""
+
+    d_model: int = Field(256, gt=0)
+    num_layers: int = Field(4, gt=0)
+    num_heads: int = Field(4, gt=0)
+    d_ff: int = Field(1024, gt=0)
+    dropout: float = Field(0.1, ge=0, lt=1)
+    attention_dropout: float = Field(
+        0.0, ge=0, lt=1, description="dropout on the attention weights before they weigh V (seed 001, S76); 0 as "
+                                     "seed 000 and the paper")
+    norm: Literal["post", "pre"] = "pre"
+    max_length: int = Field(512, gt=0, description="positions of the positional table: the longest sequence")
+
+    @model_validator(mode="after")
+    def _heads_divide(self) -> TransformerShape:
+        if self.d_model % self.num_heads:
+            raise ValueError(f"model.d_model ({self.d_model}) must be divisible by model.num_heads ({self.num_heads})")
+        return self
+
+    def ffn_activation(self) -> Literal["relu", "gelu"]:
+        """The FFN's activation: the seed's ReLU."""
+        return "relu"
+
+    def embedder(self, vocab_size: int) -> Embedder | LearnedEmbedder:
+        """The input layer: the seed's scaled token embedding + sinusoidal PE."""
+        return Embedder(vocab_size, self)
+
+
+class TransformerConfig(TransformerShape):
+    """The Transformer of 'Attention Is All You Need' (seq2seq). Defaults are the paper's base model."""
+
+    type: Literal["transformer"] = "transformer"
+    d_model: int = Field(512, gt=0)
+    num_layers: int = Field(6, gt=0)
+    num_heads: int = Field(8, gt=0)
+    d_ff: int = Field(2048, gt=0)
+    norm: Literal["post", "pre"] = "post"
+    tie_output: bool = Field(False, description="share the target embedding with the output projection")
+
+    def check(self, config: Config) -> None:
+        longest = max(config.data.max_source_length, config.eval.max_output_length + 1)
+        if longest > self.max_length:
+            raise ValueError(f"model.max_length ({self.max_length}) must cover data.max_source_length "
+                             f"and eval.max_output_length + 1 ({longest})")
+
+    def build(self, src_vocab: int, trg_vocab: int) -> Transformer:
+        return Transformer(self, src_vocab, trg_vocab)
+
+    def cross_attention(self) -> tuple[int, int]:
+        """The layers and heads of its attention over the source (what a translator shows)."""
+        return self.num_layers, self.num_heads
 
 
 def init_linear_layers(model: nn.Module) -> None:
@@ -76,12 +132,11 @@ class Residual(nn.Module):
 class EncoderLayer(nn.Module):
     """Self-attention (padding mask) then FFN, each inside Add & Norm."""
 
-    def __init__(self, cfg: TransformerConfig | EncoderShape) -> None:
+    def __init__(self, cfg: TransformerShape) -> None:
         super().__init__()
         pre = cfg.norm == "pre"
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.num_heads, cfg.attention_dropout)
-        self.ffn = PositionwiseFeedForward(cfg.d_model, cfg.d_ff,
-                                           cfg.activation if isinstance(cfg, EncoderShape) else "relu")
+        self.ffn = PositionwiseFeedForward(cfg.d_model, cfg.d_ff, cfg.ffn_activation())
         self.attn_block = Residual(cfg.d_model, cfg.dropout, pre)
         self.ffn_block = Residual(cfg.d_model, cfg.dropout, pre)
 
@@ -107,7 +162,7 @@ class DecoderLayer(nn.Module):
     (as the paper does and every other sublayer in the seed does).
     """
 
-    def __init__(self, cfg: TransformerConfig, cross: bool = True) -> None:
+    def __init__(self, cfg: TransformerShape, cross: bool = True) -> None:
         """``cross=False``: no encoder-decoder attention, the block of a decoder-only (causal) language model."""
         super().__init__()
         pre = cfg.norm == "pre"
@@ -157,7 +212,7 @@ class DecoderLayer(nn.Module):
 class Embedder(nn.Module):
     """Token embedding × √d_model + positional encoding, then dropout (seed 000 ``encoder``/``decoder``)."""
 
-    def __init__(self, vocab_size: int, cfg: TransformerConfig | EncoderShape) -> None:
+    def __init__(self, vocab_size: int, cfg: TransformerShape) -> None:
         super().__init__()
         self.scale = math.sqrt(cfg.d_model)
         self.embedding = nn.Embedding(vocab_size, cfg.d_model, padding_idx=PAD)
@@ -175,11 +230,11 @@ class LearnedEmbedder(nn.Module):
     """BERT's input (seed 002 §10.1): token + learned position (+ segment) embeddings, summed, then LayerNorm and
     dropout; all three tables start at N(0, 0.02²), BERT's initialiser."""
 
-    def __init__(self, vocab_size: int, cfg: EncoderShape) -> None:
+    def __init__(self, vocab_size: int, cfg: TransformerShape, segments: int) -> None:
         super().__init__()
         self.embedding = nn.Embedding(vocab_size, cfg.d_model, padding_idx=PAD)
         self.positions = nn.Embedding(cfg.max_length, cfg.d_model)
-        self.segments = nn.Embedding(cfg.segments, cfg.d_model) if cfg.segments else None
+        self.segments = nn.Embedding(segments, cfg.d_model) if segments else None
         for table in (self.embedding, self.positions, self.segments):
             if table is not None:
                 nn.init.normal_(table.weight, std=0.02)
@@ -200,13 +255,9 @@ class LearnedEmbedder(nn.Module):
 
 
 class Encoder(nn.Module):
-    def __init__(self, vocab_size: int, cfg: TransformerConfig | EncoderShape) -> None:
+    def __init__(self, vocab_size: int, cfg: TransformerShape) -> None:
         super().__init__()
-        self.embed: Embedder | LearnedEmbedder
-        if isinstance(cfg, EncoderShape) and cfg.positions == "learned":
-            self.embed = LearnedEmbedder(vocab_size, cfg)
-        else:
-            self.embed = Embedder(vocab_size, cfg)
+        self.embed = cfg.embedder(vocab_size)
         self.layers = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.num_layers))
         self.final_norm = nn.LayerNorm(cfg.d_model, eps=LAYER_NORM_EPS) if cfg.norm == "pre" else nn.Identity()
 
@@ -226,7 +277,7 @@ class Encoder(nn.Module):
 
 
 class Decoder(nn.Module):
-    def __init__(self, vocab_size: int, cfg: TransformerConfig) -> None:
+    def __init__(self, vocab_size: int, cfg: TransformerShape) -> None:
         super().__init__()
         self.embed = Embedder(vocab_size, cfg)
         self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.num_layers))

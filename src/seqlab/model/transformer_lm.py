@@ -11,25 +11,41 @@ computes only the new position; the context may grow to ``model.max_length`` pos
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
+from pydantic import Field
 from torch import nn
 
-from seqlab.config import TransformerConfig, TransformerLMConfig
+from seqlab.config import Config
 from seqlab.model.masks import look_ahead_mask
-from seqlab.model.transformer import KV, LAYER_NORM_EPS, DecoderLayer, Embedder, init_linear_layers
+from seqlab.model.transformer import KV, LAYER_NORM_EPS, DecoderLayer, Embedder, TransformerShape, init_linear_layers
 from seqlab.specials import PAD
+
+
+class TransformerLMConfig(TransformerShape):
+    """A causal Transformer language model: the decoder blocks without cross-attention; ``max_length`` is the
+    longest context."""
+
+    type: Literal["transformer_lm"] = "transformer_lm"
+    tie_weights: bool = Field(True, description="the output layer's weight is the embedding matrix")
+
+    def check(self, config: Config) -> None:
+        if config.train.time_size + 1 > self.max_length:
+            raise ValueError(f"model.max_length ({self.max_length}) must cover train.time_size + 1 "
+                             f"({config.train.time_size + 1})")
+        config.refuse_warmup("language models use train.schedule: constant, cosine or plateau")
+
+    def build(self, vocab_size: int) -> TransformerLM:
+        return TransformerLM(self, vocab_size)
 
 
 class TransformerLM(nn.Module):
     def __init__(self, cfg: TransformerLMConfig, vocab_size: int) -> None:
         super().__init__()
-        blocks = TransformerConfig(d_model=cfg.d_model, num_layers=cfg.num_layers, num_heads=cfg.num_heads,
-                                   d_ff=cfg.d_ff, dropout=cfg.dropout, norm=cfg.norm, max_length=cfg.max_length,
-                                   attention_dropout=cfg.attention_dropout)
         self.max_length = cfg.max_length
-        self.embed = Embedder(vocab_size, blocks)
-        self.layers = nn.ModuleList(DecoderLayer(blocks, cross=False) for _ in range(cfg.num_layers))
+        self.embed = Embedder(vocab_size, cfg)
+        self.layers = nn.ModuleList(DecoderLayer(cfg, cross=False) for _ in range(cfg.num_layers))
         self.final_norm = nn.LayerNorm(cfg.d_model, eps=LAYER_NORM_EPS) if cfg.norm == "pre" else nn.Identity()
         self.output = nn.Linear(cfg.d_model, vocab_size)
         init_linear_layers(self)

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from seqlab.config import Config, SpanConfig
+from seqlab.config import Config
 from seqlab.data.batching import chunks, pad, truncate
 from seqlab.data.squad import Question
 from seqlab.model import evaluating
-from seqlab.model.span import EncoderSpan, best_spans
+from seqlab.model.span import EncoderSpan, SpanConfig, best_spans
 from seqlab.predictors.base import TextPredictor
 from seqlab.specials import EOS, SOS
 from seqlab.text import Span

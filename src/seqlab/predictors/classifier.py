@@ -14,9 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from seqlab.config import Config, EncoderConfig
+from seqlab.config import Config
 from seqlab.data.batching import check_texts, chunks, pad
 from seqlab.model import EncoderClassifier, build_classifier, evaluating
+from seqlab.model.classifier import EncoderConfig
 from seqlab.predictors.base import Predictor
 from seqlab.rundir import RunDir
 from seqlab.runtime import Runtime

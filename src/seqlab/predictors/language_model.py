@@ -21,11 +21,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from seqlab.config import Config, LMConfig, TransformerLMConfig
+from seqlab.config import Config
 from seqlab.data.batching import pad
 from seqlab.decoding import DecodeOptions, Hypothesis, search
 from seqlab.loss import token_nll_sum
 from seqlab.model import RNNLM, TransformerLM, build_lm
+from seqlab.model.lm import LMConfig
+from seqlab.model.transformer_lm import TransformerLMConfig
 from seqlab.predictors.base import TextPredictor
 from seqlab.specials import EOS
 

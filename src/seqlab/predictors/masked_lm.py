@@ -18,11 +18,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from seqlab.config import BertConfig, Config
+from seqlab.config import Config
 from seqlab.data.batching import chunks, pad
 from seqlab.data.masking import IGNORE, mask_tokens, pair, single
 from seqlab.model import evaluating
-from seqlab.model.bert import Bert
+from seqlab.model.bert import Bert, BertConfig
 from seqlab.predictors.base import TextPredictor
 from seqlab.runtime import Runtime
 from seqlab.specials import MASK

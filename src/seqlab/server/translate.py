@@ -12,8 +12,10 @@ from typing import Any
 from fastapi import FastAPI
 from pydantic import Field
 
-from seqlab.config import Config, CsvCorpus, ModelConfig, RNNConfig, TransformerConfig
+from seqlab.config import Config
+from seqlab.corpora import CsvCorpus
 from seqlab.decoding import DecodeOptions
+from seqlab.model import Seq2seqConfig
 from seqlab.predictors.translator import Translation, Translator
 from seqlab.rundir import RunDir
 from seqlab.server.app import Limits, RequestError, Worker, check_decoding, check_inputs, public_config
@@ -84,9 +86,8 @@ def _is_chat(config: Config) -> bool:
     return isinstance(corpus, CsvCorpus)
 
 
-def _attention_shape(model: ModelConfig) -> dict[str, int]:
+def _attention_shape(model: object) -> dict[str, int]:
     """The layers and heads of cross-attention that ``attention: true`` returns (0 and 0: none)."""
-    if isinstance(model, TransformerConfig):
-        return {"layers": model.num_layers, "heads": model.num_heads}
-    has = isinstance(model, RNNConfig) and model.attention != "none"
-    return {"layers": int(has), "heads": int(has)}
+    assert isinstance(model, Seq2seqConfig)  # a translator's
+    layers, heads = model.cross_attention()
+    return {"layers": layers, "heads": heads}

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from seqlab.rundir import RunDir
 from seqlab.server.app import Limits, RequestError, Worker
 from seqlab.vectors import WordVectors
+from seqlab.vectors.config import VectorsConfig
 
 VECTORS_INFO = ("method", "dim", "vocab_size", "corpus_words", "seconds")  # what /api/info tells of the vectors
 
@@ -77,6 +78,6 @@ def info(run_dir: Path, vectors: WordVectors, limits: Limits) -> dict[str, Any]:
         "kind": "vectors",
         **{key: vectors.info[key] for key in VECTORS_INFO if key in vectors.info},
         "lowercase": vectors.lowercase,
-        "train": RunDir(run_dir).vectors_config().train.model_dump(mode="json"),
+        "train": RunDir(run_dir).read_config(VectorsConfig).train.model_dump(mode="json"),
         "limits": asdict(limits),
     }

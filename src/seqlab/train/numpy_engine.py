@@ -25,17 +25,17 @@ import numpy as np
 import torch
 from torch import nn
 
-from seqlab.config import Config, LMConfig, RNNConfig
+from seqlab.config import Config
 from seqlab.model.lm import RNNLM as TorchRNNLM
-from seqlab.model.rnn import RNNSeq2seq, mirror_positions
+from seqlab.model.lm import LMConfig
+from seqlab.model.rnn import RNNConfig, RNNSeq2seq, mirror_positions
 from seqlab.scratch.models import RNNLM, AttentionSeq2seq, PeekySeq2seq, Seq2seq
 from seqlab.scratch.optimizers import SGD, Adam
 from seqlab.scratch.recurrent import Recurrent
 from seqlab.scratch.time_layers import TimeRecurrent
 from seqlab.scratch.trainer import train_step
 from seqlab.specials import PAD
-from seqlab.train.family import Family, StreamLM
-from seqlab.train.family import Seq2seq as PairFamily
+from seqlab.train.family import Family, StreamLM, Transduction
 
 ScratchModel = RNNLM | Seq2seq
 PREFIX = "numpy."  # the engine's entries among a checkpoint's carried tensors
@@ -101,8 +101,8 @@ def build_scratch(config: Config, torch_model: nn.Module) -> ScratchModel:
     """The scratch twin of the PyTorch model, with its weights."""
     rng = np.random.default_rng(config.seed)
     model_cfg = config.model
-    if isinstance(model_cfg, LMConfig):
-        assert isinstance(torch_model, TorchRNNLM)
+    if isinstance(torch_model, TorchRNNLM):  # the twin mirrors the module
+        assert isinstance(model_cfg, LMConfig)
         scratch: ScratchModel = RNNLM(torch_model.embedding.num_embeddings, model_cfg.cell, model_cfg.embedding_size,
                                       model_cfg.hidden_size, model_cfg.num_layers, model_cfg.dropout,
                                       model_cfg.variational, model_cfg.tie_weights, rng=rng, hidden_bias=True)
@@ -148,7 +148,7 @@ class NumpyEngine:
             if fresh:
                 self.scratch.reset_state()
             return self.scratch.forward(x.numpy(), t.numpy()), t.numel(), 1.0
-        assert isinstance(self.family, PairFamily) and isinstance(self.config.model, RNNConfig)
+        assert isinstance(self.family, Transduction) and isinstance(self.config.model, RNNConfig)
         batch = self.family.batch(indices)
         src = batch.src
         if self.config.model.reverse:

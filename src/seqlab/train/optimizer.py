@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from seqlab.config import TrainConfig
+from seqlab.sections import TrainConfig
 
 
 def build_optimizer(model: nn.Module, train: TrainConfig) -> torch.optim.Optimizer:

@@ -20,7 +20,8 @@ import math
 import torch
 from torch.optim.lr_scheduler import LambdaLR
 
-from seqlab.config import Config, TransformerConfig
+from seqlab.config import Config
+from seqlab.model.transformer import TransformerConfig
 
 
 def transformer_lr(step: int, d_model: int, warmup: int, scale: float = 1.0) -> float:

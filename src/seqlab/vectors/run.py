@@ -22,10 +22,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from seqlab.config import ConfigError, VectorsConfig, VectorsTrainConfig
+from seqlab.config import ConfigError
 from seqlab.data import read_sentences, resolve_data_dir
 from seqlab.rundir import CHECKPOINT, RunDir, RunFileError
 from seqlab.tokenizer import split_words
+from seqlab.vectors.config import VectorsConfig, VectorsTrainConfig
 from seqlab.vectors.count import co_matrix_sparse, ppmi_sparse, svd_vectors
 from seqlab.vectors.pairs import Vocabulary
 from seqlab.vectors.train import Word2VecState, train_word2vec

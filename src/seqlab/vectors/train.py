@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from seqlab.config import VectorsTrainConfig
+from seqlab.vectors.config import VectorsTrainConfig
 from seqlab.vectors.pairs import cbow_examples, keep_probabilities, skipgram_pairs, stream, subsample
 from seqlab.vectors.word2vec import NegativeSamplingWord2Vec, UnigramSampler
 

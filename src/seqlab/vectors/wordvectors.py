@@ -17,6 +17,7 @@ from seqlab.data.corpus import decode_lines
 from seqlab.files import atomic_open
 from seqlab.rundir import RunDir
 from seqlab.text import normalize
+from seqlab.vectors.config import VectorsConfig
 from seqlab.vectors.evaluate import analogy_accuracy, similarity_spearman
 from seqlab.vectors.similarity import analogy, cos_similarity, most_similar
 
@@ -37,7 +38,7 @@ class WordVectors:
     def load(cls, run_dir: str | Path) -> WordVectors:
         run = RunDir(run_dir)
         words, counts, vectors, info = run.vectors()
-        return cls(words, counts, vectors, info, run.vectors_config().words.lowercase)
+        return cls(words, counts, vectors, info, run.read_config(VectorsConfig).words.lowercase)
 
     def __len__(self) -> int:
         return len(self.words)

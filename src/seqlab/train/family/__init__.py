@@ -1,5 +1,5 @@
 """A model family as the training loop sees it: its model, its batches, how a batch becomes a loss, and what
-validation reports. ``Trainer`` runs any ``Family``; ``Seq2seq`` is the encoder-decoder one (Transformer and
+validation reports. ``Trainer`` runs any ``Family``; ``Transduction`` is the encoder-decoder one (Transformer and
 RNN seq2seq: teacher forcing on source/target pairs, validated by ``evaluate``); ``StreamLM`` the language
 model (one token stream, stateful truncated BPTT, validated by perplexity over the whole valid stream);
 ``Classification`` the encoder-only classifier (one label per text, validated by accuracy and F1), which may
@@ -19,11 +19,11 @@ from seqlab.runtime import Runtime
 from seqlab.train.family.base import Family, epoch_batches
 from seqlab.train.family.classification import Classification, take_pretrained_encoder
 from seqlab.train.family.masked import MaskedLM
-from seqlab.train.family.seq2seq import Seq2seq
+from seqlab.train.family.seq2seq import Transduction
 from seqlab.train.family.span import SpanExtraction
 from seqlab.train.family.stream import StreamLM
 
-__all__ = ["Classification", "Family", "MaskedLM", "Seq2seq", "SpanExtraction", "StreamLM", "build_family",
+__all__ = ["Classification", "Family", "MaskedLM", "SpanExtraction", "StreamLM", "Transduction", "build_family",
            "epoch_batches", "take_pretrained_encoder"]
 
 

@@ -9,13 +9,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from seqlab.config import BertConfig, Config, EncoderConfig, EncoderShape
+from seqlab import registry
+from seqlab.config import Config
 from seqlab.data import load_splits, resolve_data_dir
 from seqlab.data.batching import pad
 from seqlab.evaluate import LabelledSplit, evaluate_classifier
 from seqlab.loss import class_nll_sum
 from seqlab.model import build_classifier, num_parameters
-from seqlab.model.bert import Bert
+from seqlab.model.bert import Bert, BertConfig, EncoderShape
+from seqlab.model.classifier import EncoderConfig
 from seqlab.predictors.classifier import Classifier, class_labels
 from seqlab.rundir import RunDir
 from seqlab.runtime import Runtime
@@ -96,9 +98,12 @@ SHAPE_KEYS = ("d_model", "num_layers", "num_heads", "d_ff", "norm", "max_length"
 def take_pretrained_encoder(encoder: nn.Module, cfg: EncoderShape, pretrained: RunDir, vocab_size: int) -> None:
     """Load the encoder of a ``seqlab pretrain`` run into ``encoder`` (BERT's fine-tuning starts from it); the
     shapes must agree, key by key."""
+    try:
+        registry.expect_kind(pretrained.path, "bert")
+    except ValueError as exc:
+        raise ValueError(f"model.init_from: {exc}") from None
     saved = pretrained.config().model
-    if not isinstance(saved, BertConfig):
-        raise ValueError(f"model.init_from: {pretrained.path} is not a seqlab pretrain run (model.type {saved.type})")
+    assert isinstance(saved, BertConfig)
     differ = [f"{key} {getattr(cfg, key)} (pretrained: {getattr(saved, key)})" for key in SHAPE_KEYS
               if getattr(cfg, key) != getattr(saved, key)]
     if differ:

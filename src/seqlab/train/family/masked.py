@@ -8,9 +8,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from seqlab.config import BertConfig, Config
+from seqlab.config import Config
 from seqlab.data import Splits, load_sentence_splits, load_splits, resolve_data_dir
 from seqlab.model import num_parameters
+from seqlab.model.bert import BertConfig
 from seqlab.predictors.masked_lm import Examples, MaskedLanguageModel
 from seqlab.rundir import RunDir
 from seqlab.runtime import Runtime

@@ -21,7 +21,7 @@ from seqlab.tokenizer import learn_tokenizers
 from seqlab.train.family.base import epoch_batches
 
 
-class Seq2seq:
+class Transduction:
     """Source/target pairs, teacher forcing (seed 000's ``train_step``), validation by ``evaluate``."""
 
     unit = "tokens"
@@ -35,7 +35,7 @@ class Seq2seq:
 
     @classmethod
     def build(cls, config: Config, run: RunDir, data_dir: str | Path | None, resume: bool,
-              parts: int = 1, share: range | None = None, runtime: Runtime | None = None) -> Seq2seq:
+              parts: int = 1, share: range | None = None, runtime: Runtime | None = None) -> Transduction:
         """Read the splits, learn the tokenizers (or read them back on resume), build the model, encode the data."""
         splits = load_splits(config.data, resolve_data_dir(data_dir))
         if resume:

@@ -8,12 +8,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from seqlab.config import Config, SpanConfig
+from seqlab.config import Config
 from seqlab.data import resolve_data_dir
 from seqlab.data.splits import load_question_splits
 from seqlab.evaluate import QuestionSplit, evaluate_answerer
 from seqlab.loss import class_nll_sum
 from seqlab.model import num_parameters
+from seqlab.model.span import SpanConfig
 from seqlab.predictors.answerer import Answerer
 from seqlab.rundir import RunDir
 from seqlab.runtime import Runtime

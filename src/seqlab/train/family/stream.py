@@ -8,12 +8,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from seqlab.config import Config, ConfigError, LMConfig, TransformerLMConfig
+from seqlab.config import Config, ConfigError
 from seqlab.data import load_sentence_splits, resolve_data_dir
 from seqlab.data.stream import tbptt_batches
 from seqlab.loss import token_nll_sum
 from seqlab.model import num_parameters
-from seqlab.model.lm import LMState, flatten_state, unflatten_state
+from seqlab.model.lm import LMConfig, LMState, flatten_state, unflatten_state
+from seqlab.model.transformer_lm import TransformerLMConfig
 from seqlab.predictors.language_model import LanguageModel
 from seqlab.rundir import RunDir
 from seqlab.runtime import Runtime

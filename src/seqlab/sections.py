@@ -1,0 +1,121 @@
+"""The sections of a run's configuration but its data (``seqlab.corpora``) and its model (each beside its model):
+how text becomes tokens, how it trains, how it is evaluated; and ``Section``, the base of every section."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class Section(BaseModel):
+    """Unknown keys are errors; so are NaN and infinity in a float: no setting needs them (``train.stop_at`` and
+    ``train.clip_norm`` say "never" and "none" with null)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+# --- tokens ------------------------------------------------------------------
+
+
+class TokenizerConfig(Section):
+    """How text becomes token ids. ``char``/``word`` learn a vocabulary; ``bpe``/``wordpiece`` learn subwords."""
+
+    level: Literal["char", "word", "bpe", "wordpiece"] = "char"
+    vocab_size: int = Field(8000, gt=4, description="upper bound on ids, the 4 specials included")
+    min_frequency: int = Field(1, ge=1, description="char/word: keep symbols seen this often; bpe/wordpiece: merges")
+    lowercase: bool = False
+    morphemes: bool = Field(
+        False, description="Korean: cut words at kiwipiepy's morpheme boundaries first (word/bpe/wordpiece)")
+    punctuation: bool = Field(
+        True, description="word/bpe/wordpiece: each punctuation mark is a piece of its own; false: cut at spaces "
+        "only, for text tokenised already (PTB's <unk>)")
+
+    @model_validator(mode="after")
+    def _morphemes_need_words(self) -> TokenizerConfig:
+        if self.morphemes and self.level == "char":
+            raise ValueError("tokens.morphemes cuts words into morphemes; it does not apply to level 'char'")
+        return self
+
+
+class TokensConfig(Section):
+    source: TokenizerConfig = TokenizerConfig()
+    target: TokenizerConfig = TokenizerConfig()
+    shared: bool = Field(False, description="one tokenizer, trained on both sides (uses `source` settings)")
+
+
+
+
+class TrainConfig(Section):
+    epochs: int = Field(10, gt=0)
+    batch_tokens: int = Field(4096, gt=0, description="token budget per batch (padded source + target)")
+    batch_sentences: int | None = Field(
+        None, gt=0, description="instead of the token budget: this many sentences per batch, in random order"
+    )
+    schedule: Literal["transformer", "constant", "cosine", "plateau"] = Field(
+        "transformer", description="the seed's warm-up; or train.lr fixed, or decayed to 0 along a half cosine, "
+        "or divided by train.plateau_factor after an epoch whose valid score is not the best (the book's RNN LMs)"
+    )
+    plateau_factor: float = Field(4.0, gt=1, description="schedule plateau: what the rate is divided by")
+    optimizer: Literal["adam", "sgd"] = Field(
+        "adam", description="Adam (train.adam_betas, train.adam_eps), or plain SGD (the book's LMs: lr 20, clip_norm 0.25)")
+    adam_betas: tuple[float, float] = Field(
+        (0.9, 0.98), description="Adam's β1, β2: the Transformer paper's; the book's are 0.9, 0.999")
+    adam_eps: float = Field(1e-9, ge=0, description="Adam's ε: the Transformer paper's 1e-9; PyTorch's and the book's ~1e-8")
+    engine: Literal["torch", "numpy"] = Field(
+        "torch", description="what takes the training steps: PyTorch, or the book's NumPy framework (seqlab.scratch; "
+                             "RNN language models and the book's one-layer LSTM seq2seq models)")
+    loss_average: Literal["tokens", "all"] = Field(
+        "tokens", description="a batch's loss: the mean over its target tokens, or over all its positions, padding "
+                              "included (seed 000's masked mean, S93; the book's fixed-length answers)")
+    warmup: int = Field(4000, gt=0, description="warm-up steps of the seed's schedule")
+    lr_scale: float = Field(1.0, gt=0, description="factor on d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)")
+    lr: float = Field(1e-3, gt=0, description="the (first) learning rate of the constant and cosine schedules")
+    label_smoothing: float = Field(0.0, ge=0, lt=1)
+    clip_norm: float | None = Field(1.0, gt=0)
+    precision: Literal["auto", "bf16", "fp32"] = Field(
+        "auto", description="auto/bf16: bf16 autocast (fp32 master weights) where the CPU has native bf16, else fp32; "
+                            "on a CUDA GPU bf16, or fp16 with a gradient scaler where it has no bf16"
+    )
+    device: Literal["auto", "cpu", "cuda"] = Field(
+        "auto", description="where the model trains and decodes: auto is a CUDA GPU where PyTorch sees one, else the "
+                            "CPU (decided on the machine that runs it)")
+    best_metric: Literal["exact_match", "bleu", "loss", "accuracy", "macro_f1", "f1"] | None = Field(
+        None, description="valid score that picks the best model, ties broken by the lower valid loss; default: "
+                          "bleu, loss for language models, macro_f1 for classifiers, f1 for span extraction")
+    early_stopping: int = Field(0, ge=0, description="stop after this many epochs without a better valid score; 0 = off")
+    stop_at: float | None = Field(
+        None, description="stop once the best valid score (train.best_metric) reaches this, e.g. 99.9 for exact "
+                          "match; for loss, once it is this low")
+    save_every: int = Field(0, ge=0, description="also checkpoint every N steps inside an epoch; 0 = epoch ends only")
+    keep_checkpoints: int = Field(
+        0, ge=0, description="keep the weights of the last N epochs (RUN/epochs/) for seqlab average; 0 = none")
+    nonfinite: Literal["stop", "skip"] = Field(
+        "stop", description="a step whose loss is NaN or infinite: stop training with an error naming it (the last "
+                            "checkpoint is kept), or skip its update (no Adam step; the schedule moves on) and count it "
+                            "in the epoch's log record (skipped)")
+    accumulate: int = Field(
+        1, gt=0, description="batches per optimisation step in each process, their gradients summed: one process with "
+                             "accumulate N takes the steps of N processes under torchrun")
+    threads: int | None = Field(None, gt=0, description="torch threads; default: all cores")
+    streams: int = Field(20, gt=0, description="language models: rows reading the token stream in parallel")
+    time_size: int = Field(35, gt=0, description="language models: time steps per update (truncated BPTT)")
+
+    @model_validator(mode="after")
+    def _betas(self) -> TrainConfig:
+        if not all(0 <= b < 1 for b in self.adam_betas):
+            raise ValueError(f"train.adam_betas must lie in [0, 1), got {list(self.adam_betas)}")
+        return self
+
+    @model_validator(mode="after")
+    def _skip_needs_torch(self) -> TrainConfig:
+        if self.nonfinite == "skip" and self.engine == "numpy":
+            raise ValueError("train.nonfinite skip: the NumPy engine updates the weights in the step that computes the "
+                             "loss, so it cannot skip one; use train.nonfinite stop")
+        return self
+
+
+class EvalConfig(Section):
+    max_output_length: int = Field(128, gt=0, description="decoding stops after this many tokens")
+    batch_size: int = Field(256, gt=0, description="sentences per decoding batch")
+    valid_limit: int | None = Field(None, gt=0, description="decode only this many valid pairs for exact match / BLEU")

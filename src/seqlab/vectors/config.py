@@ -1,0 +1,49 @@
+"""``seqlab vectors train``'s configuration: the corpora, how text becomes words, and how the vectors are made."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from seqlab.corpora import TextCorpus
+from seqlab.sections import Section
+
+
+class VectorsTrainConfig(Section):
+    """How word vectors are made (seqlab.vectors): by counting (PPMI + SVD) or by word2vec, whose options
+    take gensim's defaults."""
+
+    method: Literal["count", "cbow", "skipgram"] = "skipgram"
+    dim: int = Field(100, gt=0, description="vector size")
+    window: int = Field(5, gt=0, description="count: the window; word2vec: the widest, each position draws 1..window")
+    min_count: int = Field(5, gt=0, description="words seen fewer times are dropped")
+    negative: int = Field(5, gt=0, description="word2vec: negative words per example")
+    sample: float = Field(1e-3, ge=0, description="word2vec: subsampling threshold t of frequent words; 0 = off")
+    epochs: int = Field(5, gt=0, description="word2vec: passes over the corpus")
+    alpha: float = Field(0.025, gt=0, description="word2vec: the first learning rate, decayed linearly to min_alpha")
+    min_alpha: float = Field(0.0001, ge=0)
+    batch_size: int = Field(1024, gt=0, description="word2vec: examples per step")
+    seed: int = 1
+
+
+class WordsConfig(Section):
+    """How word-vector text becomes words: the ``word`` level's pre-tokenisation (tokenizer.split_words)."""
+
+    lowercase: bool = True
+    morphemes: bool = Field(False, description="Korean: cut words at kiwipiepy's morpheme boundaries")
+
+
+class VectorsDataConfig(Section):
+    """The sentences of a word-vector corpus: every line of ``lines`` files, both sides of pair corpora."""
+
+    corpora: list[TextCorpus] = Field(min_length=1)
+    skip_bad_lines: bool = Field(False, description="skip malformed lines (counted) instead of failing")
+
+
+class VectorsConfig(Section):
+    """``seqlab vectors train``'s configuration."""
+
+    data: VectorsDataConfig
+    words: WordsConfig = WordsConfig()
+    train: VectorsTrainConfig = VectorsTrainConfig()
