@@ -359,3 +359,18 @@ def test_heldout_task_runs_end_to_end(date_run: tuple[Path, Path], tmp_path: Pat
     assert float(found.group(3)) > 50  # the fresh problems' shapes cover most of the corpus
     (run,) = recorded(tmp_path, f"heldout_task-{date_run[0].name}").runs
     assert (run["task"], run["problems"], f"{run['exact_match']:.2f}") == ("date", 50, found.group(1))
+
+
+def test_book_tasks_sets_the_book_as_published_against_the_seqlab_runs_that_reach_the_target() -> None:
+    import book_tasks
+
+    def ours(seconds: float, exact: float) -> dict[str, Any]:
+        return {"train_s_to_best": seconds, "test": {"exact_match": exact}}
+
+    published = (None, {"reach": {str(book_tasks.TARGET): {"train_s_cum": 240.0}}})
+    runs = [ours(200.0, 99.95), ours(300.0, 99.9), ours(100.0, 99.5)]  # the last never reached 99.9 %
+    assert book_tasks._published_ratio(published, runs) == "0.96× (0.80–1.20×) (2 of 3)"
+    assert book_tasks._published_ratio(published, [ours(100.0, 99.5)]) == "— (not reached)"
+    never = (None, {"reach": {str(book_tasks.TARGET): {"train_s_cum": None}}})
+    assert book_tasks._published_ratio(never, runs) == "— (not reached)"
+    assert book_tasks._published_ratio(None, runs) == "—"
