@@ -68,7 +68,7 @@ class Config(Section):
     seed: int = 1
     data: DataConfig
     tokens: TokensConfig = TokensConfig()
-    model: SerializeAsAny[ModelSection] = Field(default_factory=lambda: _default_model())
+    model: SerializeAsAny[ModelSection] = Field(default_factory=_default_model)
     train: TrainConfig = TrainConfig()
     eval: EvalConfig = EvalConfig()
 
