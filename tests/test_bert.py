@@ -67,6 +67,23 @@ def test_gelu_is_berts_activation():  # S100
     torch.testing.assert_close(ffn(x), ffn.w_2(F.gelu(ffn.w_1(x))))
 
 
+def test_the_bert_recipe_config_holds_the_papers_optimisation():  # S100
+    """configs/chatbot_ko_bert_recipe.yaml: Adam 1e-4, β 0.9/0.999, ε 1e-6, weight decay 0.01 off biases and
+    LayerNorms, linear warm-up over 1 % of the steps then linear decay, dropout 0.1, 15 % masked 80/10/10."""
+    from seqlab.config import load_config
+    from seqlab.model.bert import BertConfig
+
+    config = load_config(Path(__file__).resolve().parents[1] / "configs" / "chatbot_ko_bert_recipe.yaml")
+    train, model = config.train, config.model
+    assert isinstance(model, BertConfig)
+    assert (train.optimizer, train.lr, train.adam_betas, train.adam_eps) == ("adam", 1e-4, (0.9, 0.999), 1e-6)
+    assert (train.weight_decay, train.schedule) == (0.01, "linear")
+    assert train.warmup == round(0.01 * train.epochs * 307)  # 307 batches of 64 of the 19,646 training sentences
+    assert (model.type, model.dropout, model.attention_dropout, model.activation) == ("bert", 0.1, 0.1, "gelu")
+    assert (model.mask_probability, model.mask_split) == (0.15, (0.8, 0.1, 0.1))
+    assert (config.tokens.source.level, train.engine) == ("wordpiece", "torch")
+
+
 # --- inputs and masks (S98, S99) -----------------------------------------------------------------------------
 
 

@@ -179,7 +179,8 @@ def test_classifier_config_and_data_errors_name_the_key(tmp_path):
     good = _config(_labelled_data(tmp_path)).model_dump(mode="json")
     for change, message in [
         ({"train": good["train"] | {"best_metric": "bleu"}}, "picked by accuracy, macro_f1, loss, not bleu"),
-        ({"train": good["train"] | {"schedule": "transformer"}}, "encoder-only models use train.schedule: constant or cosine"),
+        ({"train": good["train"] | {"schedule": "transformer"}},
+         "encoder-only models use train.schedule: constant, cosine or linear"),
         ({"data": good["data"] | {"max_source_length": 32}}, "model.max_length (16) must cover data.max_source_length"),
     ]:
         with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):

@@ -275,3 +275,50 @@ def test_reordering_beams_keeps_the_encoder_parts_in_place(kind):
         else [state.memory, state.src_pad, state.final]
     )
     assert all(x is y for x, y in zip(encoder_parts, originals))
+
+
+# --- seed 003's beam-search example (S58) ---------------------------------------------------------------
+
+HE, I_, HIT, STRUCK, WAS, GOT = 3, 4, 5, 6, 7, 8
+SEED_003 = {  # the next word's probabilities after each prefix: greedy's first pick ("he") leads to the worse sentence
+    (): {HE: 0.5, I_: 0.4, HIT: 0.1},
+    (HE,): {HIT: 0.4, STRUCK: 0.35, GOT: 0.25},
+    (I_,): {WAS: 0.9, GOT: 0.1},
+}
+
+
+class _Prefixes:
+    """The state of ``_Seed003``: each row's words so far."""
+
+    def __init__(self, rows: list[tuple[int, ...]]) -> None:
+        self.rows = rows
+
+    def select(self, rows: torch.Tensor, same_sources: bool = False) -> "_Prefixes":
+        return _Prefixes([self.rows[i] for i in rows.tolist()])
+
+
+class _Seed003:
+    """A decoder whose next-word distribution is the table above; after two words, <eos>."""
+
+    def start(self, src: torch.Tensor) -> _Prefixes:
+        return _Prefixes([() for _ in range(src.size(0))])
+
+    def step(self, ids: torch.Tensor, state: _Prefixes, need_weights: bool = False):
+        rows = [prefix + ((int(w),) if int(w) != SOS else ()) for prefix, w in zip(state.rows, ids)]
+        logits = torch.full((len(rows), 9), -30.0)
+        for r, prefix in enumerate(rows):
+            for word, p in SEED_003.get(prefix, {EOS: 1.0}).items():
+                logits[r, word] = math.log(p)
+        return logits, _Prefixes(rows), None
+
+
+def test_beam_of_two_finds_the_sentence_greedy_misses():
+    """seed 003: step 1 keeps 'he' and 'I'; of 'he hit', 'he struck', 'I was', 'I got' it keeps 'he hit' and
+    'I was'; the best of the two at the end is 'I was' (0.4 · 0.9 = 0.36 > 0.5 · 0.4 = 0.2)."""
+    src, limits = torch.tensor([[5, EOS]]), torch.tensor([4])
+    greedy = greedy_decode(_Seed003(), src, limits)[0]
+    assert greedy.tokens == [HE, HIT] and greedy.log_prob == pytest.approx(math.log(0.2), abs=1e-5)
+    best = beam_search(_Seed003(), src, limits, beam_size=2, nbest=2)[0]
+    assert [h.tokens for h in best] == [[I_, WAS], [HE, HIT]]
+    assert best[0].log_prob == pytest.approx(math.log(0.36), abs=1e-5)
+    assert beam_search(_Seed003(), src, limits, beam_size=1)[0][0].tokens == greedy.tokens

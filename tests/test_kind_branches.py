@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -148,3 +149,16 @@ def test_each_form_of_a_kind_branch_is_caught(snippet):
 ])
 def test_what_is_no_kind_branch_passes(snippet):
     assert not kind_branches(snippet), snippet
+
+
+PAGE = SRC / "web" / "app.js"
+JS_TYPE_TEST = re.compile(r"\.type\s*[!=]==?|[!=]==?\s*[\w.]*\.type\b")  # model.type === "lm", "lm" !== m.type
+
+
+def test_the_page_asks_the_server_for_the_shape_not_the_model_type():
+    """The page heads each kind with the line its model section writes (``/api/info``'s ``shape``): it never
+    compares a ``model.type`` itself, so a new model type needs no change to it."""
+    found = [line.strip() for line in PAGE.read_text(encoding="utf-8").splitlines() if JS_TYPE_TEST.search(line)]
+    assert not found, found
+    assert JS_TYPE_TEST.search('const size = model.type === "transformer"')
+    assert JS_TYPE_TEST.search('if ("lm" !== info.model.type) {')

@@ -157,6 +157,27 @@ def test_an_lm_resumed_mid_epoch_carries_its_state_exactly(tmp_path, killed_at):
     resumes_exactly(config, tmp_path, killed_at, 8)  # inside epoch 1, after step 5's checkpoint, whose state is carried
 
 
+def test_carry_state_starts_an_epoch_from_the_last_ones_state(tmp_path):
+    """train.carry_state: the book's RnnlmTrainer over several epochs never resets its state; seqlab's default
+    starts every epoch from zeros. The first batch of an epoch then reads on from the last batch's state, or not."""
+    from seqlab.rundir import RunDir
+    from seqlab.train.family.stream import StreamLM
+
+    for carry in (False, True):
+        family = StreamLM.build(_lm_config(tmp_path, carry_state=carry), RunDir(tmp_path / f"run-{carry}"), None,
+                                resume=False)
+        family.model.eval()  # no dropout: the same state gives the same loss
+        first = float(family.loss(np.array([0, 0]))[0].detach())
+        family.loss(np.array([len(family.inputs) - 1, 0]))  # an epoch's last batch
+        again = float(family.loss(np.array([0, 0]))[0].detach())  # the next epoch's first
+        assert (again != first) == carry
+
+
+def test_an_lm_carrying_its_state_over_epochs_resumes_exactly(tmp_path, killed_at):
+    config = _lm_config(tmp_path, epochs=2, save_every=5, carry_state=True)
+    resumes_exactly(config, tmp_path, killed_at, 63)  # in epoch 2: the carried state is in the checkpoint
+
+
 def test_eval_and_config_errors_of_language_models(tmp_path):
     from typer.testing import CliRunner
 

@@ -1,7 +1,9 @@
 """``seqlab plot``: attention maps, the seeds' PE and LR figures, training curves; Hangul is drawn in Hangul."""
 
 import json
+import shutil
 import warnings
+from pathlib import Path
 
 import matplotlib
 import numpy as np
@@ -196,3 +198,52 @@ def test_vectors_figure_places_each_word_at_its_principal_components():
     assert plots.missing_glyphs(font_path(), "".join(words)) == []
     with pytest.raises(ValueError, match="one per vector"):
         plots.vectors_figure(words[:3], vectors)
+
+
+# --- seqlab plot model (seed 000's plot_model, S107) -----------------------------------------------------------
+
+FIXTURE_RUNS = Path(__file__).resolve().parent / "fixtures" / "runs"
+NEEDS_DOT = pytest.mark.skipif(shutil.which("dot") is None,
+                               reason="Graphviz's dot is not installed (apt-get install graphviz): plot model untested")
+
+
+@NEEDS_DOT
+@pytest.mark.parametrize(("run", "layers"), [
+    ("seq2seq-transformer", ["Encoder", "Decoder", "MultiHeadAttention", "PositionwiseFeedForward"]),
+    ("seq2seq-rnn", ["RNNEncoder", "RNNDecoder", "RNNAttention", "LSTM"]),
+    ("lm-lstm", ["Embedding", "LSTM", "Linear"]),
+    ("lm-transformer", ["DecoderLayer", "PositionwiseFeedForward"]),
+    ("classifier", ["Encoder", "MultiHeadAttention", "Linear"]),
+    ("bert", ["LearnedEmbedder", "MultiHeadAttention", "MaskedLMHead"]),
+    ("span", ["Encoder", "MultiHeadAttention", "Linear"]),
+])
+def test_plot_model_draws_every_kinds_layers_with_shapes(run, layers, tmp_path):
+    out = tmp_path / "model.svg"
+    result = CliRunner().invoke(app, ["plot", "model", str(FIXTURE_RUNS / run), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    svg = out.read_text(encoding="utf-8")
+    assert svg.startswith("<?xml") and "</svg>" in svg
+    for layer in layers:
+        assert f">{layer}" in svg, layer  # each module's box is labelled with its class
+    assert "(2, 8)" in svg  # the example inputs' shape, as plot_model's show_shapes
+
+
+@NEEDS_DOT
+def test_plot_model_writes_png_and_its_depth_shows_more_layers(tmp_path):
+    run = str(FIXTURE_RUNS / "seq2seq-transformer")
+    assert CliRunner().invoke(app, ["plot", "model", run, "--out", str(tmp_path / "m.png")]).exit_code == 0
+    assert (tmp_path / "m.png").read_bytes().startswith(PNG_MAGIC)
+    sizes = {}
+    for depth in (1, 4):
+        out = tmp_path / f"d{depth}.svg"
+        assert CliRunner().invoke(app, ["plot", "model", run, "--out", str(out), "--depth", str(depth)]).exit_code == 0
+        sizes[depth] = out.read_text(encoding="utf-8").count("<g id=\"node")
+    assert sizes[4] > sizes[1]
+    assert ">MultiHeadAttention" not in (tmp_path / "d1.svg").read_text(encoding="utf-8")  # inside the blocks
+
+
+def test_plot_model_refuses_word_vectors_and_other_formats(tmp_path):
+    result = CliRunner().invoke(app, ["plot", "model", str(FIXTURE_RUNS / "vectors-cbow"), "--out", str(tmp_path / "v.svg")])
+    assert result.exit_code != 0 and "has no layers to draw" in result.output
+    result = CliRunner().invoke(app, ["plot", "model", str(FIXTURE_RUNS / "lm-lstm"), "--out", str(tmp_path / "v.jpg")])
+    assert result.exit_code != 0 and "must end in .png or .svg" in result.output

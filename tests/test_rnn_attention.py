@@ -91,3 +91,31 @@ def test_several_queries_at_once_equal_one_at_a_time(score):
         torch.testing.assert_close(context[:, t], one_context)
         torch.testing.assert_close(weights[:, t], one_weights)
     assert float(weights[1, :, 3:].detach().abs().max()) == 0.0
+
+
+def test_luong_attention_output_layer_is_tanh_of_w_c_over_the_context_and_state():
+    """S60 (seed 000, 003): v_t = [a_t; s_t] has 2h dimensions, s̃_t = tanh(W_c v_t + b_c) has h, and
+    ŷ_t = softmax(W_y s̃_t + b_y) reads s̃_t."""
+    from seqlab.model.rnn import RNNDecoder
+
+    torch.manual_seed(0)
+    h = 6
+    decoder = RNNDecoder(11, 4, h, h, attention="dot")
+    assert decoder.combine is not None
+    assert (decoder.combine.in_features, decoder.combine.out_features, decoder.output.in_features) == (2 * h, h, h)
+    seen: dict[str, torch.Tensor] = {}
+    decoder.combine.register_forward_hook(lambda module, args, out: seen.update(v=args[0], combined=out))
+    decoder.output.register_forward_hook(lambda module, args, out: seen.update(s_tilde=args[0]))
+    memory = torch.randn(2, 5, h)
+    decoder(torch.randint(4, 11, (2, 3)), memory, torch.zeros(2, 5, dtype=torch.bool), memory[:, -1])
+    assert seen["v"].shape == (2, 3, 2 * h) and seen["s_tilde"].shape == (2, 3, h)
+    torch.testing.assert_close(seen["s_tilde"], torch.tanh(seen["combined"]))
+
+
+def test_bahdanaus_decoder_reads_the_context_beside_its_input_embedding():
+    """S62 (seed 000): the context vector is concatenated with x_t and fed to the LSTM with s_{t-1}: the LSTM's
+    input is embedding + encoder hidden wide, and no W_c layer follows it."""
+    from seqlab.model.rnn import RNNDecoder
+
+    decoder = RNNDecoder(11, 4, 6, 10, attention="bahdanau")
+    assert decoder.rnn.input_size == 4 + 10 and decoder.combine is None and decoder.output.in_features == 6

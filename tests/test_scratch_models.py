@@ -6,7 +6,7 @@ import pytest
 
 from seqlab.scratch.gradcheck import check_gradients
 from seqlab.scratch.models import RNNLM, AttentionSeq2seq, BetterRnnlm, PeekySeq2seq, Rnnlm, Seq2seq, SimpleRnnlm, TwoLayerNet
-from seqlab.scratch.models.base import Init
+from seqlab.scratch.models.base import Init, Model
 from seqlab.scratch.models.seq2seq import Encoder
 from seqlab.scratch.optimizers import SGD, Adam, shared_params
 from seqlab.scratch.trainer import RnnlmTrainer, Trainer, exact_match, perplexity
@@ -60,6 +60,32 @@ def test_trainer_iterations_loss_lines_and_learning():
     assert len(lines) == len(trainer.loss_list) == 30 * 10 // 20
     assert lines[0].startswith("| epoch 2 | iter 10 / 10 |") and lines[1].startswith("| epoch 4 | iter 10 / 10 |")
     assert trainer.loss_list[-1] < 0.6 * trainer.loss_list[0]
+
+
+def test_trainer_draws_each_epochs_minibatches_in_a_new_random_order():
+    """S13: the book's Trainer shuffles the samples every epoch (``np.random.permutation``): each epoch sees
+    every sample once, in another order."""
+
+    class Recorder(Model):
+        """A model of no layers that notes the samples of every minibatch."""
+
+        def __init__(self) -> None:
+            super().__init__([])
+            self.seen: list[list[int]] = []
+
+        def forward(self, x: np.ndarray, t: np.ndarray) -> float:
+            self.seen.append(x[:, 0].astype(int).tolist())
+            return 0.0
+
+        def backward(self, dout: float = 1.0) -> None:
+            pass
+
+    model = Recorder()
+    Trainer(model, SGD(0.1), rng(5), log=lambda line: None).fit(
+        np.arange(40.0)[:, None], np.zeros(40, dtype=int), max_epoch=2, batch_size=8)
+    first, second = sum(model.seen[:5], []), sum(model.seen[5:], [])
+    assert sorted(first) == sorted(second) == list(range(40))
+    assert first != second and first != list(range(40))
 
 
 def test_simple_rnnlm_shapes_of_the_seed():

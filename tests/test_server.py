@@ -84,6 +84,7 @@ def test_health_and_info(served, korean_chatbot):
     assert info["kind"] == "translate"  # trained from a TSV of pairs, not a CSV of questions and answers
     assert info["attention"] == {"layers": 1, "heads": 4}
     assert info["config"]["model"]["d_model"] == 64
+    assert info["shape"] == "Transformer 1+1 layers, d_model 64"
     assert info["metrics"]["valid"]["exact_match"] == 100.0
     assert info["limits"]["max_inputs"] == 8
 

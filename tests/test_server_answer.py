@@ -31,6 +31,7 @@ def test_info_says_answer(served, answerer):
     response = httpx.get(f"{served.url}/api/info")
     info = response.json()
     assert info["kind"] == "answer" and info["model"]["type"] == "span"
+    assert info["shape"].endswith(", span extraction") and info["shape"].startswith("Transformer encoder, ")
     assert info["parameters"] == sum(p.numel() for p in answerer.model.parameters())
     assert info["metrics"]["valid"]["exact_match"] >= 90 and info["max_tokens"] == 48
     assert info["limits"]["max_context_chars"] == 200 and ".json" not in response.text  # no local path

@@ -36,6 +36,8 @@ def test_info_says_classify(served, tiny_classifier, classifier):
     assert info["kind"] == "classify" and info["run"] == "run"
     assert info["model"] == classifier.config.model.model_dump(mode="json", exclude={"init_from"})  # no paths
     assert info["model"]["type"] == "encoder" and info["model"]["pooling"] == "cls"
+    model = classifier.config.model
+    assert info["shape"] == f"Transformer encoder, {model.num_layers} × {model.d_model}, pooling cls"
     assert info["parameters"] == sum(p.numel() for p in classifier.model.parameters())
     assert info["labels"] == ["0", "1", "2"]
     assert info["tokens"] == {"level": "word", "vocab_size": classifier.tokenizer.vocab_size, "lowercase": False}

@@ -1,6 +1,7 @@
 """The seeds' worked examples: attention, masks, positional encoding, schedule, LayerNorm, loss."""
 
 import math
+from typing import Any, cast
 
 import pytest
 import torch
@@ -9,7 +10,7 @@ from seqlab.loss import token_nll_sum
 from seqlab.model.attention import scaled_dot_product_attention
 from seqlab.model.masks import look_ahead_mask, padding_mask
 from seqlab.model.positional import sinusoidal_table
-from seqlab.model.transformer import Residual
+from seqlab.model.transformer import DecoderLayer, EncoderLayer, Residual, Transformer, TransformerConfig
 from seqlab.train.schedule import transformer_lr
 
 # seed 000, "scaled dot-product attention" test tensors
@@ -114,6 +115,29 @@ def test_loss_ignores_padding():
     assert _mean_loss(noisy, targets) == pytest.approx(math.log(vocab))
 
 
+@pytest.mark.parametrize("average", ["all", "tokens"])
+def test_seed_000s_loss_averages_over_every_position(average):
+    """S93: seed 000's loss_function, reduce_mean over all B·(MAX_LENGTH − 1) positions, pads too: for uniform
+    logits over V and k real tokens out of n positions, (k / n)·ln V (``train.loss_average: all``); seqlab's
+    default divides by the k real tokens: ln V."""
+    from types import SimpleNamespace
+
+    from seqlab.config import Config
+    from seqlab.data.batching import collate
+    from seqlab.train.family.seq2seq import Transduction
+
+    vocab = 9
+    batch = collate([[4, 2], [5, 2]], [[4], [5, 6, 7]])  # y + <eos>: 2 and 4 tokens, both padded to 4
+    assert batch.trg_out.numel() == 8 and batch.num_target_tokens == 6
+    data = {"corpus": {"format": "task", "task": "date"}}
+    family = SimpleNamespace(config=Config.model_validate({"data": data, "train": {"loss_average": average}}))
+    count = Transduction.count(cast(Any, family), batch)  # what the batch's summed loss is divided by
+    uniform = torch.zeros(2, 4, vocab)
+    expected = (6 / 8 if average == "all" else 1.0) * math.log(vocab)
+    assert float(token_nll_sum(uniform, batch.trg_out)) / count == pytest.approx(expected)
+    assert float(token_nll_sum(uniform, torch.zeros_like(batch.trg_out))) == 0.0  # all pads: 0
+
+
 def test_label_smoothing_matches_definition():
     logits = torch.randn(1, 3, 5)
     targets = torch.tensor([[1, 2, 0]])
@@ -156,3 +180,46 @@ def test_attention_weight_dropout_of_seed_001():
     assert not torch.allclose(layer(x, x, x)[0], eval_out)  # dropped in training, reference path
     layer.fused = True
     assert not torch.allclose(layer(x, x, x)[0], eval_out)  # and in PyTorch's fused kernel
+
+
+# --- seed 000's small_transformer, as its Keras code builds it (configs/chatbot_ko_seed000.yaml) ---------------
+
+
+def _small_transformer(**keys) -> Transformer:
+    """seed 000: transformer(vocab_size=9000, num_layers=4, dff=512, d_model=128, num_heads=4, dropout=0.3)."""
+    torch.manual_seed(0)
+    cfg = TransformerConfig(d_model=128, num_layers=4, num_heads=4, d_ff=512, dropout=0.3, norm="post", **keys)
+    return Transformer(cfg, 9000, 9000)
+
+
+def test_small_transformer_has_the_seeds_parameter_count():
+    """The parameters of seed 000's Keras layers, counted from their shapes: two 9000 × 128 Embeddings, 4 encoder
+    layers (MHA: 4 Dense(d_model) with biases; FFN; 2 LayerNorms), 4 decoder layers (2 MHA, FFN, 3 LayerNorms),
+    the output Dense(vocab_size); its PositionalEncoding has none. seqlab, built from the same keys, has as many."""
+    d, ff, v, n = 128, 512, 9000, 4
+    mha, ffn, norm = 4 * (d * d + d), d * ff + ff + ff * d + d, 2 * d
+    keras = 2 * v * d + n * (mha + ffn + 2 * norm) + n * (2 * mha + ffn + 3 * norm) + d * v + v
+    assert sum(p.numel() for p in _small_transformer().parameters()) == keras == 5_316_392
+
+
+def test_keras_embedding_initialiser():
+    model = _small_transformer(embedding_init="keras")
+    weight = model.encoder.embed.embedding.weight.detach()[1:]  # <pad>'s row stays 0
+    assert weight.abs().max() <= 0.05 and weight.std() == pytest.approx(0.1 / math.sqrt(12), rel=0.02)  # U(-a, a)
+    assert _small_transformer().encoder.embed.embedding.weight.detach()[1:].std() == pytest.approx(128**-0.5, rel=0.02)
+
+
+def test_seed_000_decoder_has_no_dropout_after_its_masked_self_attention():
+    """seed 000's decoder_layer: LN(attention1 + inputs), no Dropout, while the other sublayers have one. In
+    training, the masked self-attention block is then deterministic and the cross-attention block is not."""
+    keras = _small_transformer(decoder_self_dropout=False).train()
+    paper = _small_transformer().train()
+    x = torch.randn(2, 5, 128)
+    for model, self_deterministic in ((keras, True), (paper, False)):
+        layer = cast(DecoderLayer, model.decoder.layers[0])
+        self_outs = [layer.self_block(x, lambda h: h * 2) for _ in range(2)]
+        assert layer.cross_block is not None
+        cross_outs = [layer.cross_block(x, lambda h: h * 2) for _ in range(2)]
+        assert torch.equal(*self_outs) == self_deterministic
+        assert not torch.equal(*cross_outs)
+    assert all(cast(EncoderLayer, model.encoder.layers[0]).attn_block.dropout.p == 0.3 for model in (keras, paper))

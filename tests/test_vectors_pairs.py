@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 import torch
 
+from seqlab.vectors.corpus import create_contexts_target
 from seqlab.vectors.pairs import (
     PAD_CONTEXT,
+    Stream,
     Vocabulary,
     cbow_examples,
     keep_probabilities,
@@ -62,6 +64,16 @@ def test_cbow_examples_pad_the_narrower_windows():
     contexts, centres = cbow_examples(stream([np.array([5, 6, 7])]), 1, np.random.default_rng(0))
     assert centres.tolist() == [5, 6, 7]
     assert contexts.tolist() == [[PAD_CONTEXT, 6], [5, 7], [6, PAD_CONTEXT]]
+
+
+def test_the_books_whole_windows_over_one_stream_are_create_contexts_target():
+    """No rng: every window whole, the words as one stream (the book's CBOW), the book's examples: the same
+    centres, and the same context words (seqlab orders the columns by distance, -1, +1, -2, +2)."""
+    ids = np.random.default_rng(1).integers(0, 20, size=40)
+    contexts, centres = cbow_examples(Stream(ids, np.zeros_like(ids)), 3, None)
+    book_contexts, book_centres = create_contexts_target(ids, 3)
+    assert centres.tolist() == book_centres.tolist()
+    assert contexts[:, [4, 2, 0, 1, 3, 5]].tolist() == book_contexts.tolist()  # back to -3, -2, -1, +1, +2, +3
 
 
 def test_cbow_mean_leaves_the_padding_out():

@@ -56,8 +56,17 @@ def test_every_method_finds_the_planted_groups(tmp_path, corpus_dir, method):
     assert [r["epoch"] for r in log] == ([1, 2, 3] if method != "count" else [])
 
 
-def test_a_killed_word2vec_run_resumes_to_the_same_vectors(tmp_path, corpus_dir, monkeypatch):
-    cfg = _config(method="cbow")
+def test_the_books_cbow_finds_the_planted_groups(tmp_path, corpus_dir):
+    """recipe book: the book's CBOW (whole windows over one stream, Adam on the batch's mean loss)."""
+    vectors = train_vectors(_config(method="cbow", recipe="book", alpha=0.01), tmp_path / "run", corpus_dir, progress=False)
+    assert _group_hits(vectors) >= 0.9
+    with pytest.raises(ConfigError, match="train.recipe book is the book's CBOW: it needs train.method cbow"):
+        _config(method="skipgram", recipe="book")
+
+
+@pytest.mark.parametrize("recipe", ["word2vec", "book"])
+def test_a_killed_word2vec_run_resumes_to_the_same_vectors(tmp_path, corpus_dir, monkeypatch, recipe):
+    cfg = _config(method="cbow", recipe=recipe)
     whole = train_vectors(cfg, tmp_path / "whole", corpus_dir, progress=False)
     save = vectors_run._save_state
 
@@ -75,9 +84,10 @@ def test_a_killed_word2vec_run_resumes_to_the_same_vectors(tmp_path, corpus_dir,
     with pytest.raises(ConfigError, match="already holds a run"):
         train_vectors(cfg, tmp_path / "killed", corpus_dir, progress=False)
     with pytest.raises(ConfigError, match="with a different train.dim"):
-        train_vectors(_config(method="cbow", dim=8), tmp_path / "killed", corpus_dir, resume=True, progress=False)
+        train_vectors(_config(method="cbow", dim=8, recipe=recipe), tmp_path / "killed", corpus_dir, resume=True,
+                      progress=False)
     resumed = train_vectors(cfg, tmp_path / "killed", corpus_dir, resume=True, progress=False)
-    assert np.array_equal(resumed.vectors, whole.vectors)
+    assert np.array_equal(resumed.vectors, whole.vectors)  # with the book's Adam, its moments were kept too
     assert [r["epoch"] for r in RunDir(tmp_path / "killed").log()] == [1, 2, 3]
 
 

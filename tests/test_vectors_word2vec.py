@@ -140,6 +140,18 @@ def test_cbow_gives_every_context_row_the_whole_error():
         assert grad[row].tolist() == [1.0, 2.0, 3.0]
 
 
+def test_the_books_cbow_splits_the_error_between_the_context_rows():
+    """The book's CBOW.backward: ``dout *= 1 / len(self.in_layers)``, then each context row's Embedding."""
+    model = NegativeSamplingWord2Vec(7, 3, cbow=True, generator=torch.Generator().manual_seed(2), book=True)
+    h = model._context_mean(torch.tensor([[0, 2, 4]]))
+    assert torch.allclose(h[0], model.w_in.weight[[0, 2, 4]].mean(dim=0))
+    h.backward(torch.tensor([[3.0, 6.0, 9.0]]))
+    grad = model.w_in.weight.grad
+    assert grad is not None and not grad.is_sparse  # dense tables: the book's Adam moves every row's moments
+    for row in (0, 2, 4):
+        assert grad[row].tolist() == [1.0, 2.0, 3.0]
+
+
 @pytest.mark.parametrize("cbow", [True, False])
 def test_hand_written_sgd_step_equals_autograd_and_sgd(cbow):
     """sgd_step's backward, written out, against autograd on the summed loss and torch's SGD (float64)."""

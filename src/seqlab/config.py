@@ -44,6 +44,10 @@ class ModelSection(Section):
     def check(self, config: Config) -> None:
         """Raise a ValueError naming the keys where this model and the rest of ``config`` disagree."""
 
+    def describe(self) -> str:
+        """One line on the model's shape, as the page heads it (``/api/info``'s ``shape``)."""
+        return f"{self.type} model"
+
     def numpy_needs(self) -> list[str]:
         """What ``train.engine: numpy`` needs of this model that it lacks: seqlab.scratch has twins of the book's
         RNN language models and of its one-layer LSTM seq2seq models only."""

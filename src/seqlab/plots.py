@@ -12,7 +12,9 @@
 * :func:`curves_figure`: loss, exact match and BLEU per epoch of one or more runs, overlaid (the
   book's comparison of baseline / Reverse / Peeky / attention);
 * :func:`vectors_figure`: word vectors projected on their first two principal components, each point
-  labelled with its word (002 §2.4 draws the SVD vectors of its toy corpus this way).
+  labelled with its word (002 §2.4 draws the SVD vectors of its toy corpus this way);
+* :func:`model_graph`: a model's structure, its layers and the shapes between them (seed 000's ``plot_model``),
+  traced by torchview and laid out by Graphviz.
 
 Figures are built with ``matplotlib.figure.Figure`` (no pyplot, no global state, no display), so
 they work headless, in threads and inside the web server; :func:`save` writes PNG or SVG atomically.
@@ -27,6 +29,7 @@ and :func:`missing_glyphs` checks what a font covers.
 from __future__ import annotations
 
 import math
+import shutil
 from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
@@ -40,6 +43,7 @@ from matplotlib.ft2font import FT2Font
 
 from seqlab.files import atomic_open
 from seqlab.fonts import font_path
+from seqlab.model import evaluating
 from seqlab.model.positional import sinusoidal_table
 from seqlab.train.schedule import transformer_lr
 
@@ -240,3 +244,37 @@ def head_maps(attention: torch.Tensor, layer: int = -1, head: int | None = 0) ->
     chosen = range(heads) if head is None else [head % heads]
     maps = attention[:, layer].permute(1, 0, 2)[list(chosen)]  # (maps, out, src)
     return maps, [f"layer {layer}, head {h}" for h in chosen]
+
+
+# --- a model's structure ---------------------------------------------------------------------------
+
+
+def model_graph(model: torch.nn.Module, out: str | Path, depth: int = 4) -> Path:
+    """Draw ``model`` as seed 000's ``tf.keras.utils.plot_model(model, show_shapes=True)`` does (S107): its
+    modules, nested ``depth`` levels deep, with the shape of every tensor between them, traced on the model's
+    ``example_inputs()`` by torchview and laid out by Graphviz's ``dot``; PNG or SVG by the suffix of ``out``.
+    Depth 1 draws the blocks (encoder, decoder, output layer), 4 reaches the attention and feed-forward layers
+    inside a Transformer's layers."""
+    out = Path(out)
+    fmt = out.suffix.lstrip(".").lower()
+    if fmt not in ("png", "svg"):
+        raise ValueError(f"{out}: the file name must end in .png or .svg")
+    if shutil.which("dot") is None:
+        raise ValueError("seqlab plot model lays the graph out with Graphviz's dot, which is not installed "
+                         "(Debian, Ubuntu: apt-get install graphviz)")
+    example_inputs = getattr(model, "example_inputs", None)  # each model's own (seqlab.model)
+    if example_inputs is None:
+        raise ValueError(f"{type(model).__name__} has no example_inputs() to trace its layers with")
+    from torchview import draw_graph
+
+    with evaluating(model), torch.no_grad():
+        try:
+            graph = draw_graph(model, input_data=list(example_inputs()), depth=depth, expand_nested=True,
+                               graph_name=type(model).__name__, device="cpu")
+        except KeyError:  # torchview 0.2 loses an edge where a decoder layer's cached keys and values leave it
+            raise ValueError(f"torchview cannot draw {type(model).__name__} at depth {depth} (an edge of the decoder "
+                             f"layers' cached keys and values is lost there): draw it at another depth") from None
+    image = graph.visual_graph.pipe(format=fmt)
+    with atomic_open(out) as f:
+        f.write(image)
+    return out

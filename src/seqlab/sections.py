@@ -52,9 +52,10 @@ class TrainConfig(Section):
     batch_sentences: int | None = Field(
         None, gt=0, description="instead of the token budget: this many sentences per batch, in random order"
     )
-    schedule: Literal["transformer", "constant", "cosine", "plateau"] = Field(
+    schedule: Literal["transformer", "constant", "cosine", "linear", "plateau"] = Field(
         "transformer", description="the seed's warm-up; or train.lr fixed, or decayed to 0 along a half cosine, "
-        "or divided by train.plateau_factor after an epoch whose valid score is not the best (the book's RNN LMs)"
+        "or BERT's (a linear rise to train.lr over train.warmup steps, then a linear fall to 0 at the last), or "
+        "divided by train.plateau_factor after an epoch whose valid score is not the best (the book's RNN LMs)"
     )
     plateau_factor: float = Field(4.0, gt=1, description="schedule plateau: what the rate is divided by")
     optimizer: Literal["adam", "sgd"] = Field(
@@ -62,13 +63,16 @@ class TrainConfig(Section):
     adam_betas: tuple[float, float] = Field(
         (0.9, 0.98), description="Adam's β1, β2: the Transformer paper's; the book's are 0.9, 0.999")
     adam_eps: float = Field(1e-9, ge=0, description="Adam's ε: the Transformer paper's 1e-9; PyTorch's and the book's ~1e-8")
+    weight_decay: float = Field(
+        0.0, ge=0, description="decoupled weight decay (AdamW): each step takes the rate × this × the weight off "
+                               "every weight matrix and embedding, never off a bias or a LayerNorm (BERT's 0.01)")
     engine: Literal["torch", "numpy"] = Field(
         "torch", description="what takes the training steps: PyTorch, or the book's NumPy framework (seqlab.scratch; "
                              "RNN language models and the book's one-layer LSTM seq2seq models)")
     loss_average: Literal["tokens", "all"] = Field(
         "tokens", description="a batch's loss: the mean over its target tokens, or over all its positions, padding "
                               "included (seed 000's masked mean, S93; the book's fixed-length answers)")
-    warmup: int = Field(4000, gt=0, description="warm-up steps of the seed's schedule")
+    warmup: int = Field(4000, gt=0, description="warm-up steps of the seed's schedule and of schedule linear")
     lr_scale: float = Field(1.0, gt=0, description="factor on d_model^-0.5 * min(step^-0.5, step * warmup^-1.5)")
     lr: float = Field(1e-3, gt=0, description="the (first) learning rate of the constant and cosine schedules")
     label_smoothing: float = Field(0.0, ge=0, lt=1)
@@ -100,11 +104,22 @@ class TrainConfig(Section):
     threads: int | None = Field(None, gt=0, description="torch threads; default: all cores")
     streams: int = Field(20, gt=0, description="language models: rows reading the token stream in parallel")
     time_size: int = Field(35, gt=0, description="language models: time steps per update (truncated BPTT)")
+    carry_state: bool = Field(
+        False, description="RNN language models: carry each row's state from an epoch's last batch into the next "
+                           "epoch's first, as the book's RnnlmTrainer over several epochs (ch. 5); false: every "
+                           "epoch starts from zeros, as its train_better_rnnlm.py (reset_state())")
 
     @model_validator(mode="after")
     def _betas(self) -> TrainConfig:
         if not all(0 <= b < 1 for b in self.adam_betas):
             raise ValueError(f"train.adam_betas must lie in [0, 1), got {list(self.adam_betas)}")
+        return self
+
+    @model_validator(mode="after")
+    def _decay_needs_adam(self) -> TrainConfig:
+        if self.weight_decay and (self.optimizer != "adam" or self.engine != "torch"):
+            raise ValueError("train.weight_decay is decoupled Adam's (AdamW): it needs train.optimizer adam and "
+                             "train.engine torch")
         return self
 
     @model_validator(mode="after")

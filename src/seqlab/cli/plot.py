@@ -1,4 +1,5 @@
-"""``seqlab plot``: attention maps, the seeds' PE and LR figures, training curves, word vectors."""
+"""``seqlab plot``: attention maps, the seeds' PE and LR figures, training curves, word vectors, a model's
+structure."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from seqlab.decoding import DecodeOptions
 
 app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
-                  help="Figures: attention maps, the seeds' PE and LR plots, training curves, word vectors.")
+                  help="Figures: attention, the seeds' PE and LR, training curves, word vectors, a model's layers.")
 
 
 @app.command("attention")
@@ -114,6 +115,28 @@ def vectors(
         return plots.vectors_figure([vectors.key(w) for w in words], np.stack([vectors[w] for w in words]))
 
     _save_or_fail(figure, out)
+
+
+@app.command("model")
+def model(
+    run_dir: RunArg,
+    out: Annotated[Path, typer.Option("--out", help="The image to write: .png or .svg.")],
+    depth: Annotated[int, typer.Option("--depth", min=1, help="Levels of nested modules drawn: 1 the blocks, 4 "
+                                                              "a Transformer's attention and FFN.")] = 4,
+) -> None:
+    """The structure of a run's model: its layers and the shapes between them (seed 000's plot_model)."""
+    from torch import nn
+
+    from seqlab import plots, registry
+
+    try:
+        kind = registry.kind_of_run(run_dir)
+        network = getattr(kind.load(run_dir), "model", None)
+        if not isinstance(network, nn.Module):
+            raise ValueError(f"{run_dir}: {kind.noun} has no layers to draw")
+        typer.echo(plots.model_graph(network, out, depth))
+    except (ConfigError, FileNotFoundError, ValueError) as exc:
+        fail(exc)
 
 
 def _save_or_fail(figure: Callable[[], Figure], out: Path) -> None:

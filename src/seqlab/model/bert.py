@@ -19,7 +19,7 @@ from pydantic import Field, model_validator
 from torch import nn
 
 from seqlab.config import Config
-from seqlab.model.masks import padding_mask
+from seqlab.model.masks import example_ids, padding_mask
 from seqlab.model.transformer import LAYER_NORM_EPS, Embedder, Encoder, LearnedEmbedder, TransformerShape, init_linear_layers
 
 # The seed's BERT shapes (S96): BASE 12 layers, 12 heads (110 M parameters); LARGE 24 layers, 16 heads (340 M).
@@ -61,7 +61,7 @@ class EncoderShape(TransformerShape):
         return self
 
     def check(self, config: Config) -> None:
-        config.refuse_warmup("encoder-only models use train.schedule: constant or cosine")
+        config.refuse_warmup("encoder-only models use train.schedule: constant, cosine or linear")
         if config.data.max_source_length > self.max_length:
             raise ValueError(f"model.max_length ({self.max_length}) must cover data.max_source_length "
                              f"({config.data.max_source_length})")
@@ -108,6 +108,9 @@ class BertConfig(EncoderShape):
             config.refuse_lines()  # next-sentence prediction reads pairs
         super().check(config)
 
+    def describe(self) -> str:
+        return f"BERT encoder, {self.num_layers} × {self.d_model}, masked language model"
+
 
 class MaskedLMHead(nn.Module):
     """Dense(d, d) + GELU + LayerNorm, then logits through the (tied) token embedding plus a bias."""
@@ -127,7 +130,8 @@ class MaskedLMHead(nn.Module):
 
 class Bert(nn.Module):
     """``model.encode(ids, segments)`` -> hidden (batch, len, d); ``masked_logits(hidden, where)`` -> the masked-LM
-    logits at the positions ``where`` (True); ``next_sentence_logits(hidden)`` -> (batch, 2)."""
+    logits at the positions ``where`` (True); ``next_sentence_logits(hidden)`` -> (batch, 2); ``model(ids)``: the
+    masked-LM logits at every position (batch, len, vocab)."""
 
     def __init__(self, cfg: BertConfig, vocab_size: int) -> None:
         super().__init__()
@@ -141,6 +145,14 @@ class Bert(nn.Module):
     def encode(self, ids: torch.Tensor, segments: torch.Tensor | None = None) -> torch.Tensor:
         """ids (batch, len) -> hidden (batch, len, d_model)."""
         return self.encoder(ids, padding_mask(ids), segments=segments)[0]
+
+    def forward(self, ids: torch.Tensor, segments: torch.Tensor | None = None) -> torch.Tensor:
+        """ids (batch, len) -> the masked-LM logits at every position (batch, len, vocab)."""
+        return self.mlm(self.encode(ids, segments))
+
+    def example_inputs(self) -> tuple[torch.Tensor, ...]:
+        """What ``forward`` takes, at a small size: traced by ``seqlab plot model``."""
+        return (example_ids(self.encoder.embed.embedding.num_embeddings),)
 
     def masked_logits(self, hidden: torch.Tensor, where: torch.Tensor) -> torch.Tensor:
         """The vocabulary logits (masked positions, vocab) at ``where`` (batch, len) True, in row-major order:

@@ -17,7 +17,7 @@ from torch import nn
 
 from seqlab.model.bert import EncoderShape
 from seqlab.model.dropout import Dropout
-from seqlab.model.masks import padding_mask
+from seqlab.model.masks import example_ids, padding_mask
 from seqlab.model.transformer import Encoder, init_linear_layers
 
 
@@ -32,6 +32,9 @@ class EncoderConfig(EncoderShape):
     init_from: str | None = Field(
         None, description="a `seqlab pretrain` run directory: start from its encoder and its tokenizer (the shape "
                           "keys must be the same)")
+
+    def describe(self) -> str:
+        return f"Transformer encoder, {self.num_layers} × {self.d_model}, pooling {self.pooling}"
 
 
 class EncoderClassifier(nn.Module):
@@ -57,6 +60,10 @@ class EncoderClassifier(nn.Module):
         (batch, heads, len, len)."""
         hidden, weights = self.encoder(src, padding_mask(src), need_weights)  # (batch, len, d_model)
         return self.head(self.dropout(self.pool(hidden, src))), weights
+
+    def example_inputs(self) -> tuple[torch.Tensor, ...]:
+        """What ``forward`` takes, at a small size: traced by ``seqlab plot model``."""
+        return (example_ids(self.encoder.embed.embedding.num_embeddings),)
 
     def forward(self, src: torch.Tensor) -> torch.Tensor:
         return self.classify(src)[0]

@@ -28,6 +28,7 @@ from torch import nn
 
 from seqlab.config import Config, ModelSection
 from seqlab.model.init import Initialisation, book_init
+from seqlab.model.masks import example_ids
 from seqlab.specials import PAD
 
 LayerState = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
@@ -56,7 +57,10 @@ class LMConfig(ModelSection):
         return self
 
     def check(self, config: Config) -> None:
-        config.refuse_warmup("language models use train.schedule: constant, cosine or plateau")
+        config.refuse_warmup("language models use train.schedule: constant, cosine, linear or plateau")
+
+    def describe(self) -> str:
+        return f"{self.cell.upper()} language model, {self.num_layers} × {self.hidden_size}"
 
     def numpy_needs(self) -> list[str]:
         return []
@@ -91,6 +95,10 @@ class RNNLM(nn.Module):
         shape = (x.size(0), 1, x.size(2)) if self.variational else x.shape
         keep = 1.0 - self.dropout
         return x * x.new_empty(shape).bernoulli_(keep).div_(keep)
+
+    def example_inputs(self) -> tuple[torch.Tensor, ...]:
+        """What ``forward`` takes, at a small size: traced by ``seqlab plot model``."""
+        return (example_ids(self.embedding.num_embeddings),)
 
     def forward(self, ids: torch.Tensor, state: LMState | None = None) -> tuple[torch.Tensor, LMState]:
         """ids (B, T), the state left by the previous call (or None) -> logits (B, T, V), the state after T."""

@@ -45,6 +45,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from seqlab.config import Config, ModelSection
 from seqlab.model.dropout import Dropout
 from seqlab.model.init import Initialisation, book_init
+from seqlab.model.masks import example_ids
 from seqlab.model.rnn_attention import RNNAttention
 from seqlab.specials import EOS, PAD
 
@@ -90,7 +91,10 @@ class RNNConfig(ModelSection):
 
     def check(self, config: Config) -> None:
         config.refuse_warmup("the transformer schedule is defined by d_model; RNN models use train.schedule: "
-                             "constant or cosine")
+                             "constant, cosine or linear")
+
+    def describe(self) -> str:
+        return f"{self.cell.upper()} {self.hidden_size}, attention {self.attention}"
 
     def numpy_needs(self) -> list[str]:
         """The book's seq2seq models in seqlab.scratch: one LSTM layer, no dropout, plain or with its attention."""
@@ -334,6 +338,11 @@ class RNNSeq2seq(nn.Module):
         states, final = memory
         logits, weights = self.decoder(trg, states, src_mask, final)
         return logits, [weights[:, None]] if need_weights and weights is not None else []
+
+    def example_inputs(self) -> tuple[torch.Tensor, ...]:
+        """What ``forward`` takes, at a small size: traced by ``seqlab plot model``."""
+        src_vocab, trg_vocab = self.encoder.embedding.num_embeddings, self.decoder.embedding.num_embeddings
+        return example_ids(src_vocab), example_ids(trg_vocab, length=6)
 
     def forward(self, src: torch.Tensor, trg: torch.Tensor) -> torch.Tensor:
         memory, src_mask = self.encode(src)

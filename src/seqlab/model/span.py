@@ -19,7 +19,7 @@ from torch import nn
 from seqlab.config import Config
 from seqlab.model.bert import EncoderShape
 from seqlab.model.dropout import Dropout
-from seqlab.model.masks import padding_mask
+from seqlab.model.masks import example_ids, padding_mask
 from seqlab.model.transformer import Encoder, init_linear_layers
 
 
@@ -40,6 +40,9 @@ class SpanConfig(EncoderShape):
                              "characters, which morpheme marks would move")
         super().check(config)
 
+    def describe(self) -> str:
+        return f"Transformer encoder, {self.num_layers} × {self.d_model}, span extraction"
+
 
 class EncoderSpan(nn.Module):
     """``model(ids, segments, context)`` -> (start, end) logits (batch, len), -inf outside the context."""
@@ -59,6 +62,12 @@ class EncoderSpan(nn.Module):
         hidden, weights = self.encoder(ids, padding_mask(ids), need_weights, segments)  # (batch, len, d_model)
         logits = self.head(self.dropout(hidden)).float().masked_fill(~context.unsqueeze(-1), float("-inf"))
         return logits[..., 0], logits[..., 1], weights  # each (batch, len)
+
+    def example_inputs(self) -> tuple[torch.Tensor, ...]:
+        """What ``forward`` takes, at a small size: traced by ``seqlab plot model``."""
+        ids = example_ids(self.encoder.embed.embedding.num_embeddings)  # (2, 8): a question of 3, a context of 5
+        segments = (torch.arange(ids.size(1)) >= 3).long().expand_as(ids)
+        return ids, segments, segments.bool()
 
     def forward(self, ids: torch.Tensor, segments: torch.Tensor, context: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         start, end, _ = self.spans(ids, segments, context)

@@ -28,7 +28,7 @@ from torch import nn
 from seqlab.config import Config, ModelSection
 from seqlab.model.attention import MultiHeadAttention
 from seqlab.model.dropout import Dropout
-from seqlab.model.masks import look_ahead_mask, padding_mask
+from seqlab.model.masks import example_ids, look_ahead_mask, padding_mask
 from seqlab.model.positional import PositionalEncoding
 from seqlab.specials import PAD
 
@@ -51,6 +51,9 @@ class TransformerShape(ModelSection):
                                      "seed 000 and the paper")
     norm: Literal["post", "pre"] = "pre"
     max_length: int = Field(512, gt=0, description="positions of the positional table: the longest sequence")
+    embedding_init: Literal["normal", "keras"] = Field(
+        "normal", description="the token embeddings' start: N(0, 1/d_model), or Keras's Embedding default "
+                              "U(-0.05, 0.05) (seed 000's code)")
 
     @model_validator(mode="after")
     def _heads_divide(self) -> TransformerShape:
@@ -77,6 +80,12 @@ class TransformerConfig(TransformerShape):
     d_ff: int = Field(2048, gt=0)
     norm: Literal["post", "pre"] = "post"
     tie_output: bool = Field(False, description="share the target embedding with the output projection")
+    decoder_self_dropout: bool = Field(
+        True, description="dropout on the decoder's masked self-attention before its Add & Norm, as the paper; "
+                          "false: none there, as seed 000's Keras decoder (its other sublayers keep theirs)")
+
+    def describe(self) -> str:
+        return f"Transformer {self.num_layers}+{self.num_layers} layers, d_model {self.d_model}"
 
     def check(self, config: Config) -> None:
         longest = max(config.data.max_source_length, config.eval.max_output_length + 1)
@@ -158,18 +167,19 @@ class EncoderLayer(nn.Module):
 class DecoderLayer(nn.Module):
     """Masked self-attention (look-ahead mask), encoder-decoder attention (padding mask), FFN.
 
-    Unlike the seed's Keras code, dropout is applied to the first sublayer too
-    (as the paper does and every other sublayer in the seed does).
+    Dropout is applied to the first sublayer too, as the paper does and every other sublayer in the seed does;
+    ``self_dropout`` 0 leaves it out there, as seed 000's Keras code (``model.decoder_self_dropout: false``).
     """
 
-    def __init__(self, cfg: TransformerShape, cross: bool = True) -> None:
-        """``cross=False``: no encoder-decoder attention, the block of a decoder-only (causal) language model."""
+    def __init__(self, cfg: TransformerShape, cross: bool = True, self_dropout: float | None = None) -> None:
+        """``cross=False``: no encoder-decoder attention, the block of a decoder-only (causal) language model;
+        ``self_dropout``: the dropout after the masked self-attention (default: ``cfg.dropout``)."""
         super().__init__()
         pre = cfg.norm == "pre"
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.num_heads, cfg.attention_dropout)
         self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.num_heads, cfg.attention_dropout) if cross else None
         self.ffn = PositionwiseFeedForward(cfg.d_model, cfg.d_ff)
-        self.self_block = Residual(cfg.d_model, cfg.dropout, pre)
+        self.self_block = Residual(cfg.d_model, cfg.dropout if self_dropout is None else self_dropout, pre)
         self.cross_block = Residual(cfg.d_model, cfg.dropout, pre) if cross else None
         self.ffn_block = Residual(cfg.d_model, cfg.dropout, pre)
 
@@ -216,8 +226,11 @@ class Embedder(nn.Module):
         super().__init__()
         self.scale = math.sqrt(cfg.d_model)
         self.embedding = nn.Embedding(vocab_size, cfg.d_model, padding_idx=PAD)
-        nn.init.normal_(self.embedding.weight, std=cfg.d_model**-0.5)
-        with torch.no_grad():
+        if cfg.embedding_init == "keras":
+            nn.init.uniform_(self.embedding.weight, -0.05, 0.05)  # tf.keras.layers.Embedding's "uniform"
+        else:
+            nn.init.normal_(self.embedding.weight, std=cfg.d_model**-0.5)
+        with torch.no_grad():  # <pad> is masked everywhere; its row stays 0 (and, padding_idx, learns nothing)
             self.embedding.weight[0].zero_()
         self.positions = PositionalEncoding(cfg.d_model, cfg.max_length)
         self.dropout = Dropout(cfg.dropout)
@@ -277,10 +290,11 @@ class Encoder(nn.Module):
 
 
 class Decoder(nn.Module):
-    def __init__(self, vocab_size: int, cfg: TransformerShape) -> None:
+    def __init__(self, vocab_size: int, cfg: TransformerConfig) -> None:
         super().__init__()
         self.embed = Embedder(vocab_size, cfg)
-        self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.num_layers))
+        self_dropout = cfg.dropout if cfg.decoder_self_dropout else 0.0
+        self.layers = nn.ModuleList(DecoderLayer(cfg, self_dropout=self_dropout) for _ in range(cfg.num_layers))
         self.final_norm = nn.LayerNorm(cfg.d_model, eps=LAYER_NORM_EPS) if cfg.norm == "pre" else nn.Identity()
 
     def memory_kv(self, memory: torch.Tensor) -> list[KV]:
@@ -337,6 +351,11 @@ class Transformer(nn.Module):
         cross-attention weights of every layer, each (batch, heads, trg_len, src_len)."""
         hidden, weights, _ = self.decoder(trg, self.decoder.memory_kv(memory), src_mask, need_weights)
         return self.generator(hidden), weights
+
+    def example_inputs(self) -> tuple[torch.Tensor, ...]:
+        """What ``forward`` takes, at a small size: traced by ``seqlab plot model``."""
+        src_vocab, trg_vocab = self.encoder.embed.embedding.num_embeddings, self.generator.out_features
+        return example_ids(src_vocab), example_ids(trg_vocab, length=6)
 
     def forward(self, src: torch.Tensor, trg: torch.Tensor) -> torch.Tensor:
         memory, src_mask = self.encode(src)

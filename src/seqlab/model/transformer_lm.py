@@ -18,7 +18,7 @@ from pydantic import Field
 from torch import nn
 
 from seqlab.config import Config
-from seqlab.model.masks import look_ahead_mask
+from seqlab.model.masks import example_ids, look_ahead_mask
 from seqlab.model.transformer import KV, LAYER_NORM_EPS, DecoderLayer, Embedder, TransformerShape, init_linear_layers
 from seqlab.specials import PAD
 
@@ -34,7 +34,12 @@ class TransformerLMConfig(TransformerShape):
         if config.train.time_size + 1 > self.max_length:
             raise ValueError(f"model.max_length ({self.max_length}) must cover train.time_size + 1 "
                              f"({config.train.time_size + 1})")
-        config.refuse_warmup("language models use train.schedule: constant, cosine or plateau")
+        config.refuse_warmup("language models use train.schedule: constant, cosine, linear or plateau")
+        if config.train.carry_state:
+            raise ValueError("train.carry_state: a causal Transformer carries no state from one batch to the next")
+
+    def describe(self) -> str:
+        return f"causal Transformer language model, {self.num_layers} × {self.d_model}"
 
     def build(self, vocab_size: int) -> TransformerLM:
         return TransformerLM(self, vocab_size)
@@ -65,6 +70,10 @@ class TransformerLM(nn.Module):
             x, _, kv = layer(x, None, mask, None, False, None if past is None else past[i])
             present.append(kv)
         return self.output(self.final_norm(x)), present
+
+    def example_inputs(self) -> tuple[torch.Tensor, ...]:
+        """What ``forward`` takes, at a small size: traced by ``seqlab plot model``."""
+        return (example_ids(self.embed.embedding.num_embeddings),)
 
     def forward(self, ids: torch.Tensor, state: None = None) -> tuple[torch.Tensor, None]:
         """ids (B, T) -> logits (B, T, V); the state is always None (nothing is carried between batches)."""

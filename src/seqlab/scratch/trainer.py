@@ -58,7 +58,8 @@ class Trainer:
 class RnnlmTrainer:
     """Truncated BPTT over one stream (S35–S36): ``batch_size`` rows from the book's offsets, ``time_size``
     steps per update, the state carried from batch to batch and cleared at each epoch's start (as seqlab's
-    PyTorch trainer does; the book's carries it across epochs too). Every ``eval_interval`` iterations the
+    PyTorch trainer does by default; the book's carries it across epochs too, as ``train.carry_state``
+    does). Every ``eval_interval`` iterations the
     perplexity since the last line is logged and kept in ``ppl_list``."""
 
     def __init__(self, model: RNNLM, optimizer: Optimizer, log: Log = print) -> None:

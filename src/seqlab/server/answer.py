@@ -57,6 +57,7 @@ def info(run_dir: Path, answerer: Answerer, limits: Limits) -> dict[str, Any]:
         "run": run_dir.name,
         "kind": "answer",
         "model": public_config(answerer.config)["model"],
+        "shape": answerer.config.model.describe(),
         "parameters": sum(p.numel() for p in answerer.model.parameters()),
         "tokens": {"level": answerer.tokenizer.config.level, "vocab_size": answerer.tokenizer.vocab_size,
                    "lowercase": answerer.tokenizer.config.lowercase},

@@ -67,6 +67,7 @@ def info(run_dir: Path, classifier: Classifier, limits: Limits) -> dict[str, Any
         "run": run_dir.name,
         "kind": "classify",
         "model": public_config(classifier.config)["model"],
+        "shape": classifier.config.model.describe(),
         "parameters": sum(p.numel() for p in classifier.model.parameters()),
         "labels": classifier.labels,
         "tokens": {"level": classifier.tokenizer.config.level, "vocab_size": classifier.tokenizer.vocab_size,

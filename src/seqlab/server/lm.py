@@ -58,6 +58,7 @@ def info(run_dir: Path, lm: LanguageModel, limits: Limits) -> dict[str, Any]:
         "run": run_dir.name,
         "kind": "lm",
         "model": public_config(lm.config)["model"],
+        "shape": lm.config.model.describe(),
         "parameters": sum(p.numel() for p in lm.model.parameters()),  # a tied weight once
         "tokens": {"level": lm.tokenizer.config.level, "vocab_size": lm.tokenizer.vocab_size,
                    "lowercase": lm.tokenizer.config.lowercase},

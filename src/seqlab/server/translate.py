@@ -74,6 +74,7 @@ def info(run_dir: Path, translator: Translator, limits: Limits) -> dict[str, Any
         "run": run_dir.name,
         "kind": "chat" if _is_chat(config) else "translate",
         "config": public_config(config),
+        "shape": config.model.describe(),
         "metrics": RunDir(run_dir).model_info(),
         "attention": _attention_shape(config.model),
         "limits": asdict(limits),

@@ -1,4 +1,4 @@
-"""Learning-rate schedules: the seed's warm-up schedule, and cosine decay for the RNNs.
+"""Learning-rate schedules: the seed's warm-up schedule, cosine decay for the RNNs, BERT's linear warm-up and decay.
 
 The warm-up schedule (seed 000 ``CustomSchedule``; Vaswani et al. §5.3):
 
@@ -11,6 +11,9 @@ Cosine decay (Loshchilov & Hutter 2017, without restarts): ``lr`` at the first
 step, falling along a half cosine to 0 at the last. The book trains its RNNs
 at a constant Adam 1e-3 and its accuracy swings by several points from one
 epoch to the next; decaying the rate settles it (docs/results.md).
+
+BERT's (Devlin et al. 2019, §A.2): a linear rise to ``lr`` over the first ``warmup`` steps (10,000 of 1M there),
+then a linear fall to 0 at the last step.
 """
 
 from __future__ import annotations
@@ -45,15 +48,26 @@ def cosine_schedule(optimizer: torch.optim.Optimizer, lr: float, total: int) -> 
     return LambdaLR(optimizer, lambda done: cosine_lr(done, lr, total))
 
 
+def linear_lr(step: int, lr: float, warmup: int, total: int) -> float:
+    """BERT's rate after ``step`` steps (counted from 0): up in a line to ``lr`` over ``warmup`` steps, then
+    down in a line to 0 at ``total`` (and 0 from there on)."""
+    if step < warmup:
+        return lr * (step + 1) / warmup
+    return lr * max(0.0, (total - step) / max(1, total - warmup))
+
+
 def build_schedule(optimizer: torch.optim.Optimizer, config: Config, total_steps: int) -> LambdaLR:
     """``train.schedule``: the seed's warm-up schedule (Transformers), ``train.lr`` throughout (the book's RNNs:
-    Adam 1e-3), or cosine decay from ``train.lr`` to 0 at ``total_steps`` (epochs × the first epoch's batches)."""
+    Adam 1e-3), cosine decay from ``train.lr`` to 0 at ``total_steps`` (epochs × the first epoch's batches), or
+    BERT's linear warm-up and decay to 0 at ``total_steps``."""
     cfg = config.train
     if cfg.schedule == "transformer":
         assert isinstance(config.model, TransformerConfig)  # Config refuses the transformer schedule for an RNN
         return transformer_schedule(optimizer, config.model.d_model, cfg.warmup, cfg.lr_scale)
     if cfg.schedule == "cosine":
         return cosine_schedule(optimizer, cfg.lr, total_steps)
+    if cfg.schedule == "linear":
+        return LambdaLR(optimizer, lambda done: linear_lr(done, cfg.lr, cfg.warmup, total_steps))
     return LambdaLR(optimizer, lambda step: cfg.lr)  # constant; plateau: see reduce_on_plateau
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from seqlab.corpora import TextCorpus
 from seqlab.sections import Section
@@ -24,7 +24,19 @@ class VectorsTrainConfig(Section):
     alpha: float = Field(0.025, gt=0, description="word2vec: the first learning rate, decayed linearly to min_alpha")
     min_alpha: float = Field(0.0001, ge=0)
     batch_size: int = Field(1024, gt=0, description="word2vec: examples per step")
+    recipe: Literal["word2vec", "book"] = Field(
+        "word2vec", description="word2vec: the word2vec tools' training (SGD from alpha to min_alpha, windows drawn "
+                                "within sentences, every context word given the whole gradient of their mean); book: "
+                                "the book's CBOW (ch. 4 train.py: the sentences as one stream, every position with "
+                                "window words on each side, the mean's gradient split 1/C between the context words, "
+                                "Adam at alpha, the book's 0.001, on each batch's mean loss)")
     seed: int = 1
+
+    @model_validator(mode="after")
+    def _book_is_cbow(self) -> VectorsTrainConfig:
+        if self.recipe == "book" and self.method != "cbow":
+            raise ValueError("train.recipe book is the book's CBOW: it needs train.method cbow")
+        return self
 
 
 class WordsConfig(Section):

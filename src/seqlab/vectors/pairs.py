@@ -98,14 +98,16 @@ def skipgram_pairs(words: Stream, window: int, rng: np.random.Generator) -> tupl
     return np.concatenate(centres), np.concatenate(contexts)
 
 
-def cbow_examples(words: Stream, window: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def cbow_examples(words: Stream, window: int, rng: np.random.Generator | None) -> tuple[np.ndarray, np.ndarray]:
     """(contexts (N, 2·window) padded with PAD_CONTEXT, centres (N,)): each position with at least one
-    context word within its drawn window."""
+    context word within its drawn window. Without ``rng``, the book's ``create_contexts_target``: every window
+    whole, so only the positions with ``window`` words on each side (pass the words as one stream for its)."""
     ids, sentence = words
-    reach = rng.integers(1, window + 1, size=len(ids))
+    reach = np.full(len(ids), window) if rng is None else rng.integers(1, window + 1, size=len(ids))
     block = np.full((len(ids), 2 * window), PAD_CONTEXT, dtype=np.int64)
     for column, offset in enumerate(o for d in range(1, window + 1) for o in (-d, d)):
         position, other = neighbours(sentence, reach, offset)
         block[position, column] = ids[other]
-    has_context = (block != PAD_CONTEXT).any(axis=1)
+    present = block != PAD_CONTEXT
+    has_context = present.any(axis=1) if rng is not None else present.all(axis=1)
     return block[has_context], ids[has_context]

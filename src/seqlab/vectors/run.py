@@ -97,10 +97,31 @@ def _word2vec_vectors(run: RunDir, ids: list[np.ndarray], counts: np.ndarray, cf
     return model.word_vecs.numpy()
 
 
+ADAM_KEYS = ("step", "exp_avg", "exp_avg_sq")  # torch.optim.Adam's state of one parameter
+
+
 def _state_tensors(state: Word2VecState) -> dict[str, np.ndarray]:
-    """The tables and torch's generator state, as the checkpoint holds them."""
-    return {"w_in": state.model.w_in.weight.detach().numpy(), "w_out": state.model.w_out.weight.detach().numpy(),
-            "generator": state.generator.get_state().numpy()}
+    """The tables, torch's generator state and, in the book's recipe, Adam's moments and step count (zeros
+    before its first step), as the checkpoint holds them."""
+    tables = {"w_in": state.model.w_in.weight, "w_out": state.model.w_out.weight}
+    tensors = {name: table.detach().numpy() for name, table in tables.items()}
+    tensors["generator"] = state.generator.get_state().numpy()
+    if state.optimizer is not None:
+        for name, table in tables.items():
+            moments = state.optimizer.state.get(table, {})
+            for key in ADAM_KEYS:
+                default = torch.zeros(()) if key == "step" else torch.zeros_like(table)
+                tensors[f"adam.{name}.{key}"] = moments.get(key, default).detach().numpy().copy()
+    return tensors
+
+
+
+def _restore_adam(state: Word2VecState, tensors: dict[str, np.ndarray]) -> None:
+    """Adam's moments as ``_state_tensors`` saved them; none before the first step, as a fresh Adam."""
+    if state.optimizer is None or not float(tensors["adam.w_in.step"]):
+        return
+    for name, table in {"w_in": state.model.w_in.weight, "w_out": state.model.w_out.weight}.items():
+        state.optimizer.state[table] = {key: torch.from_numpy(tensors[f"adam.{name}.{key}"]).clone() for key in ADAM_KEYS}
 
 
 def _save_state(run: RunDir, state: Word2VecState) -> None:
@@ -117,6 +138,7 @@ def _restore(run: RunDir, vocab_size: int, cfg: VectorsTrainConfig) -> Word2VecS
     try:
         state.generator.set_state(torch.from_numpy(tensors["generator"]))
         state.rng.bit_generator.state = info["rng"]
+        _restore_adam(state, tensors)
     except (RuntimeError, TypeError, ValueError) as exc:  # a generator's state of another kind
         raise RunFileError(f"{run.path / CHECKPOINT}: not a seqlab word2vec state ({exc})") from None
     state.epochs_done = info["epochs_done"]

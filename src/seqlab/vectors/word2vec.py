@@ -118,13 +118,16 @@ def _context_rows(contexts: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 class NegativeSamplingWord2Vec(nn.Module):
     """CBOW (``cbow=True``: the mean of the context rows predicts the centre word) or skip-gram (the centre
     word's row predicts one context word) with negative sampling. Both tables are embeddings with sparse
-    gradients, so a step touches only the rows of its batch."""
+    gradients, so a step touches only the rows of its batch; ``book=True``: the book's CBOW, whose dense tables
+    Adam updates whole and whose mean splits its gradient between the context rows (``_context_mean``)."""
 
-    def __init__(self, vocab_size: int, dim: int, cbow: bool, generator: torch.Generator | None = None) -> None:
+    def __init__(self, vocab_size: int, dim: int, cbow: bool, generator: torch.Generator | None = None,
+                 book: bool = False) -> None:
         super().__init__()
         self.cbow = cbow
-        self.w_in = nn.Embedding(vocab_size, dim, sparse=True)
-        self.w_out = nn.Embedding(vocab_size, dim, sparse=True)
+        self.book = book
+        self.w_in = nn.Embedding(vocab_size, dim, sparse=not book)
+        self.w_out = nn.Embedding(vocab_size, dim, sparse=not book)
         with torch.no_grad():
             self.w_in.weight.copy_(0.01 * torch.randn(vocab_size, dim, generator=generator))
             self.w_out.weight.copy_(0.01 * torch.randn(vocab_size, dim, generator=generator))
@@ -145,10 +148,13 @@ class NegativeSamplingWord2Vec(nn.Module):
 
         Backward, every context row gets the whole gradient of the mean, not its 1/C share: the update
         of word2vec.c and gensim (``cbow_mean=1``), so that seqlab and gensim train CBOW alike. The
-        book divides it (its ``dout *= 1/len``), which slows the input vectors by the window's width."""
+        book divides it (its ``dout *= 1/len``), which slows the input vectors by the window's width; so does
+        the book's CBOW here (``book``), the mean's own gradient."""
         rows, present = _context_rows(contexts)
         summed = (self.w_in(rows) * present).sum(dim=1)
         mean = summed / present.sum(dim=1).clamp(min=1)
+        if self.book:
+            return mean  # backward: dh / C to each context row
         return mean.detach() + (summed - summed.detach())  # the mean forward; backward, dh to every context row
 
     @torch.no_grad()

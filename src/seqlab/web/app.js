@@ -25,11 +25,7 @@ async function loadInfo() {
 }
 
 function showModel() {
-  const model = info.config.model;
-  const size = model.type === "transformer"
-    ? `Transformer ${model.num_layers}+${model.num_layers} layers, d_model ${model.d_model}`
-    : `${model.cell.toUpperCase()} ${model.hidden_size}, attention ${model.attention}`;
-  $("model").textContent = `${info.run} — ${size}` + (info.kind === "chat" ? " — chatbot" : "");
+  $("model").textContent = `${info.run} — ${info.shape}` + (info.kind === "chat" ? " — chatbot" : "");
   fillSelect($("layer"), info.attention.layers, info.attention.layers - 1);
   fillSelect($("head"), info.attention.heads, 0);
   $("beam").max = info.limits.max_beam;
@@ -216,12 +212,8 @@ $("analogy").addEventListener("submit", analogy);
 // --- a language model -------------------------------------------------------------------------------
 
 function showLM() {
-  const model = info.model;
-  const shape = model.type === "lm"
-    ? `${model.cell.toUpperCase()} language model, ${model.num_layers} × ${model.hidden_size}`
-    : `causal Transformer language model, ${model.num_layers} × ${model.d_model}`;
   const valid = info.metrics && info.metrics.valid && info.metrics.valid.perplexity;
-  $("model").textContent = `${info.run} — ${shape}, ${info.tokens.vocab_size.toLocaleString("en")} ${info.tokens.level} tokens`
+  $("model").textContent = `${info.run} — ${info.shape}, ${info.tokens.vocab_size.toLocaleString("en")} ${info.tokens.level} tokens`
     + (valid ? `, valid perplexity ${valid.toFixed(2)}` : "");
   $("transcript").hidden = true;
   $("inspect").hidden = true;
@@ -313,7 +305,7 @@ let typing = 0;         // the timer that classifies once typing pauses
 function showClassifier() {
   const model = info.model;
   const f1 = info.metrics && info.metrics.valid && info.metrics.valid.macro_f1;
-  $("model").textContent = `${info.run} — Transformer encoder, ${model.num_layers} × ${model.d_model}, pooling ${model.pooling}, `
+  $("model").textContent = `${info.run} — ${info.shape}, `
     + `${info.labels.length} classes` + (f1 === undefined ? "" : `, valid macro-F1 ${f1.toFixed(1)}`);
   for (const id of ["transcript", "options", "inspect"]) $(id).hidden = true;
   $("classify").hidden = false;
@@ -390,9 +382,8 @@ $("pool-head").addEventListener("change", drawPooled);
 // --- a span extractor -------------------------------------------------------------------------------
 
 function showReader() {
-  const model = info.model;
   const f1 = info.metrics && info.metrics.valid && info.metrics.valid.f1;
-  $("model").textContent = `${info.run} — Transformer encoder, ${model.num_layers} × ${model.d_model}, span extraction`
+  $("model").textContent = `${info.run} — ${info.shape}`
     + (f1 === undefined ? "" : `, valid F1 ${f1.toFixed(1)}`);
   for (const id of ["transcript", "options", "inspect"]) $(id).hidden = true;
   $("reader").hidden = false;

@@ -25,7 +25,7 @@ class StreamLM:
     """A language model over one token stream (seed 002 ch. 5): the training sentences, each followed by
     ``<eos>``, cut by ``data.stream.tbptt_batches`` into ``train.streams`` rows of ``train.time_size`` steps;
     the RNN's state is carried from batch to batch, detached (truncated BPTT), and reset when an epoch starts
-    (a causal Transformer carries nothing: its context is its window).
+    unless ``train.carry_state`` (a causal Transformer carries nothing: its context is its window).
 
     With ``parts`` > 1 (processes × ``train.accumulate``) each step's rows are cut into ``parts`` groups, one
     batch each (``[k, group]``): a group's rows carry their own state, so a step's batches may run in any
@@ -72,10 +72,11 @@ class StreamLM:
         return [np.array([k, g]) for k in range(len(self.inputs)) for g in range(self.parts)]
 
     def batch(self, indices: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, bool]:
-        """Inputs and targets (B / parts, T) of step ``indices[0]``'s row group ``indices[1]``, and whether it
-        starts the stream (an epoch)."""
+        """Inputs and targets (B / parts, T) of step ``indices[0]``'s row group ``indices[1]``, and whether its
+        rows start from zeros: at the stream's start (an epoch's), unless ``train.carry_state``."""
         k, rows = int(indices[0]), slice(int(indices[1]) * self.rows, (int(indices[1]) + 1) * self.rows)
-        return torch.from_numpy(self.inputs[k][rows]), torch.from_numpy(self.targets[k][rows]), k == 0
+        fresh = k == 0 and not self.config.train.carry_state
+        return torch.from_numpy(self.inputs[k][rows]), torch.from_numpy(self.targets[k][rows]), fresh
 
     def loss(self, indices: np.ndarray) -> tuple[torch.Tensor, int]:
         x, t, fresh = self.batch(indices)
