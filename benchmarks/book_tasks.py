@@ -1,8 +1,9 @@
 """The book's tasks (date, addition) on the book's files and split: seqlab against the book's NumPy code.
 
 For each variant of the task (addition: baseline, reverse, peeky, attention,
-transformer; date: attention, transformer), one after the other on the same
-machine:
+transformer, and fixed-baseline, fixed-reverse, fixed-peeky in the book's own
+fixed-width format; date: attention, transformer), one after the other on the
+same machine:
 
 1. ``seqlab train configs/book/<task>-<variant>.yaml`` as a user would (a
    subprocess, wall time measured around it), then ``seqlab eval --split test``
@@ -51,8 +52,16 @@ from scoreboard import Result, Table, command, ratio_range, spread
 from seqlab.rundir import RunDir
 
 ROOT = Path(__file__).resolve().parents[1]
-VARIANTS = {"addition": ["baseline", "reverse", "peeky", "attention", "transformer"], "date": ["attention", "transformer"]}
+VARIANTS = {"addition": ["baseline", "reverse", "peeky", "attention", "transformer", "fixed-baseline", "fixed-reverse",
+                         "fixed-peeky"], "date": ["attention", "transformer"]}
 BOOK_VARIANTS = {"baseline", "reverse", "peeky", "attention"}
+FIXED = "fixed-"  # configs/book/addition-fixed-*.yaml: the book's own format (S53), raced against the same book variant
+
+
+def book_variant(variant: str) -> str | None:
+    """The book's script that a variant races: its own name, or the book's format's (``fixed-peeky``: peeky)."""
+    name = variant.removeprefix(FIXED)
+    return name if name in BOOK_VARIANTS else None
 TARGET = 99.9  # test exact match %, the race's (issue 19)
 # per variant (and seed): seqlab's run, the book's; the book as published has no seqlab run beside it
 Results = dict[str, tuple[dict[str, Any] | None, dict[str, Any] | None]]
@@ -194,13 +203,15 @@ def main(argv: list[str] | None = None) -> None:
         for seed in args.seeds or [None]:
             name = variant if seed is None else f"{variant} (seed {seed})"
             ours = run_seqlab(args.task, variant, data_dir, args.overrides + ([] if seed is None else [f"seed={seed}"]))
-            book = (run_book(args.task, variant, args.book_repo, args.book_epochs, seed)
-                    if args.book_repo and variant in BOOK_VARIANTS else None)
+            theirs = book_variant(variant)
+            book = (run_book(args.task, theirs, args.book_repo, args.book_epochs, seed)
+                    if args.book_repo and theirs else None)
             results[name] = (ours, book)
             print(f"{name}: seqlab test {ours['test']['exact_match']:.2f} %, {ours['train_s']:.1f} s training",
                   flush=True)
-        if args.seeds and args.book_repo and variant in BOOK_VARIANTS:  # reseeded runs beside the book as published
-            results[f"{variant} (book as published)"] = (None, run_book(args.task, variant, args.book_repo,
+        theirs = book_variant(variant)
+        if args.seeds and args.book_repo and theirs:  # reseeded runs beside the book as published
+            results[f"{variant} (book as published)"] = (None, run_book(args.task, theirs, args.book_repo,
                                                                          args.book_epochs, None))
     made = [summary(args.task, results)] + ([spreads(results, variants, args.seeds)] if args.seeds else [])
     made.append(curves(results))

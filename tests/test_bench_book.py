@@ -374,3 +374,13 @@ def test_book_tasks_sets_the_book_as_published_against_the_seqlab_runs_that_reac
     never = (None, {"reach": {str(book_tasks.TARGET): {"train_s_cum": None}}})
     assert book_tasks._published_ratio(never, runs) == "— (not reached)"
     assert book_tasks._published_ratio(None, runs) == "—"
+
+
+def test_the_books_format_variants_race_the_books_own_scripts() -> None:
+    """fixed-peeky (configs/book/addition-fixed-peeky.yaml, the book's format) races the book's peeky script."""
+    import book_tasks
+
+    assert [book_tasks.book_variant(v) for v in book_tasks.VARIANTS["addition"]] == [
+        "baseline", "reverse", "peeky", "attention", None, "baseline", "reverse", "peeky"]
+    root = Path(__file__).resolve().parents[1]
+    assert all((root / "configs" / "book" / f"addition-{v}.yaml").is_file() for v in book_tasks.VARIANTS["addition"])

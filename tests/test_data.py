@@ -404,6 +404,10 @@ def test_generated_dates_have_the_shapes_of_the_books(shared_data):
 
 
 def test_book_addition(shared_data):
+    text = (shared_data / "dlfs2" / "addition.txt").read_text(encoding="utf-8")
+    lines = text.splitlines()
+    assert len(text) == 650_000 and all(len(line) == 12 and line[7] == "_" for line in lines)  # S53: 7 + "_" + 4
+    assert set("".join(lines)) == set("0123456789+ _")  # the book's 13 symbols
     pairs = read_corpus(corpus(format="book", path="dlfs2/addition.txt"), shared_data)
     assert len(pairs) == 50_000
     assert pairs[0] == ("16+75", "91")

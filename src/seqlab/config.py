@@ -134,10 +134,12 @@ class Config(Section):
             raise ValueError(f"train.engine numpy needs {', '.join(needs)}")
 
     def _plain_sources(self) -> None:
-        """data.source_eos / data.source_width shape a seq2seq model's encoder input, and only its."""
-        if not self.data.source_eos or self.data.source_width is not None:
-            raise ValueError("data.source_eos and data.source_width shape a seq2seq model's sources "
-                             f"(model.type rnn or transformer), not model.type {self.model.type}'s")
+        """data.source_eos / data.source_width / data.target_width shape a seq2seq model's inputs and outputs, and
+        only its."""
+        data = self.data
+        if not data.source_eos or data.source_width is not None or data.target_width is not None:
+            raise ValueError("data.source_eos, data.source_width and data.target_width shape a seq2seq model's "
+                             f"sources and targets (model.type rnn or transformer), not model.type {self.model.type}'s")
 
     def _corpora(self, kind: registry.Kind) -> None:
         """Every corpus is of a format the kind reads."""
@@ -169,6 +171,13 @@ class Config(Section):
         if data.source_width is not None and data.source_width + data.source_eos > data.max_source_length:
             raise ValueError(f"data.max_source_length ({data.max_source_length}) must cover data.source_width "
                              f"({data.source_width}){' and <eos>' if data.source_eos else ''}")
+        target_level = (self.tokens.source if self.tokens.shared else self.tokens.target).level
+        if data.target_width is not None and target_level != "char":
+            raise ValueError("data.target_width pads with the space character: it needs character targets "
+                             "(tokens.target.level char, or tokens.shared with tokens.source.level char)")
+        if data.target_width is not None and data.target_width >= data.max_target_length:
+            raise ValueError(f"data.max_target_length ({data.max_target_length}) must exceed data.target_width "
+                             f"({data.target_width}): the decoder reads <sos> before it")
 
     def refuse_warmup(self, why: str) -> None:
         """The seed's warm-up schedule is the seq2seq Transformer's (defined by its d_model); ``why`` another."""

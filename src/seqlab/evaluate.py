@@ -52,7 +52,8 @@ def teacher_forced_loss(translator: Translator, split: EncodedSplit, batch_token
     total, tokens = 0.0, 0
     with evaluating(model):
         for indices in length_batches([len(s) for s in split.src], [len(t) for t in split.trg], batch_tokens, seed=0):
-            batch = collate([split.src[i] for i in indices], [split.trg[i] for i in indices]).to(translator.device)
+            batch = collate([split.src[i] for i in indices], [split.trg[i] for i in indices],
+                            translator.target_eos).to(translator.device)
             with translator.autocast():
                 logits = model(batch.src, batch.trg_in)
             total += float(token_nll_sum(logits, batch.trg_out))
@@ -83,7 +84,7 @@ def evaluate(
     n = len(split.src) if decode_limit is None else min(decode_limit, len(split.src))
     hypotheses = translator.translate_ids(split.src[:n], options)
     references = split.references[:n]
-    tokens = sum(len(t) + 1 for t in split.trg)  # + <eos>, as the loss counts them
+    tokens = sum(len(t) + translator.target_eos for t in split.trg)  # + <eos>, as the loss counts them
     characters = sum(len(r) + 1 for r in split.references)  # + one end of sentence
     metrics = {
         "loss": loss,

@@ -245,6 +245,17 @@ class Tokenizer:
             _ensure_word_space(tok, cfg.vocab_size, specials)
         return cls(tok, cfg)
 
+    def with_space(self) -> Tokenizer:
+        """This character tokenizer with the space in its vocabulary (appended, the other ids unchanged): it pads
+        the book's fixed-width questions and answers as in the book's files, also where no text has a space."""
+        if self._cfg.level != "char":
+            raise ValueError("only a character vocabulary takes the space as a token (tokens level char)")
+        vocab = self._tok.get_vocab(with_added_tokens=False)
+        if " " in vocab:
+            return self
+        specials = [token for token, _ in sorted(vocab.items(), key=lambda item: item[1])[: len(SPECIALS)]]
+        return Tokenizer(_char_encoder(vocab | {" ": len(vocab)}, specials), self._cfg)
+
     # --- text <-> ids ---------------------------------------------------------
 
     def normalize(self, text: str) -> str:
@@ -389,10 +400,19 @@ class Tokenizer:
         return cls(tok, cfg)
 
 
-def learn_tokenizers(train_pairs: Sequence[tuple[str, str]], cfg: TokensConfig) -> tuple[Tokenizer, Tokenizer]:
-    """The source and target tokenizers learnt from the training pairs (one shared one if ``cfg.shared``)."""
+def learn_tokenizers(train_pairs: Sequence[tuple[str, str]], cfg: TokensConfig,
+                     spaces: tuple[bool, bool] = (False, False)) -> tuple[Tokenizer, Tokenizer]:
+    """The source and target tokenizers learnt from the training pairs (one shared one if ``cfg.shared``).
+    ``spaces``: whether the source's and the target's vocabulary must hold the space character, which pads the
+    book's fixed-width questions and answers (``data.source_width``, ``data.target_width``) as it does in the
+    book's files (``Tokenizer.with_space``)."""
     sources, targets = [s for s, _ in train_pairs], [t for _, t in train_pairs]
     if cfg.shared:
-        shared = Tokenizer.train(sources + targets, cfg.source)
+        shared = _with_space(sources + targets, cfg.source, any(spaces))
         return shared, shared
-    return Tokenizer.train(sources, cfg.source), Tokenizer.train(targets, cfg.target)
+    return _with_space(sources, cfg.source, spaces[0]), _with_space(targets, cfg.target, spaces[1])
+
+
+def _with_space(texts: list[str], cfg: TokenizerConfig, space: bool) -> Tokenizer:
+    tokenizer = Tokenizer.train(texts, cfg)
+    return tokenizer.with_space() if space else tokenizer

@@ -93,12 +93,14 @@ def source_ids(tokens: Sequence[int], eos: bool = True, width: int | None = None
     return ids + [fill] * (width - len(ids)) if width is not None else ids
 
 
-def collate(src: Sequence[Sequence[int]], trg: Sequence[Sequence[int]]) -> Batch:
-    """Sources are already ``source_ids``; targets are bare token lists."""
+def collate(src: Sequence[Sequence[int]], trg: Sequence[Sequence[int]], eos: bool = True) -> Batch:
+    """Sources are already ``source_ids``; targets are bare token lists, which the decoder reads after <sos> and
+    predicts, then <eos>; without ``eos`` (the book's fixed-width answers, ``data.target_width``) it reads
+    <sos> and all but the last token, and predicts the tokens alone."""
     return Batch(
         src=pad(src),
-        trg_in=pad([[SOS, *t] for t in trg]),
-        trg_out=pad([[*t, EOS] for t in trg]),
+        trg_in=pad([[SOS, *t] if eos else [SOS, *t[:-1]] for t in trg]),
+        trg_out=pad([[*t, EOS] if eos else list(t) for t in trg]),
     )
 
 

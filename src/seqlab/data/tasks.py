@@ -2,7 +2,9 @@
 
 They follow the toy data of *Deep Learning from Scratch 2* (``dataset/date.txt``
 and ``dataset/addition.txt``) but are generated, not shipped, and unpadded:
-``("september 27, 1994", "1994-09-27")``, ``("16+75", "91")``.
+``("september 27, 1994", "1994-09-27")``, ``("16+75", "91")``; and the programs of Zaremba and Sutskever's
+"Learning to Execute" that seed 002 shows (``programs.py``): ``("i=8827;c=(i-5347);print((c+8704) if
+2641<8500 else 5308)", "12184")``.
 
 Every source occurs once in a generated corpus, up to letter case and spacing (pairs are drawn
 without replacement in :func:`~seqlab.metrics.seen_form`), so however the corpus is split, no valid
@@ -17,6 +19,7 @@ import random
 from collections.abc import Callable
 from datetime import date, timedelta
 
+from seqlab.data.programs import program
 from seqlab.metrics import seen_form
 
 # English names are spelt out: strftime's %B/%A follow the process locale.
@@ -68,20 +71,31 @@ def _cased(text: str, casing: str) -> str:
 Pair = tuple[str, str]
 
 
-def _distinct(draw: Callable[[], Pair], n: int, space: int, task: str) -> list[Pair]:
+GIVE_UP = 2_000  # repeats in a row after which a task of unknown size is taken to have no more sources
+
+
+def _distinct(draw: Callable[[], Pair], n: int, space: int | None, task: str) -> list[Pair]:
     """``n`` pairs from ``draw`` with no source twice in :func:`seen_form`: repeats are drawn again (``space``
-    distinct sources exist)."""
-    if n > space:
+    distinct sources exist; where that is not known, the draws stop after ``GIVE_UP`` repeats in a row)."""
+    if space is not None and n > space:
         raise ValueError(f"task {task}: {n} pairs asked for, but only {space:,} distinct sources exist")
     pairs: list[Pair] = []
     seen: set[str] = set()
+    repeats = 0
     while len(pairs) < n:
         pair = draw()
         form = seen_form(pair[0])
-        if form not in seen:
-            seen.add(form)
-            pairs.append(pair)
+        if form in seen:
+            repeats += 1
+            if space is None and repeats == GIVE_UP:
+                raise ValueError(f"task {task}: {n} pairs asked for, but the draws found {len(pairs):,} distinct "
+                                 f"sources, then {GIVE_UP:,} repeats in a row")
+            continue
+        seen.add(form)
+        pairs.append(pair)
+        repeats = 0
     return pairs
+
 
 
 DAYS = (LAST_DAY - FIRST_DAY).days + 1
@@ -112,16 +126,29 @@ def generate_addition(n: int, seed: int) -> list[Pair]:
     return _distinct(draw, n, 1000 * 1000, "addition")
 
 
-TASKS: dict[str, Callable[[int, int], list[Pair]]] = {
+def generate_execute(n: int, seed: int, length: int = 4, nesting: int = 2) -> list[Pair]:
+    """``n`` pairs (a program, what it prints) of Zaremba and Sutskever's task (``programs.py``), no program twice."""
+    rng = random.Random(seed)
+
+    def draw() -> Pair:
+        source, value = program(rng, length, nesting)
+        return source, str(value)
+
+    return _distinct(draw, n, None, "execute")
+
+
+TASKS: dict[str, Callable[..., list[Pair]]] = {
     "date": generate_date,
     "addition": generate_addition,
+    "execute": generate_execute,
 }
 
 
-def generate_task(name: str, n: int, seed: int) -> list[Pair]:
-    """``n`` pairs of the built-in task ``name`` ("date" or "addition"), the same for the same seed."""
+def generate_task(name: str, n: int, seed: int, **options: int) -> list[Pair]:
+    """``n`` pairs of the built-in task ``name`` ("date", "addition" or "execute", whose ``length`` and
+    ``nesting`` are ``options``), the same for the same seed."""
     try:
         generate = TASKS[name]
     except KeyError:
         raise ValueError(f"unknown task {name!r}; the tasks are {', '.join(TASKS)}") from None
-    return generate(n, seed)
+    return generate(n, seed, **options)

@@ -19,12 +19,13 @@ if TYPE_CHECKING:
     from seqlab.decoding.prefix import PrefixDecoder
     from seqlab.decoding.run import search
     from seqlab.decoding.sampling import sample
-    from seqlab.decoding.step import Cancelled
+    from seqlab.decoding.step import Cancelled, NoEnd
 
-__all__ = ["Cancelled", "DecodeOptions", "Hypothesis", "PrefixDecoder", "beam_search", "greedy_decode", "sample",
-           "search"]
+__all__ = ["Cancelled", "DecodeOptions", "Hypothesis", "NoEnd", "PrefixDecoder", "beam_search", "greedy_decode",
+           "sample", "search"]
 
-_WHERE = {"Cancelled": "step", "DecodeOptions": "options", "Hypothesis": "hypothesis", "PrefixDecoder": "prefix",
+_WHERE = {"Cancelled": "step", "DecodeOptions": "options", "Hypothesis": "hypothesis", "NoEnd": "step",
+          "PrefixDecoder": "prefix",
           "beam_search": "beam", "greedy_decode": "greedy", "sample": "sampling", "search": "run"}
 
 

@@ -14,6 +14,8 @@ state is its own type (its caches); a strategy only hands it back to the model t
 
 ``Interruptible(model, stop)`` keeps the contract and asks ``stop()`` before every call, so any strategy can be
 stopped between two steps (the server's per-request deadline): the search then raises ``Cancelled``.
+``NoEnd(model)`` never lets <eos> be chosen, so that every output runs to its length limit (the book's
+fixed-width answers, whose vocabulary has no end symbol).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from collections.abc import Callable
 from typing import Generic, Protocol, TypeVar
 
 import torch
+
+from seqlab.specials import EOS
 
 State = TypeVar("State", bound="DecoderState")
 
@@ -62,3 +66,19 @@ class Interruptible(Generic[State]):
     def _check(self) -> None:
         if self.stop():
             raise Cancelled("decoding stopped between two steps")
+
+
+class NoEnd(Generic[State]):
+    """``model`` under the step contract with <eos> out of reach (its logit −inf): outputs run to their limit."""
+
+    def __init__(self, model: StepDecoder[State]) -> None:
+        self.model = model
+
+    def start(self, src: torch.Tensor) -> State:
+        return self.model.start(src)
+
+    def step(
+        self, ids: torch.Tensor, state: State, need_weights: bool = False
+    ) -> tuple[torch.Tensor, State, torch.Tensor | None]:
+        logits, state, weights = self.model.step(ids, state, need_weights)
+        return logits.index_fill(-1, torch.tensor([EOS], device=logits.device), -torch.inf), state, weights

@@ -63,6 +63,9 @@ def export_ctranslate2(run_dir: str | Path, out: str | Path, quantization: str =
         raise ConfigError(f"CTranslate2 runs Transformers; this run is a model.type {translator.config.model.type}")
     if translator.config.data.source_width is not None:
         raise ConfigError("data.source_width pads RNN sources; not a Transformer's")
+    if translator.config.data.target_width is not None:
+        raise ConfigError("data.target_width: CTranslate2 ends every output at <eos>, and these answers have none "
+                          "(export it to ONNX, whose decoding is seqlab's)")
     spec = _spec(ct2, translator)
     out = Path(out)
     if RunDir(out).has_run():

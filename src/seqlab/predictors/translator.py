@@ -15,7 +15,7 @@ import torch
 
 from seqlab.config import Config
 from seqlab.data.batching import check_texts, chunks, pad, source_ids, truncate
-from seqlab.decoding import DecodeOptions, Hypothesis, search
+from seqlab.decoding import DecodeOptions, Hypothesis, NoEnd, search
 from seqlab.model import Seq2seq, build_model, evaluating
 from seqlab.predictors.base import Predictor
 from seqlab.rundir import RunDir
@@ -63,15 +63,22 @@ class Translator(Predictor):
         """What pads a source to ``data.source_width``: the space character."""
         if self.config.data.source_width is None:
             return PAD
-        try:
-            return self.source.token_id(" ")
-        except ValueError:
-            raise ValueError("data.source_width pads sources with spaces, but the source vocabulary has no space "
-                             "(its training sources have none)") from None
+        return _space(self.source, "source")
 
     def encode_targets(self, texts: Sequence[str], what: str = "input") -> list[list[int]]:
-        """Token ids, cut to ``data.max_target_length - 1`` (room for <sos>/<eos>)."""
-        return truncate(self.target.encode(texts), self.config.data.max_target_length - 1, f"{what} targets")
+        """Token ids, cut to ``data.max_target_length - 1`` (room for <sos>/<eos>); the book's fixed-width answers
+        (``data.target_width``): cut to that width and padded to it with spaces."""
+        width = self.config.data.target_width
+        if width is None:
+            return truncate(self.target.encode(texts), self.config.data.max_target_length - 1, f"{what} targets")
+        space = _space(self.target, "target")
+        return [ids + [space] * (width - len(ids)) for ids in truncate(self.target.encode(texts), width, f"{what} targets")]
+
+    @property
+    def target_eos(self) -> bool:
+        """Whether the decoder ends its outputs with <eos>: all but the book's fixed-width answers, which it writes
+        to ``data.target_width`` characters instead."""
+        return self.config.data.target_width is None
 
     def normalize_target(self, text: str) -> str:
         """A reference as the model can produce it (Unicode NFC, lower-cased if so configured)."""
@@ -126,10 +133,14 @@ class Translator(Predictor):
         ``generate``."""
         order = sorted(range(len(src)), key=lambda i: len(src[i]))
         outputs: list[list[Hypothesis]] = [[] for _ in src]
+        width = self.config.data.target_width
+        model: Any = self.model if width is None else NoEnd(self.model)  # the book's answers: width characters
+        if width is not None:
+            options = options.model_copy(update={"max_length": width, "length_ratio": None})
         with evaluating(self.model):
             for chunk in chunks(order, self.config.eval.batch_size):
                 with self.autocast():
-                    decoded = search(self.model, pad([src[i] for i in chunk]).to(self.device), options,
+                    decoded = search(model, pad([src[i] for i in chunk]).to(self.device), options,
                                      self.config.eval.max_output_length, need_weights, stop)
                 for index, hypotheses in zip(chunk, decoded):
                     outputs[index] = hypotheses
@@ -156,3 +167,12 @@ def _options(options: DecodeOptions | None, kwargs: dict[str, Any]) -> DecodeOpt
 
 
 load = Translator.load  # seqlab.load(RUN_DIR)
+
+
+def _space(tokenizer: Tokenizer, side: str) -> int:
+    """The space character's id, which pads the book's fixed-width questions and answers."""
+    try:
+        return tokenizer.token_id(" ")
+    except ValueError:
+        raise ValueError(f"data.{side}_width pads {side}s with spaces, but the {side} vocabulary has no space (a run "
+                         "trained before seqlab learnt it for them)") from None

@@ -41,7 +41,9 @@ class Transduction:
         if resume:
             source, target = run.tokenizers()
         else:
-            source, target = learn_tokenizers(splits["train"], config.tokens)
+            data = config.data
+            source, target = learn_tokenizers(splits["train"], config.tokens,
+                                              (data.source_width is not None, data.target_width is not None))
             run.save_tokenizers(source, target)
         translator = Translator(build_model(config.model, source.vocab_size, target.vocab_size), source, target, config,
                                 runtime)
@@ -59,7 +61,8 @@ class Transduction:
 
     def batch(self, indices: np.ndarray) -> Batch:
         """The padded batch of these training pairs."""
-        return collate([self.train_set.src[i] for i in indices], [self.train_set.trg[i] for i in indices])
+        return collate([self.train_set.src[i] for i in indices], [self.train_set.trg[i] for i in indices],
+                       self.translator.target_eos)
 
     def loss(self, indices: np.ndarray) -> tuple[torch.Tensor, int]:
         batch = self.batch(indices).to(self.translator.device)

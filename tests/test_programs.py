@@ -1,0 +1,62 @@
+"""Programs to execute (S104): seed 002's two examples evaluate to what it says, and every generated program's
+target is what Python prints when it runs the program."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from seqlab.config import parse_config
+from seqlab.data.programs import program, run
+from seqlab.data.tasks import generate_task
+
+SEED_PROGRAMS = [  # seed 002, the applications of seq2seq (Zaremba and Sutskever's Figure 1)
+    ("j=8584;for x in range(8):j+=920;b=(1500+j);print((b+7567))", "25011"),
+    ("i=8827;c=(i-5347);print(((c+8704)) if 2641<8500 else 5308)", "12184"),
+]
+
+
+@pytest.mark.parametrize(("source", "printed"), SEED_PROGRAMS)
+def test_the_seeds_programs_print_what_it_says(source, printed):
+    assert run(source) == printed
+
+
+@pytest.mark.parametrize(("length", "nesting"), [(1, 1), (2, 2), (4, 3), (6, 6)])
+def test_every_generated_target_is_what_python_prints(length, nesting):
+    rng = random.Random(length * 10 + nesting)
+    for _ in range(300):
+        source, value = program(rng, length, nesting)
+        assert run(source) == str(value), source
+        numbers = [int(n) for n in re.findall(r"(?<![\w.])\d+", source)]
+        assert max(numbers) < 10 ** max(length, len(str(4 * length)) + 1)  # digits: length (or a small count)
+
+
+def test_nesting_composes_more_operations():
+    rng = random.Random(0)
+    sizes = {n: sum(len(program(rng, 4, n)[0]) for _ in range(200)) / 200 for n in (1, 3, 6)}
+    assert sizes[1] < sizes[3] < sizes[6]
+
+
+def test_the_task_is_deterministic_and_draws_no_program_twice(monkeypatch):
+    from seqlab.data import tasks
+
+    pairs = generate_task("execute", 500, 3, length=3, nesting=2)
+    assert pairs == generate_task("execute", 500, 3, length=3, nesting=2)
+    assert pairs != generate_task("execute", 500, 4, length=3, nesting=2)
+    assert len({source for source, _ in pairs}) == 500
+    monkeypatch.setattr(tasks, "GIVE_UP", 30)  # about 34,000 programs of length 1 and nesting 1 exist
+    with pytest.raises(ValueError, match="then 30 repeats in a row"):
+        generate_task("execute", 100_000, 1, length=1, nesting=1)
+
+
+def test_a_config_reads_the_task_with_its_length_and_nesting():
+    from seqlab.data import load_splits, resolve_data_dir
+
+    config = parse_config({"data": {"corpus": {"format": "task", "task": "execute", "size": 300, "length": 2,
+                                               "nesting": 3}, "split": {"valid": 50, "test": 50}},
+                           "tokens": {"source": {"level": "char"}, "shared": True}})
+    splits = load_splits(config.data, resolve_data_dir(None))
+    train = splits["train"]
+    assert len(train) == 200 and all(run(source) == target for source, target in train)
