@@ -81,4 +81,5 @@ class NoEnd(Generic[State]):
         self, ids: torch.Tensor, state: State, need_weights: bool = False
     ) -> tuple[torch.Tensor, State, torch.Tensor | None]:
         logits, state, weights = self.model.step(ids, state, need_weights)
-        return logits.index_fill(-1, torch.tensor([EOS], device=logits.device), -torch.inf), state, weights
+        logits[:, EOS] = -torch.inf  # this step's own logits: nothing else reads them
+        return logits, state, weights
