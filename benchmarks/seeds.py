@@ -32,7 +32,8 @@ from seqlab import precision
 from seqlab.registry import kind_of_run
 from seqlab.rundir import RunDir
 
-SCORES = {"exact_match": "exact match %", "bleu": "BLEU", "accuracy": "accuracy %", "perplexity": "perplexity"}
+SCORES = {"exact_match": "exact match %", "bleu": "BLEU", "accuracy": "accuracy %", "perplexity": "perplexity",
+          "perplexity_per_character": "perplexity per character"}  # the last compares models of other vocabularies
 
 
 @contextlib.contextmanager

@@ -266,3 +266,42 @@ def test_load_runs_end_to_end(bench: Bench, date_run: Path, capsys: pytest.Captu
     steady, full = table_rows(capsys.readouterr().out)
     assert steady[0] == "steady, default limits" and int(steady[4]) > 0 and steady[4] == steady[3]  # all 200s
     assert full[0] == "queue full (--max-queue 1)" and int(full[5]) > 0 and full[6] == "0"  # 503s, no other errors
+
+
+def test_execute_table_runs_end_to_end(bench: Bench, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    config = small_date_config()
+    config["data"] |= {"corpus": {"format": "task", "task": "execute", "size": 400, "seed": 5, "length": 2,
+                                  "nesting": 2, "mix": True}, "max_source_length": 64, "max_target_length": 8}
+    config["model"]["max_length"] = 72
+    path = tmp_path / "execute.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    execute_table = bench("execute_table")
+    execute_table.main([str(path), "--size", "12", "--results", str(tmp_path)])
+    printed = capsys.readouterr().out
+    rows = table_rows(printed)
+    assert [row[0] for row in rows] == ["1", "2", "1", "2"]  # nesting 1..2, each table
+    assert all(0 <= float(cell) <= 100 for row in rows for cell in row[1:])
+    assert "seed 1: trained in" in printed and "12–12 fresh programs per cell" in printed
+    (run,) = recorded(tmp_path, "execute_table-execute").runs
+    assert [(cell["length"], cell["nesting"]) for cell in run["cells"]] == [(1, 1), (2, 1), (1, 2), (2, 2)]
+    assert [f"{cell['exact_match']:.2f}" for cell in run["cells"]] == [rows[0][1], rows[0][2], rows[1][1], rows[1][2]]
+    run_dir = Path(run["run"])
+    execute_table.main(["--run", str(run_dir), "--size", "12", "--results", str(tmp_path / "again")])
+    assert table_rows(capsys.readouterr().out) == rows  # the same run, the same fresh programs: the same table
+
+
+def test_execute_table_draws_fresh_programs_of_each_cell(bench: Bench) -> None:
+    from seqlab.data.programs import run as run_program
+    from seqlab.metrics import seen_form
+
+    execute_table = bench("execute_table")
+    first = execute_table.fresh_programs(1, 1, 30, 7, set())
+    known = {seen_form(source) for source, _ in first[:10]}
+    again = execute_table.fresh_programs(1, 1, 30, 7, known)
+    assert len(first) == len(again) == 30 and not known & {seen_form(source) for source, _ in again}
+    assert all(run_program(source) == target for source, target in first + again)
+    assert execute_table.fresh_programs(2, 3, 5, 7, set()) != execute_table.fresh_programs(2, 2, 5, 7, set())

@@ -60,3 +60,15 @@ def test_a_config_reads_the_task_with_its_length_and_nesting():
     splits = load_splits(config.data, resolve_data_dir(None))
     train = splits["train"]
     assert len(train) == 200 and all(run(source) == target for source, target in train)
+
+
+def test_the_mix_strategy_draws_every_length_and_nesting_up_to_the_given():
+    def longest_number(source: str) -> int:
+        return max(len(n) for n in re.findall(r"(?<![\w.])\d+", source))
+
+    mixed = generate_task("execute", 600, 2, length=3, nesting=3, mix=True)
+    fixed = generate_task("execute", 600, 2, length=3, nesting=3)
+    assert all(run(source) == target for source, target in mixed)
+    assert {longest_number(source) for source, _ in mixed} == {1, 2, 3}  # programs of length 1, 2 and 3
+    assert sum(longest_number(source) == 1 for source, _ in fixed) < 5  # only where every draw was below 10
+    assert sum(len(s) for s, _ in mixed) < 0.8 * sum(len(s) for s, _ in fixed)  # shorter: less nesting too

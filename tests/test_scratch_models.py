@@ -170,6 +170,24 @@ def test_rnnlm_trainer_learns_a_repeating_stream():
     assert perplexity(model, corpus[:200]) < 1.5 and trainer.ppl_list[-1] < trainer.ppl_list[0]
 
 
+def test_rnnlm_loss_decreases_on_real_captions(shared_data):  # S44, Multi30k's English standing in for PTB
+    import gzip
+
+    from seqlab.vectors.corpus import preprocess
+
+    with gzip.open(shared_data / "multi30k" / "train.en.gz", "rt", encoding="utf-8") as lines:
+        text = " ".join(next(lines).strip() for _ in range(1800))
+    corpus, word_to_id, _ = preprocess(text)
+    train, held_out = corpus[:-4000], corpus[-4000:]  # the last ~300 captions are not trained on
+    model = Rnnlm(len(word_to_id), 100, 100, rng())
+    trainer = RnnlmTrainer(model, SGD(20.0), log=lambda _: None)
+    before = perplexity(model, held_out)
+    trainer.fit(train, max_epoch=2, batch_size=20, time_size=35, max_grad=0.25, eval_interval=10)
+    assert before == pytest.approx(len(word_to_id), rel=0.1)  # ≈ uniform over the vocabulary at the start
+    assert trainer.ppl_list[-1] < 0.3 * trainer.ppl_list[0]
+    assert perplexity(model, held_out) < 0.3 * before
+
+
 def test_seq2seq_shapes_of_the_seed():
     init = Init(rng())
     enc = Encoder(13, 16, 128, init)

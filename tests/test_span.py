@@ -210,6 +210,18 @@ def test_a_trained_reader_cuts_the_answer_out_of_the_context_as_given(tiny_reade
         assert a.tokens[0] == "<sos>" and a.tokens.count("<eos>") == 2
 
 
+def test_the_cls_position_maps_to_no_characters_and_is_never_an_answer(tiny_reader):  # S103: CLS → (0, 0)
+    answerer = load(tiny_reader)
+    context = "Cyra was born in 2001.  Dagn likes figs."
+    (row,) = answerer.encode(["When was Cyra born?"], [context])
+    _, _, inside = answerer.batch([row])  # (1, len): the positions that have characters in the context
+    assert answerer.tokenizer.tokens_from_ids(row.ids[:1]) == ["<sos>"] and row.first > 1  # [CLS], the question
+    assert inside[0].tolist() == [False] * row.first + [True] * len(row.offsets) + [False]
+    ((start, end),) = answerer.log_probabilities([row])
+    assert start[0] == end[0] == -float("inf")  # the seed's (0, 0): no span of the context, probability 0
+    assert all(context[a:b].strip() for a, b in row.offsets)
+
+
 def test_seqlab_eval_and_answer_on_a_reader_run(tiny_reader):
     result = CliRunner().invoke(app, ["eval", str(tiny_reader), "--split", "valid", "--json"])
     assert result.exit_code == 0, result.output

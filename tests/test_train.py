@@ -85,6 +85,19 @@ KNOWN_DATES = {"september 27, 1994": "1994-09-27", "TUESDAY, SEPTEMBER 25, 1984"
                "10/15/94": "1994-10-15", "Jan 3, 2001": "2001-01-03"}
 
 
+def _month_reading(run: Path, text: str, month: str) -> float:
+    """The share of attention (the mean over layers and heads) that the output's month digits (ISO characters 5 and
+    6), the lesser of the two, give to the source pieces of the month's name: S68's heatmap, "AUGUST" ↔ "08"."""
+    translator = seqlab.load(run)
+    ((best, *_),) = translator.generate([text], need_weights=True)
+    assert best.attention is not None and best.text[4:8] == f"-{best.text[5:7]}-"
+    ((_, offsets),) = translator.source.encode_offsets([text])
+    start = text.lower().index(month)
+    columns = [k for k, (a, b) in enumerate(offsets) if a < start + len(month) and b > start]
+    rows = best.attention[5:7].float().mean(dim=(1, 2))  # (2, source pieces): the month's two digits
+    return float(rows[:, columns].sum(-1).min())
+
+
 @pytest.mark.slow
 def test_date_model_trains_translates_and_evaluates_through_the_cli(tmp_path, caplog, each_precision):
     runner = CliRunner()
@@ -114,6 +127,9 @@ def test_date_model_trains_translates_and_evaluates_through_the_cli(tmp_path, ca
     result = runner.invoke(app, ["translate", str(run), *KNOWN_DATES])
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines() == list(KNOWN_DATES.values())
+    for text, month in [("september 27, 1994", "september"), ("TUESDAY, SEPTEMBER 25, 1984", "september"),
+                        ("Jan 3, 2001", "jan")]:
+        assert _month_reading(run, text, month) > 0.5  # the month's digits read mostly the month's name (S68)
     result = runner.invoke(app, ["translate", str(run), "september 27, 1994", "10/15/94"])
     outputs = result.stdout.splitlines()
 

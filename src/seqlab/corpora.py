@@ -19,6 +19,8 @@ class TaskCorpus(Section):
     seed: int = 0
     length: int = Field(4, gt=0, le=9, description="execute: the most digits of a program's numbers")
     nesting: int = Field(2, gt=0, le=20, description="execute: the operations a program composes")
+    mix: bool = Field(False, description="execute: each program's length and nesting drawn from 1..length and "
+                                         "1..nesting (the paper's mix strategy)")
 
 
 class BookCorpus(Section):

@@ -126,12 +126,16 @@ def generate_addition(n: int, seed: int) -> list[Pair]:
     return _distinct(draw, n, 1000 * 1000, "addition")
 
 
-def generate_execute(n: int, seed: int, length: int = 4, nesting: int = 2) -> list[Pair]:
-    """``n`` pairs (a program, what it prints) of Zaremba and Sutskever's task (``programs.py``), no program twice."""
+def generate_execute(n: int, seed: int, length: int = 4, nesting: int = 2, mix: bool = False) -> list[Pair]:
+    """``n`` pairs (a program, what it prints) of Zaremba and Sutskever's task (``programs.py``), no program twice.
+
+    With ``mix``, each program's length and nesting are drawn uniformly from 1..``length`` and 1..``nesting``: the
+    paper's "mix" strategy (``learning_to_execute``'s ``strategies.lua``), easy programs beside the hardest."""
     rng = random.Random(seed)
 
     def draw() -> Pair:
-        source, value = program(rng, length, nesting)
+        size = (rng.randint(1, length), rng.randint(1, nesting)) if mix else (length, nesting)
+        source, value = program(rng, *size)
         return source, str(value)
 
     return _distinct(draw, n, None, "execute")
@@ -145,8 +149,8 @@ TASKS: dict[str, Callable[..., list[Pair]]] = {
 
 
 def generate_task(name: str, n: int, seed: int, **options: int) -> list[Pair]:
-    """``n`` pairs of the built-in task ``name`` ("date", "addition" or "execute", whose ``length`` and
-    ``nesting`` are ``options``), the same for the same seed."""
+    """``n`` pairs of the built-in task ``name`` ("date", "addition" or "execute", whose ``length``, ``nesting``
+    and ``mix`` are ``options``), the same for the same seed."""
     try:
         generate = TASKS[name]
     except KeyError:
