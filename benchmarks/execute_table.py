@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> None:
     sizes = sorted({cell["programs"] for run in runs for cell in run["cells"]})
     print(f"### {tables[0].title}\n\n{machine()}; {sizes[0]:,}–{sizes[-1]:,} fresh programs per cell (seed "
           f"{args.seed}), none in the run's corpus; seeds {', '.join(str(run['seed']) for run in runs)}.\n\n"
-          + "\n\n".join(markdown(table) for table in tables) + "\n")
+          + "\n\n".join(f"{table.title}:\n\n{markdown(table)}" for table in tables) + "\n")
     given = command(__file__, argv)
     publish(Result(f"execute_table-{name}", tables[0].title, given, tables, runs,
                    notes=["fresh programs: none is in the run's corpus (train, valid or test); greedy decoding",
