@@ -242,11 +242,14 @@ def test_select_joeynmt_runs_end_to_end(tiny_fast: dict[str, Any], data_dir: Pat
 
 
 def test_date_race_runs_end_to_end(tiny_fast: dict[str, Any], data_dir: Path, book_repo: Path, peer_venv: Path,
-                                   tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+                                   tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """seqlab and JoeyNMT from each seed (seqlab's recipe is also JoeyNMT's best: one recipe), the book's code as
     published and reseeded, side by side: a row per system, a row per run."""
     import date_race
 
+    monkeypatch.setenv("SEQLAB_PRECISION", "fp32")  # the rows below on every CPU kind: where auto is bf16, the race
+    # adds an fp32 run per seed
     out = tmp_path / "race.json"
     date_race.main(["--data-dir", str(data_dir), "--book-repo", str(book_repo), "--book-epochs", "1",
                     "--seeds", "1", "2", "--peer-venv", str(peer_venv), "--json", str(out), "--results", str(tmp_path)])
