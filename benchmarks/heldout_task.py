@@ -4,7 +4,8 @@
 
 The run's corpus is read (a built-in task, regenerated from its config, or the book's ``date.txt`` /
 ``addition.txt``, whose task is its file name); new pairs are drawn from the same task by seqlab's
-generator (data/tasks.py writes the book's surface forms), every source that occurs in the run's corpus
+generator (data/tasks.py writes the book's surface forms; an execute run's programs with its corpus's length,
+nesting and mix), every source that occurs in the run's corpus
 (train, valid or test) is skipped, and the first ``--size`` of the rest are translated and scored by exact
 match: a check that the model learnt the task, not its test split.
 
@@ -79,7 +80,8 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"--seed {args.seed} is the seed of the run's own corpus")
     splits = load_splits(translator.config.data, resolve_data_dir(args.data_dir))
     known = {source for pairs in splits.values() for source, _ in pairs}
-    drawn = generate_task(task, args.size + len(known), args.seed)
+    options = corpus.options() if isinstance(corpus, TaskCorpus) else {}  # execute: the run's length, nesting, mix
+    drawn = generate_task(task, args.size + len(known), args.seed, **options)
     fresh = [(s, t) for s, t in drawn if s not in known][:args.size]
     hypotheses = translator.translate([s for s, _ in fresh], beam=args.beam)
     references = [translator.normalize_target(t) for _, t in fresh]

@@ -9,6 +9,7 @@ import re
 import pytest
 
 from seqlab.config import parse_config
+from seqlab.corpora import TaskCorpus
 from seqlab.data.programs import program, run
 from seqlab.data.tasks import generate_task
 
@@ -57,6 +58,8 @@ def test_a_config_reads_the_task_with_its_length_and_nesting():
     config = parse_config({"data": {"corpus": {"format": "task", "task": "execute", "size": 300, "length": 2,
                                                "nesting": 3}, "split": {"valid": 50, "test": 50}},
                            "tokens": {"source": {"level": "char"}, "shared": True}})
+    corpus = config.data.corpus
+    assert isinstance(corpus, TaskCorpus) and corpus.options() == {"length": 2, "nesting": 3, "mix": False}
     splits = load_splits(config.data, resolve_data_dir(None))
     train = splits["train"]
     assert len(train) == 200 and all(run(source) == target for source, target in train)

@@ -22,6 +22,11 @@ class TaskCorpus(Section):
     mix: bool = Field(False, description="execute: each program's length and nesting drawn from 1..length and "
                                          "1..nesting (the paper's mix strategy)")
 
+    def options(self) -> dict[str, int | bool]:
+        """The keyword options of the task's generator (``data.tasks.generate_task``): execute's length, nesting
+        and mix; none for date and addition."""
+        return {"length": self.length, "nesting": self.nesting, "mix": self.mix} if self.task == "execute" else {}
+
 
 class BookCorpus(Section):
     """The book's files (DLFS2 ``date.txt``/``addition.txt``): ``question_answer`` padded with spaces."""

@@ -209,8 +209,7 @@ def _read_csv(path: Path, source_column: str, target_column: str, bad: BadLines)
 def read_corpus(spec: Corpus | SquadCorpus, data_dir: Path, skip_bad_lines: bool = False) -> list[Pair]:
     """All pairs of one corpus, in file order; relative paths are read under ``data_dir``."""
     if isinstance(spec, TaskCorpus):
-        options = {"length": spec.length, "nesting": spec.nesting, "mix": spec.mix} if spec.task == "execute" else {}
-        return generate_task(spec.task, spec.size, spec.seed, **options)
+        return generate_task(spec.task, spec.size, spec.seed, **spec.options())
     if isinstance(spec, SquadCorpus):
         raise DataError(f"{spec.path}: a SQuAD file holds questions about contexts, which model.type span reads")
     bad = BadLines(skip_bad_lines)
