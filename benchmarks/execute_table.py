@@ -36,13 +36,13 @@ from scoreboard import Result, Table, command, spread
 
 from seqlab.corpora import TaskCorpus
 from seqlab.data import Pair, load_splits, resolve_data_dir
-from seqlab.data.batching import chunks, collate
 from seqlab.data.programs import program
+from seqlab.evaluate import EncodedSplit, teacher_forced
 from seqlab.metrics import exact_match, seen_form
-from seqlab.model import evaluating
 from seqlab.predictors.translator import Translator, load
 from seqlab.specials import PAD
 
+BATCH_TOKENS = 4096  # teacher-forced batches (padded source + target tokens)
 TRIES = 50  # draws per wanted program before a cell settles for fewer (length 1, nesting 1 has ~34,000 programs)
 
 
@@ -72,20 +72,13 @@ def fresh_programs(length: int, nesting: int, size: int, seed: int, known: set[s
 
 
 @torch.no_grad()
-def character_accuracy(translator: Translator, pairs: list[Pair], batch: int = 256) -> float:
+def character_accuracy(translator: Translator, split: EncodedSplit) -> float:
     """% of target characters (and ends) that the model ranks first given the program and the true ones before."""
-    src = translator.encode_sources([s for s, _ in pairs])
-    trg = translator.encode_targets([t for _, t in pairs])
     right = total = 0
-    with evaluating(translator.model):
-        for indices in chunks(list(range(len(pairs))), batch):
-            batch_ids = collate([src[i] for i in indices], [trg[i] for i in indices],
-                                translator.target_eos).to(translator.device)
-            with translator.autocast():
-                logits = translator.model(batch_ids.src, batch_ids.trg_in)  # (batch, trg_len, vocab)
-            real = batch_ids.trg_out != PAD  # (batch, trg_len)
-            right += int(((logits.argmax(-1) == batch_ids.trg_out) & real).sum())
-            total += int(real.sum())
+    for logits, targets in teacher_forced(translator, split, BATCH_TOKENS):
+        real = targets != PAD  # (batch, len)
+        right += int(((logits.argmax(-1) == targets) & real).sum())
+        total += int(real.sum())
     return 100 * right / max(total, 1)
 
 
@@ -100,12 +93,10 @@ def score_cells(run_dir: Path, size: int, seed: int, data_dir: str | None) -> di
     cells = []
     for nesting in range(1, corpus.nesting + 1):
         for length in range(1, corpus.length + 1):
-            pairs = fresh_programs(length, nesting, size, seed, known)
-            hypotheses = translator.translate([s for s, _ in pairs])
-            references = [translator.normalize_target(t) for _, t in pairs]
-            cells.append({"length": length, "nesting": nesting, "programs": len(pairs),
-                          "exact_match": exact_match(hypotheses, references),
-                          "character_accuracy": character_accuracy(translator, pairs)})
+            split = EncodedSplit.build(translator, fresh_programs(length, nesting, size, seed, known), "fresh")
+            cells.append({"length": length, "nesting": nesting, "programs": len(split.src),
+                          "exact_match": exact_match(translator.translate_ids(split.src), split.references),
+                          "character_accuracy": character_accuracy(translator, split)})
     return {"run": str(run_dir), "length": corpus.length, "nesting": corpus.nesting, "cells": cells}
 
 

@@ -1,4 +1,4 @@
-"""A trained date or addition model on freshly generated problems that are in none of its splits.
+"""A trained date, addition or execute model on freshly generated problems that are in none of its splits.
 
     python benchmarks/heldout_task.py RUN_DIR [--data-dir DIR] [--size 3000] [--seed 2026] [--beam 1]
 
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> None:
     translator = load(args.run_dir)
     task = task_of(translator.config.data)
     if task is None:
-        parser.error(f"{args.run_dir}: not trained on a date or addition corpus (a built-in task or the book's files)")
+        parser.error(f"{args.run_dir}: not trained on a built-in task (date, addition, execute) or on the book's files")
     corpus = translator.config.data.corpus
     if isinstance(corpus, TaskCorpus) and args.seed == corpus.seed:
         parser.error(f"--seed {args.seed} is the seed of the run's own corpus")

@@ -6,7 +6,7 @@ SQuAD's exact match and F1 of its best spans."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,6 +22,7 @@ from seqlab.model import evaluating
 from seqlab.predictors.answerer import Answerer, Encoded, answer_spans
 from seqlab.predictors.classifier import Classifier
 from seqlab.predictors.translator import Translator
+from seqlab.specials import PAD
 
 
 @dataclass
@@ -46,18 +47,26 @@ class EncodedSplit:
 
 
 @torch.no_grad()
-def teacher_forced_loss(translator: Translator, split: EncodedSplit, batch_tokens: int) -> float:
-    """Mean cross-entropy per target token (no label smoothing)."""
+def teacher_forced(translator: Translator, split: EncodedSplit, batch_tokens: int
+                   ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
+    """The split in batches of ``batch_tokens``, each read with teacher forcing (the decoder given the true target
+    before every position): its logits (batch, len, vocab) and the targets they predict (batch, len), PAD after."""
     model = translator.model
-    total, tokens = 0.0, 0
     with evaluating(model):
         for indices in length_batches([len(s) for s in split.src], [len(t) for t in split.trg], batch_tokens, seed=0):
             batch = collate([split.src[i] for i in indices], [split.trg[i] for i in indices],
                             translator.target_eos).to(translator.device)
             with translator.autocast():
                 logits = model(batch.src, batch.trg_in)
-            total += float(token_nll_sum(logits, batch.trg_out))
-            tokens += batch.num_target_tokens
+            yield logits, batch.trg_out
+
+
+def teacher_forced_loss(translator: Translator, split: EncodedSplit, batch_tokens: int) -> float:
+    """Mean cross-entropy per target token (no label smoothing)."""
+    total, tokens = 0.0, 0
+    for logits, targets in teacher_forced(translator, split, batch_tokens):
+        total += float(token_nll_sum(logits, targets))
+        tokens += int((targets != PAD).sum())
     return total / max(tokens, 1)
 
 

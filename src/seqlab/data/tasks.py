@@ -97,7 +97,6 @@ def _distinct(draw: Callable[[], Pair], n: int, space: int | None, task: str) ->
     return pairs
 
 
-
 DAYS = (LAST_DAY - FIRST_DAY).days + 1
 # Distinct sources of one day: one per format (its casings are one source, see seen_form).
 DATE_FORMS_PER_DAY = len(DATE_FORMATS)
@@ -148,7 +147,7 @@ TASKS: dict[str, Callable[..., list[Pair]]] = {
 }
 
 
-def generate_task(name: str, n: int, seed: int, **options: int) -> list[Pair]:
+def generate_task(name: str, n: int, seed: int, **options: int | bool) -> list[Pair]:
     """``n`` pairs of the built-in task ``name`` ("date", "addition" or "execute", whose ``length``, ``nesting``
     and ``mix`` are ``options``), the same for the same seed."""
     try:
