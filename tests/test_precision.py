@@ -9,8 +9,11 @@ import torch
 from seqlab import precision
 from seqlab.config import ConfigError
 from seqlab.model import build_model
+from seqlab.model.lm import RNNLM
+from seqlab.model.rnn import RNNConfig, RNNSeq2seq
 from seqlab.model.transformer import TransformerConfig
 from seqlab.runtime import Runtime, quantize_int8
+from seqlab.specials import EOS, PAD
 
 
 @pytest.fixture
@@ -114,3 +117,47 @@ def test_a_runtime_is_resolved_once_and_runs_the_model_as_it_says(monkeypatch, c
     assert isinstance(placed[0], torch.ao.nn.quantized.dynamic.Linear) and not placed.training
     assert Runtime.for_inference("cpu", "fp32").place(model) is model and not model.training
     assert int8.describe() == "int8 on cpu" and runtime.describe() == "bf16 on cpu"
+
+
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_lstm_models_train_under_bf16_autocast_on_any_cpu(bidirectional):
+    """An LSTM seq2seq model (its encoder's padded and packed paths and its decoder) and an LSTM language model
+    run forward and backward under the bf16 runtime's autocast, whether oneDNN has a bf16 LSTM on this CPU or
+    not (AVX2 with SEQLAB_PRECISION=bf16 has none, and used to fail "could not create a primitive descriptor")."""
+    torch.manual_seed(0)
+    attention = "general" if bidirectional else "dot"  # dot needs equal encoder and decoder sizes
+    config = RNNConfig(cell="lstm", embedding_size=8, hidden_size=12, attention=attention, bidirectional=bidirectional)
+    seq2seq = RNNSeq2seq(config, 20, 15)
+    lm = RNNLM(20, "lstm", 8, 8, num_layers=2, dropout=0.0)
+    src = torch.tensor([[5, 6, 7, EOS, PAD], [5, 6, 7, 8, EOS]])
+    with Runtime(precision="bf16").autocast():
+        loss = seq2seq(src, torch.randint(4, 15, (2, 4))).float().square().mean()
+        loss = loss + lm(torch.randint(4, 20, (2, 6)))[0].float().square().mean()
+    loss.backward()
+    assert torch.isfinite(loss)
+    grads = [p.grad for p in [*seq2seq.parameters(), *lm.parameters()] if p.requires_grad]
+    assert all(g is not None and torch.isfinite(g).all() for g in grads)
+
+
+@pytest.mark.parametrize("has_kernel", [False, True])
+def test_recurrent_kernels_switch_onednn_off_only_under_bf16_autocast_without_its_lstm(monkeypatch, has_kernel):
+    monkeypatch.setattr(precision, "onednn_bf16_lstm", lambda: has_kernel)
+    enabled = torch.backends.mkldnn.enabled
+    with precision.recurrent_kernels():  # no autocast: nothing changes
+        assert torch.backends.mkldnn.enabled == enabled
+    with torch.autocast("cpu", dtype=torch.bfloat16), precision.recurrent_kernels():
+        assert torch.backends.mkldnn.enabled == (enabled and has_kernel)
+    assert torch.backends.mkldnn.enabled == enabled  # switched back on after the call
+
+
+def test_the_onednn_lstm_probe_agrees_with_a_real_call():
+    """``onednn_bf16_lstm`` is what an LSTM under bf16 autocast does on this CPU: it runs, or oneDNN refuses it."""
+    lstm = torch.nn.LSTM(3, 4, batch_first=True)
+    try:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            lstm(torch.randn(2, 5, 3))
+        runs = True
+    except RuntimeError as error:
+        assert "primitive descriptor" in str(error)
+        runs = False
+    assert precision.onednn_bf16_lstm() == runs

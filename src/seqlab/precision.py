@@ -28,9 +28,11 @@ measure both on one machine.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import torch
@@ -104,6 +106,39 @@ def resolve(precision: str, device_type: str = "cpu") -> str:
     if precision == "bf16" and choice == "fp32":
         _warn_not_bf16(forced() is not None)
     return choice
+
+
+@functools.cache
+def onednn_bf16_lstm() -> bool:
+    """Whether oneDNN builds its LSTM kernel in bf16 on this CPU, probed once with a tiny LSTM under bf16
+    autocast. Where bf16 is emulated (an AVX2-only CPU with ``SEQLAB_PRECISION=bf16``) it does not: the call fails
+    with "could not create a primitive descriptor for the LSTM forward propagation primitive"."""
+    lstm = torch.nn.LSTM(2, 2, batch_first=True)
+    try:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            lstm(torch.zeros(1, 1, 2))
+    except RuntimeError:
+        return False
+    return True
+
+
+def recurrent_kernels() -> contextlib.AbstractContextManager:
+    """Wrapped around a recurrent layer's call: under CPU bf16 autocast where oneDNN has no bf16 LSTM kernel
+    (``onednn_bf16_lstm``), oneDNN is switched off for the call and PyTorch's own kernels run the layer; nothing
+    changes elsewhere (fp32, native bf16, CUDA)."""
+    bf16_on_cpu = torch.is_autocast_enabled("cpu") and torch.get_autocast_dtype("cpu") == torch.bfloat16
+    return _without_onednn() if bf16_on_cpu and not onednn_bf16_lstm() else contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def _without_onednn() -> Iterator[None]:
+    """oneDNN switched off for a block (only it: ``torch.backends.mkldnn.flags`` also resets its other flags)."""
+    saved = torch.backends.mkldnn.enabled
+    torch.backends.mkldnn.enabled = False  # type: ignore[assignment]  # a module property, typed as its descriptor
+    try:
+        yield
+    finally:
+        torch.backends.mkldnn.enabled = saved
 
 
 def describe() -> str:

@@ -29,6 +29,7 @@ from torch import nn
 from seqlab.config import Config, ModelSection
 from seqlab.model.init import Initialisation, book_init
 from seqlab.model.masks import example_ids
+from seqlab.precision import recurrent_kernels
 from seqlab.specials import PAD
 
 LayerState = torch.Tensor | tuple[torch.Tensor, torch.Tensor]
@@ -105,7 +106,8 @@ class RNNLM(nn.Module):
         x = self.drop(self.embedding(ids))  # (B, T, E)
         carried: LMState = []
         for i, layer in enumerate(self.layers):
-            x, layer_state = layer(x, None if state is None else state[i])  # (B, T, H)
+            with recurrent_kernels():
+                x, layer_state = layer(x, None if state is None else state[i])  # (B, T, H)
             carried.append(layer_state)
             x = self.drop(x)
         return self.output(x), carried

@@ -47,6 +47,7 @@ from seqlab.model.dropout import Dropout
 from seqlab.model.init import Initialisation, book_init
 from seqlab.model.masks import example_ids
 from seqlab.model.rnn_attention import RNNAttention
+from seqlab.precision import recurrent_kernels
 from seqlab.specials import EOS, PAD
 
 CELLS = {"rnn": nn.RNN, "gru": nn.GRU, "lstm": nn.LSTM}
@@ -190,10 +191,12 @@ class RNNEncoder(nn.Module):
         would start in the padding, so bidirectional layers run on packed sequences.
         """
         if not layer.bidirectional:
-            out, _ = layer(inputs)  # (batch, src_len, hidden)
+            with recurrent_kernels():
+                out, _ = layer(inputs)  # (batch, src_len, hidden)
             last = (lengths - 1).clamp(min=0).view(-1, 1, 1).expand(-1, 1, out.size(-1))
             return out, out.gather(1, last).squeeze(1)
-        packed, final = layer(pack_padded_sequence(inputs, lengths.cpu(), batch_first=True, enforce_sorted=False))
+        with recurrent_kernels():
+            packed, final = layer(pack_padded_sequence(inputs, lengths.cpu(), batch_first=True, enforce_sorted=False))
         out, _ = pad_packed_sequence(packed, batch_first=True, total_length=inputs.size(1))
         h = final[0] if isinstance(final, tuple) else final  # (directions, batch, hidden)
         return out, h.transpose(0, 1).reshape(h.size(1), -1)  # forward and backward side by side
@@ -271,7 +274,8 @@ class RNNDecoder(nn.Module):
             assert ids.size(1) == 1 and self.attention is not None, "Bahdanau attention runs one step at a time"
             context, weights = self.attention(state[0][-1].unsqueeze(1), memory, src_pad)  # (batch, 1, encoder_size)
             x = torch.cat([context, x], dim=-1)
-        s, new_state = self.rnn(x, state if self.cell == "lstm" else state[0])  # s: (batch, steps, hidden), s_t
+        with recurrent_kernels():
+            s, new_state = self.rnn(x, state if self.cell == "lstm" else state[0])  # s: (batch, steps, hidden), s_t
         new_state = new_state if isinstance(new_state, tuple) else (new_state,)
         if self.attention_kind != "bahdanau" and self.attention is not None:  # Luong: the query is s_t
             context, weights = self.attention(s, memory, src_pad)
