@@ -147,7 +147,7 @@ def _section(result: Result) -> str:
              + (f"; load average at the end {' / '.join(map(str, m['load_average']))} (1 / 5 / 15 min)"
                 if "load_average" in m else ""))
     parts = [f"## {result.title} — {m['kind']}", f"`{result.command}`", f"{result.date}, commit {result.commit}; {where}; "
-             f"{len(result.runs)} runs.", *(_markdown(table) for table in result.tables)]
+             f"{len(result.runs)} run{'' if len(result.runs) == 1 else 's'}.", *(_markdown(table) for table in result.tables)]
     if result.notes:
         parts.append("\n".join(f"- {note}" for note in result.notes))
     return "\n\n".join(parts)
