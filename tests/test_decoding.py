@@ -15,7 +15,7 @@ from seqlab.decoding import (
     sample,
     search,
 )
-from seqlab.decoding.beam import length_penalty
+from seqlab.decoding.beam import Finished, length_penalty
 from seqlab.model import build_model
 from seqlab.model.rnn import RNNConfig
 from seqlab.model.transformer import TransformerConfig
@@ -322,3 +322,19 @@ def test_beam_of_two_finds_the_sentence_greedy_misses():
     assert [h.tokens for h in best] == [[I_, WAS], [HE, HIT]]
     assert best[0].log_prob == pytest.approx(math.log(0.36), abs=1e-5)
     assert beam_search(_Seed003(), src, limits, beam_size=1)[0][0].tokens == greedy.tokens
+
+
+def test_finished_hypotheses_keep_the_best_n_and_the_earlier_of_equal_scores():
+    """Each sentence keeps its nbest best finished hypotheses in tensors; a tie keeps the one found first, as a
+    stable sort of all of them would; a sentence not taking part keeps what it had."""
+    finished = Finished.empty(batch=2, nbest=2, max_len=3, device=torch.device("cpu"))
+    words = torch.tensor([[[5, PAD, PAD], [6, PAD, PAD]]])  # (1 sentence, k=2, max_len)
+    finished.take(torch.tensor([0]), torch.tensor([[-1.0, -torch.inf]]), torch.tensor([[-1.0, -9.0]]),
+                  torch.tensor([[1, 1]]), 1, words, None)
+    words = torch.tensor([[[7, 8, PAD], [9, 9, PAD]]])
+    finished.take(torch.tensor([0]), torch.tensor([[-1.0, -0.5]]), torch.tensor([[-2.0, -1.0]]),
+                  torch.tensor([[2, 2]]), 3, words, None)
+    (first, second), nothing = finished.hypotheses()
+    assert (first.tokens, first.score, first.log_prob) == ([9, 9], -0.5, -1.0)
+    assert (second.tokens, second.score, second.log_prob) == ([5], -1.0, -1.0)  # found before the equal [7, 8]
+    assert nothing == []
