@@ -96,6 +96,9 @@ class _Rows:
     def select(self, rows: torch.Tensor, same_sources: bool = False) -> _Rows:
         return _Rows(len(rows))
 
+    def beams(self, k: int) -> _Rows:
+        return _Rows(self.n * k)
+
 
 def test_target_width_is_refused_where_it_cannot_apply(tmp_path):
     raw = fixed_config(tmp_path).model_dump(mode="json")

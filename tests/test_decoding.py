@@ -296,6 +296,9 @@ class _Prefixes:
     def select(self, rows: torch.Tensor, same_sources: bool = False) -> "_Prefixes":
         return _Prefixes([self.rows[i] for i in rows.tolist()])
 
+    def beams(self, k: int) -> "_Prefixes":
+        return _Prefixes([row for row in self.rows for _ in range(k)])
+
 
 class _Seed003:
     """A decoder whose next-word distribution is the table above; after two words, <eos>."""
@@ -338,3 +341,22 @@ def test_finished_hypotheses_keep_the_best_n_and_the_earlier_of_equal_scores():
     assert (first.tokens, first.score, first.log_prob) == ([9, 9], -0.5, -1.0)
     assert (second.tokens, second.score, second.log_prob) == ([5], -1.0, -1.0)  # found before the equal [7, 8]
     assert nothing == []
+
+
+def test_the_beams_of_a_source_share_its_cross_attention_keys_and_values():
+    """``beams(k)`` keeps the Transformer's cross-attention K, V once per source; its k beams attend to them as
+    one block of queries, with the logits and weights of K, V copied per beam; dropping a sentence drops its."""
+    model, src = _model("transformer"), _sources(6)
+    shared = model.start(src).beams(3)
+    copied = model.start(src).select(torch.arange(6).repeat_interleave(3))
+    assert shared.memory_kv[0][0].size(0) == 6 and copied.memory_kv[0][0].size(0) == 18
+    ids = torch.randint(3, 9, (18,))
+    with torch.no_grad():
+        logits, after, weights = model.step(ids, shared, need_weights=True)
+        logits_copied, _, weights_copied = model.step(ids, copied, need_weights=True)
+    torch.testing.assert_close(logits, logits_copied)
+    torch.testing.assert_close(weights, weights_copied)
+    kept = after.select(torch.tensor([2, 0, 1, 10, 9, 11]))  # sentences 0 and 3, their beams reordered
+    assert kept.group == 3
+    torch.testing.assert_close(kept.memory_kv[1][1], shared.memory_kv[1][1][[0, 3]])
+    torch.testing.assert_close(kept.past[0][0], after.past[0][0][[2, 0, 1, 10, 9, 11]])

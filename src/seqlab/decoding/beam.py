@@ -120,7 +120,7 @@ def beam_search(
     max_len = int(limits.max())
     finished = Finished.empty(batch, nbest, max_len, device)
     alive = torch.arange(batch, device=device)  # the sentences still searched, in the order of the rows below
-    state = model.start(src).select(alive.repeat_interleave(k))  # row b·k + j: beam j of sentence b
+    state = model.start(src).beams(k)  # row b·k + j: beam j of sentence b
     ids = torch.full((batch * k,), SOS, dtype=torch.long, device=device)
     scores = torch.full((batch, k), -torch.inf, device=device)  # (alive, k) log-probabilities of the beams, best first
     scores[:, 0] = 0.0  # at the start only one beam is real

@@ -28,6 +28,9 @@ class PrefixState:
         memory = tuple(m[rows] for m in self.memory) if isinstance(self.memory, tuple) else self.memory[rows]
         return PrefixState(memory, self.src_mask[rows], self.prefix[rows])
 
+    def beams(self, k: int) -> PrefixState:
+        return self.select(torch.arange(self.prefix.size(0)).repeat_interleave(k))
+
 
 class PrefixDecoder:
     def __init__(self, model: Seq2seq) -> None:

@@ -7,7 +7,10 @@ A model decodes step by step through three calls (``Transformer`` and ``RNNSeq2s
   ids (batch,), get the next word's logits (batch, vocab) and, if asked, the cross-attention weights
   (batch, layers, heads, src_len);
 * ``state.select(rows, same_sources)``: keep, repeat or reorder sentences (beam search); with
-  ``same_sources`` the rows only reorder copies of the same source, whose encoder parts stay in place.
+  ``same_sources`` the rows only reorder copies of the same source, whose encoder parts stay in place;
+* ``state.beams(k)``: each sentence's row repeated k times (row b·k + j: beam j of sentence b), beam search's
+  start. A state may keep what the beams of a sentence share (its source's parts) once per sentence: every
+  later ``select`` then names rows in groups of k that extend one sentence, as beam search's do.
 
 Greedy, beam and sampling are strategies outside the models, written against this contract only. A model's
 state is its own type (its caches); a strategy only hands it back to the model that made it.
@@ -32,6 +35,9 @@ State = TypeVar("State", bound="DecoderState")
 
 class DecoderState(Protocol):
     def select(self: State, rows: torch.Tensor, same_sources: bool = False) -> State: ...
+
+    def beams(self: State, k: int) -> State: ...
+
 
 
 class StepDecoder(Protocol[State]):

@@ -183,6 +183,10 @@ class OnnxState:
             return OnnxState(self.src, self.memory_kv, past)
         return OnnxState(self.src.index_select(0, rows), self.memory_kv.index_select(2, rows), past)
 
+    def beams(self, k: int) -> OnnxState:
+        """Each sentence's row k times in a row (the graph takes K, V per row)."""
+        return self.select(torch.arange(self.src.size(0)).repeat_interleave(k))
+
 
 class OnnxSeq2seq:
     """The step contract (``start``, ``step``, ``state.select``) over the exported graphs in ONNX Runtime."""

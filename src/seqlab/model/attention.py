@@ -38,6 +38,21 @@ def scaled_dot_product_attention(
     return (F.dropout(weights, dropout) if dropout else weights) @ v, weights
 
 
+def grouped(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The reference path for g rows per source: q (sources · g, heads, 1, d_k), k, v (sources, heads, k_len, d),
+    mask (sources, 1, 1, k_len). Each source's g queries are one (g, d_k) block against its K: a matrix product
+    instead of g matrix-vector products over g copies of K. Returns (sources · g, heads, 1, d_v) and the weights
+    (sources · g, heads, 1, k_len)."""
+    sources, heads, _, depth = k.shape
+    g = q.size(0) // sources
+    assert q.size(2) == 1 and q.size(0) == sources * g, "grouped attention takes one query per row"
+    out, weights = scaled_dot_product_attention(q.view(sources, g, heads, depth).transpose(1, 2), k, v, mask)
+    return (out.transpose(1, 2).reshape(sources * g, heads, 1, -1),  # (sources, heads, g, d) -> rows
+            weights.transpose(1, 2).reshape(sources * g, heads, 1, -1))
+
+
 class MultiHeadAttention(nn.Module):
     """W_Q, W_K, W_V (d_model -> d_model), split into heads, attention, concat, W_O.
 
@@ -81,10 +96,14 @@ class MultiHeadAttention(nn.Module):
         mask: torch.Tensor | None = None,
         need_weights: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """query (batch, q_len, d_model) against projected K, V (batch, heads, k_len, depth)."""
+        """query (batch, q_len, d_model) against projected K, V (batch, heads, k_len, depth); or, one query per row,
+        the rows of a beam search (sources · g, 1, d_model) against the K, V of their sources (sources, heads,
+        k_len, depth), each source's g rows in a row, which read its K, V once (``grouped``)."""
         q = self.split_heads(self.w_q(query))
         p = self.dropout if self.training else 0.0
-        if need_weights or not self.fused or q.dtype != torch.float32 or q.size(2) == 1:
+        if k.size(0) != q.size(0):
+            out, weights = grouped(q, k, v, mask)
+        elif need_weights or not self.fused or q.dtype != torch.float32 or q.size(2) == 1:
             out, weights = scaled_dot_product_attention(q, k, v, mask, p)
         else:
             keep = None if mask is None else ~mask  # SDPA's boolean masks mark the positions that take part

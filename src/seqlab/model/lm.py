@@ -179,3 +179,9 @@ class LMDecoderState:
                   for s in self.hidden]
         pending = None if self.pending is None else self.pending.index_select(0, rows)
         return LMDecoderState(hidden, pending)  # type: ignore[arg-type]
+
+    def beams(self, k: int) -> LMDecoderState:
+        """Each prompt's row k times in a row."""
+        first = self.hidden[0]
+        h = first[0] if isinstance(first, tuple) else first  # (layers, B, H)
+        return self.select(torch.arange(h.size(1), device=h.device).repeat_interleave(k))

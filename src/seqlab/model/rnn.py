@@ -388,3 +388,7 @@ class RNNState:
             return RNNState(self.memory, self.src_pad, self.final, hidden)
         memory, src_pad, final = (t.index_select(0, rows) for t in (self.memory, self.src_pad, self.final))
         return RNNState(memory, src_pad, final, hidden)
+
+    def beams(self, k: int) -> RNNState:
+        """Each sentence's row k times in a row (its encoder states copied per beam)."""
+        return self.select(torch.arange(self.memory.size(0), device=self.memory.device).repeat_interleave(k))

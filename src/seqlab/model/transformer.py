@@ -378,28 +378,39 @@ class Transformer(nn.Module):
         position's keys and values cached, and (if asked) the cross-attention weights (batch, layers, heads,
         src_len). Only the new position is computed: earlier ones are read from the cache."""
         hidden, weights, past = self.decoder(ids[:, None], state.memory_kv, state.src_mask, need_weights, state.past)
-        state = TransformerState(state.src_mask, state.memory_kv, past)
+        state = TransformerState(state.src_mask, state.memory_kv, past, state.group)
         stacked = torch.stack(weights, dim=1)[:, :, :, 0] if need_weights else None  # (batch, layers, heads, src_len)
         return self.generator(hidden[:, 0]), state, stacked
 
 
 @dataclass(frozen=True)
 class TransformerState:
-    """What incremental decoding keeps per sentence (row): the source's padding mask and cross-attention
-    K, V (computed once), and the self-attention K, V of every target position decoded so far."""
+    """What incremental decoding keeps: per source, its padding mask and cross-attention K, V (computed once);
+    per row, the self-attention K, V of every target position decoded so far. A source has ``group`` rows in a
+    row (its beams, ``beams(k)``), which attend to its one K, V (``MultiHeadAttention.attend``)."""
 
-    src_mask: torch.Tensor  # (batch, 1, 1, src_len)
-    memory_kv: list[KV]  # per layer, each (batch, heads, src_len, depth)
-    past: list[KV]  # per layer, each (batch, heads, steps, depth)
+    src_mask: torch.Tensor  # (sources, 1, 1, src_len)
+    memory_kv: list[KV]  # per layer, each (sources, heads, src_len, depth)
+    past: list[KV]  # per layer, each (sources · group, heads, steps, depth)
+    group: int = 1
 
     def select(self, rows: torch.Tensor, same_sources: bool = False) -> TransformerState:
         """Keep, repeat or reorder sentences: row i of the result is row ``rows[i]`` (beam search).
 
         ``same_sources``: row i already holds the source of row ``rows[i]`` (beams reordered among the
-        copies of one sentence), so the per-source parts are kept as they are, not copied."""
-        def pick(kvs: list[KV]) -> list[KV]:  # index_select: ~4× faster than k[rows] for these copies
-            return [(k.index_select(0, rows), v.index_select(0, rows)) for k, v in kvs]
+        copies of one sentence), so the per-source parts are kept as they are, not copied. After
+        ``beams(k)``, rows come in groups of k extending one source, which keeps its one K, V."""
+        def pick(kvs: list[KV], index: torch.Tensor) -> list[KV]:  # index_select: ~4× faster than k[rows]
+            return [(k.index_select(0, index), v.index_select(0, index)) for k, v in kvs]
 
         if same_sources:
-            return TransformerState(self.src_mask, self.memory_kv, pick(self.past))
-        return TransformerState(self.src_mask.index_select(0, rows), pick(self.memory_kv), pick(self.past))
+            return TransformerState(self.src_mask, self.memory_kv, pick(self.past, rows), self.group)
+        sources = rows.view(-1, self.group)[:, 0] // self.group  # (sources kept,)
+        return TransformerState(self.src_mask.index_select(0, sources), pick(self.memory_kv, sources),
+                                pick(self.past, rows), self.group)
+
+    def beams(self, k: int) -> TransformerState:
+        """k rows per source, sharing its cross-attention K, V; nothing is decoded yet, so no cache to copy."""
+        assert self.group == 1 and self.past[0][0].size(2) == 0, "beams(k) starts a search"
+        empty = self.past[0][0].repeat_interleave(k, dim=0)  # (sources · k, heads, 0, depth)
+        return TransformerState(self.src_mask, self.memory_kv, [(empty, empty)] * len(self.past), k)

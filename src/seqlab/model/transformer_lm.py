@@ -109,3 +109,8 @@ class TransformerLMState:
     def select(self, rows: torch.Tensor, same_sources: bool = False) -> TransformerLMState:
         past = [(k.index_select(0, rows), v.index_select(0, rows)) for k, v in self.past]
         return TransformerLMState(past, None if self.pending is None else self.pending.index_select(0, rows))
+
+    def beams(self, k: int) -> TransformerLMState:
+        """Each prompt's row k times in a row."""
+        rows = self.past[0][0]
+        return self.select(torch.arange(rows.size(0), device=rows.device).repeat_interleave(k))
