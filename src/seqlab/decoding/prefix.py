@@ -29,7 +29,7 @@ class PrefixState:
         return PrefixState(memory, self.src_mask[rows], self.prefix[rows])
 
     def beams(self, k: int) -> PrefixState:
-        return self.select(torch.arange(self.prefix.size(0)).repeat_interleave(k))
+        return self.select(torch.arange(self.prefix.size(0), device=self.prefix.device).repeat_interleave(k))
 
 
 class PrefixDecoder:

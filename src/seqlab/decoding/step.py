@@ -1,6 +1,6 @@
 """The step contract: how every decoding strategy calls a model, one output word at a time.
 
-A model decodes step by step through three calls (``Transformer`` and ``RNNSeq2seq`` both have them):
+A model decodes step by step through four calls (``Transformer`` and ``RNNSeq2seq`` both have them):
 
 * ``state = model.start(src)``: encode the sources (batch, src_len); nothing decoded yet;
 * ``logits, state, weights = model.step(ids, state, need_weights)``: feed the previous output words

@@ -189,7 +189,8 @@ class OnnxState:
 
 
 class OnnxSeq2seq:
-    """The step contract (``start``, ``step``, ``state.select``) over the exported graphs in ONNX Runtime."""
+    """The step contract (``start``, ``step``, ``state.select``, ``state.beams``) over the exported graphs in ONNX
+    Runtime."""
 
     def __init__(self, export_dir: Path, threads: int | None = None) -> None:
         ort = _onnxruntime()
