@@ -16,9 +16,12 @@ they go.
 Each engine decodes the whole split in batches of ``eval.batch_size`` sentences of similar length
 with at most ``eval.max_output_length`` words, after one warm-up batch, ``--repeats`` times (3: the mean ± sd and
 range are reported, and each ratio to seqlab's fastest setting with its range over pairs of repeats); beam search
-without length penalty. Every timer starts when the engine is handed
-the split's source ids, already loaded in memory, and stops when it has returned the output ids of
-every sentence: seqlab and CTranslate2 sort by length inside that time, JoeyNMT (which batches in
+without length penalty. seqlab, CTranslate2 and ONNX Runtime decode in worker processes of this script, a fresh one
+per engine, setting and repeat, taking turns (each once, then each again): a slow spell of the machine falls on
+all of them, and no engine's thread pool or memory is in another's process (CTranslate2's threads, once they have
+run, slow PyTorch in the same process by a fifth). JoeyNMT's repeats run in its own process after them. Every timer
+starts when the engine is handed the split's source ids, already loaded in memory, and stops when it has
+returned the output ids of every sentence: seqlab and CTranslate2 sort by length inside that time, JoeyNMT (which batches in
 file order) is handed the sources sorted by length. Loading the model and the data, converting the
 weights and turning ids into text are outside every timer. seqlab runs in fp32, bf16 autocast (where the CPU
 has native bf16) and with int8 linear layers;
@@ -61,6 +64,7 @@ WORKERS = {"joeynmt": "joeynmt_decode.py"}
 # decoded here, from seqlab's export: the target of ``seqlab export --to`` and the engine that loads it
 EXPORTS: dict[str, tuple[Literal["ctranslate2", "onnx"], Literal["ct2", "onnx"]]] = {
     "ctranslate2": ("ctranslate2", "ct2"), "onnxruntime": ("onnx", "onnx")}
+QUANTIZATIONS: tuple[Literal["float32", "int8"], ...] = ("float32", "int8")
 
 
 def peer_python(venv: Path) -> Path:
@@ -89,48 +93,66 @@ def export(translator: Translator, src: list[list[int]], out: Path) -> None:
     (out / "source.txt").write_text("".join(" ".join(map(str, s)) + "\n" for s in src))
 
 
-def variants(translator: Translator) -> list[tuple[str, Translator]]:
+def runtimes() -> dict[str, Runtime]:
     """seqlab's settings: fp32, bf16 autocast where this CPU has native bf16 (emulated bf16 is many times
-    slower), and int8 linear layers (``seqlab.load(run, int8=True)``); each the model in its own runtime."""
+    slower), and int8 linear layers (``seqlab.load(run, int8=True)``)."""
     cpu = torch.device("cpu")
-    runtimes = [("fp32", Runtime(cpu, "fp32"))] + ([("bf16", Runtime(cpu, "bf16"))] if native_bf16() else [])
-    return [(name, Translator(runtime.place(translator.model), translator.source, translator.target, translator.config,
-                              runtime)) for name, runtime in [*runtimes, ("int8", Runtime(cpu, "fp32", int8=True))]]
+    return {"fp32": Runtime(cpu, "fp32"), **({"bf16": Runtime(cpu, "bf16")} if native_bf16() else {}),
+            "int8": Runtime(cpu, "fp32", int8=True)}
 
 
-def seqlab_runs(translator: Translator, src: list[list[int]], beams: list[int], repeats: int) -> list[dict[str, Any]]:
-    return [run for setting, t in variants(translator) for run in timed_runs("seqlab", setting, t, src, beams, repeats)]
+def engines(peers: list[str]) -> list[tuple[str, str]]:
+    """Every (engine, setting) decoded by a worker process of this script: seqlab's, then the exports'."""
+    exported = [(peer, quantization) for peer in sorted(set(peers) & set(EXPORTS)) for quantization in QUANTIZATIONS]
+    return [("seqlab", setting) for setting in runtimes()] + exported
 
 
-def timed_runs(engine: str, setting: str, translator: Translator, src: list[list[int]], beams: list[int],
-               repeats: int) -> list[dict[str, Any]]:
-    """One translator's search over the split per beam size, after a warm-up batch, ``repeats`` times."""
-    runs = []
-    for beam in beams:
-        options = DecodeOptions(beam=beam)
-        translator.search_ids(src[: translator.config.eval.batch_size], options)  # warm-up
-        seconds, outputs = [], []
-        for _ in range(repeats):
-            start = time.perf_counter()
-            outputs = [hyps[0].tokens for hyps in translator.search_ids(src, options)]
-            seconds.append(time.perf_counter() - start)
-        runs.append({"engine": engine, "setting": setting, "beam": beam, "seconds": seconds, "outputs": outputs})
-    return runs
+def process_runs(args: argparse.Namespace, work: Path) -> list[dict[str, Any]]:
+    """Each (engine, setting) once per repeat, each time in a fresh worker process, taking turns (each engine once,
+    then each again), so that a slow spell of the machine falls on all of them and no engine's threads or memory
+    are in another's process; the repeats of one (engine, setting, beam) gathered."""
+    gathered: dict[tuple[str, str, int], dict[str, Any]] = {}
+    for _ in range(args.repeats):
+        for engine, setting in engines(args.peers):
+            command = [sys.executable, __file__, args.run_dir, "--split", args.split, "--beams", *map(str, args.beams),
+                       "--one", engine, setting, "--work", str(work), "--threads", str(torch.get_num_threads()),
+                       *(["--data-dir", args.data_dir] if args.data_dir else [])]
+            done = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True)
+            for line in done.stdout.splitlines():
+                run = json.loads(line)
+                kept = gathered.setdefault((run["engine"], run["setting"], run["beam"]), {**run, "seconds": []})
+                kept["seconds"] += run["seconds"]
+                kept["outputs"] = run["outputs"]
+    return list(gathered.values())
 
 
-def export_runs(peer: str, run_dir: str, src: list[list[int]], beams: list[int], repeats: int,
-                work: Path) -> list[dict[str, Any]]:
-    """``seqlab export --to ctranslate2|onnx`` in float32 and int8, decoded through ``seqlab translate --engine
-    ct2|onnx``'s path (``CT2Translator.search_ids``; seqlab's search over ``OnnxSeq2seq``)."""
+def one_run(args: argparse.Namespace) -> None:
+    """A worker: one engine in one setting decodes the split once per beam size, after a warm-up batch; a JSON
+    line per beam size to stdout."""
     import importlib
 
-    from seqlab.export import export, load_translator
+    from seqlab.export import load_translator
 
-    to, engine = EXPORTS[peer]
-    name = f"{peer} {importlib.import_module(peer).__version__}"
-    return [run for quantization in ("float32", "int8")
-            for run in timed_runs(name, quantization, load_translator(export(
-                run_dir, work / f"{to}-{quantization}", to, quantization), engine), src, beams, repeats)]
+    engine, setting = args.one
+    translator = load(args.run_dir)
+    if engine == "seqlab":
+        runtime = runtimes()[setting]
+        decoder = Translator(runtime.place(translator.model), translator.source, translator.target, translator.config,
+                             runtime)
+    else:
+        to, name = EXPORTS[engine]
+        decoder = load_translator(Path(args.work) / f"{to}-{setting}", name)
+        engine = f"{engine} {importlib.import_module(engine).__version__}"
+    pairs = load_splits(translator.config.data, resolve_data_dir(args.data_dir))[args.split]
+    src = EncodedSplit.build(translator, pairs, args.split).src
+    for beam in args.beams:
+        options = DecodeOptions(beam=beam)
+        decoder.search_ids(src[: decoder.config.eval.batch_size], options)  # warm-up
+        start = time.perf_counter()
+        outputs = [hyps[0].tokens for hyps in decoder.search_ids(src, options)]
+        seconds = time.perf_counter() - start
+        print(json.dumps({"engine": engine, "setting": setting, "beam": beam, "seconds": [seconds],
+                          "outputs": outputs}), flush=True)
 
 
 def peer_runs(python: Path, worker: str, export_dir: Path, beams: list[int], repeats: int,
@@ -179,21 +201,30 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--peers", nargs="+", choices=sorted([*WORKERS, *EXPORTS]), default=sorted([*WORKERS, *EXPORTS]))
     parser.add_argument("--peer-venv", type=Path, default=Path(tempfile.gettempdir()) / "seqlab-peers")
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--one", nargs=2, metavar=("ENGINE", "SETTING"), help=argparse.SUPPRESS)  # a worker's
+    parser.add_argument("--work", help=argparse.SUPPRESS)  # where the parent wrote the exports
     add_results_option(parser)
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.one:
+        one_run(args)
+        return
 
     translator = load(args.run_dir)
     if not isinstance(translator.config.model, TransformerConfig):
         raise SystemExit("the peers decode Transformers only; this run is an RNN")
     pairs = load_splits(translator.config.data, resolve_data_dir(args.data_dir))[args.split]
     split = EncodedSplit.build(translator, pairs, args.split)
+    from seqlab.export import export as export_model
+
     with tempfile.TemporaryDirectory() as tmp:
         export(translator, split.src, Path(tmp))
-        runs = seqlab_runs(translator, split.src, args.beams, args.repeats)
         for peer in sorted(set(args.peers) & set(EXPORTS)):
-            runs += export_runs(peer, args.run_dir, split.src, args.beams, args.repeats, Path(tmp))
+            to = EXPORTS[peer][0]
+            for quantization in QUANTIZATIONS:
+                export_model(args.run_dir, Path(tmp) / f"{to}-{quantization}", to, quantization)
+        runs = process_runs(args, Path(tmp))
         for peer in set(args.peers) & set(WORKERS):
             runs += peer_runs(peer_python(args.peer_venv), WORKERS[peer], Path(tmp), args.beams, args.repeats,
                               translator)

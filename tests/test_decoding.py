@@ -15,7 +15,7 @@ from seqlab.decoding import (
     sample,
     search,
 )
-from seqlab.decoding.beam import Finished, length_penalty
+from seqlab.decoding.beam import Finished, Paths, length_penalty
 from seqlab.model import build_model
 from seqlab.model.rnn import RNNConfig
 from seqlab.model.transformer import TransformerConfig
@@ -203,16 +203,35 @@ def test_sampling_limits(kind):
     assert any(len({tuple(h.tokens) for h in hs}) > 1 for hs in first)  # several different samples per input
 
 
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("options", [DecodeOptions(), DecodeOptions(beam=3, nbest=2),
+                                     DecodeOptions(sample=True, num_samples=2, seed=3)], ids=["greedy", "beam", "sample"])
+def test_every_hypothesis_carries_the_log_probability_of_each_of_its_words(kind, options):
+    """One per output word, and one for <eos> where it ended there: each equal to the model's by teacher forcing
+    (the first k words' sum), and all summing to the hypothesis's log-probability."""
+    model, src = _model(kind), _sources(6)
+    for row, hyps in zip(src, search(model, src, options, default_max=6)):
+        for h in hyps:
+            assert h.token_log_probs is not None
+            ended = len(h.token_log_probs) == len(h.tokens) + 1
+            assert len(h.token_log_probs) == len(h.tokens) + ended
+            assert sum(h.token_log_probs) == pytest.approx(h.log_prob, abs=1e-4)
+            prefixes = [(h.tokens[:j], False) for j in range(1, len(h.tokens) + 1)] + [(h.tokens, True)] * ended
+            cumulative = list(itertools.accumulate(h.token_log_probs))
+            assert _sequence_log_probs(model, row, prefixes) == pytest.approx(cumulative, abs=1e-4)
+
+
 def test_top_k_and_top_p_only_draw_allowed_words():
     from seqlab.decoding.sampling import sampler
 
-    logp = torch.log_softmax(torch.tensor([[3.0, 2.0, 1.0, 0.0, -1.0]]).repeat(2000, 1), dim=-1)
+    # the picker takes logits; the four specials first, far below the words (and <pad>, <sos> never drawn)
+    logits = torch.tensor([[-30.0, -30.0, -30.0, -30.0, 3.0, 2.0, 1.0, 0.0, -1.0]]).repeat(2000, 1)
     g = torch.Generator().manual_seed(0)
-    assert set(sampler(1.0, 2, 1.0, g)(logp).tolist()) == {0, 1}
-    probs = logp[0].exp()  # 0.64, 0.24, 0.09, ...: p = 0.8 needs the first two words
-    assert probs[0] < 0.8 < probs[0] + probs[1]
-    assert set(sampler(1.0, 0, 0.8, g)(logp).tolist()) == {0, 1}
-    assert set(sampler(1.0, 0, 1.0, g)(logp).tolist()) == {0, 1, 2, 3, 4}
+    assert set(sampler(1.0, 2, 1.0, g)(logits).tolist()) == {4, 5}
+    probs = logits[0].softmax(-1)  # 0.64, 0.24, 0.09, ...: p = 0.8 needs the first two words
+    assert probs[4] < 0.8 < probs[4] + probs[5]
+    assert set(sampler(1.0, 0, 0.8, g)(logits).tolist()) == {4, 5}
+    assert set(sampler(1.0, 0, 1.0, g)(logits).tolist()) == {4, 5, 6, 7, 8}
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -332,14 +351,18 @@ def test_finished_hypotheses_keep_the_best_n_and_the_earlier_of_equal_scores():
     stable sort of all of them would; a sentence not taking part keeps what it had."""
     finished = Finished.empty(batch=2, nbest=2, max_len=3, device=torch.device("cpu"))
     words = torch.tensor([[[5, PAD, PAD], [6, PAD, PAD]]])  # (1 sentence, k=2, max_len)
+    word_log_probs = torch.tensor([[[-1.0, 0.0, 0.0], [-9.0, 0.0, 0.0]]])
     finished.take(torch.tensor([0]), torch.tensor([[-1.0, -torch.inf]]), torch.tensor([[-1.0, -9.0]]),
-                  torch.tensor([[1, 1]]), 1, words, None)
+                  torch.tensor([[1, 1]]), 1, Paths(words, word_log_probs))
     words = torch.tensor([[[7, 8, PAD], [9, 9, PAD]]])
+    word_log_probs = torch.tensor([[[-1.0, -0.5, -0.5], [-0.5, -0.25, -0.25]]])  # the last: <eos>'s
     finished.take(torch.tensor([0]), torch.tensor([[-1.0, -0.5]]), torch.tensor([[-2.0, -1.0]]),
-                  torch.tensor([[2, 2]]), 3, words, None)
+                  torch.tensor([[2, 2]]), 3, Paths(words, word_log_probs))
     (first, second), nothing = finished.hypotheses()
     assert (first.tokens, first.score, first.log_prob) == ([9, 9], -0.5, -1.0)
+    assert first.token_log_probs == [-0.5, -0.25, -0.25]  # its three steps: two words and <eos>
     assert (second.tokens, second.score, second.log_prob) == ([5], -1.0, -1.0)  # found before the equal [7, 8]
+    assert second.token_log_probs == [-1.0]
     assert nothing == []
 
 
@@ -359,4 +382,6 @@ def test_the_beams_of_a_source_share_its_cross_attention_keys_and_values():
     kept = after.select(torch.tensor([2, 0, 1, 10, 9, 11]))  # sentences 0 and 3, their beams reordered
     assert kept.group == 3
     torch.testing.assert_close(kept.memory_kv[1][1], shared.memory_kv[1][1][[0, 3]])
-    torch.testing.assert_close(kept.past[0][0], after.past[0][0][[2, 0, 1, 10, 9, 11]])
+    torch.testing.assert_close(kept.selected_past()[0][0], after.past[0][0][[2, 0, 1, 10, 9, 11]])
+    again = kept.select(torch.tensor([1, 1, 0, 5, 3, 4]), same_sources=True)  # two selects before a step compose
+    torch.testing.assert_close(again.selected_past()[1][1], after.past[1][1][[0, 0, 2, 11, 10, 9]])

@@ -306,6 +306,27 @@ def test_the_transformer_lm_is_causal_and_tied():
     assert all(layer.cross_attn is None for layer in model.layers)
 
 
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_the_rnn_lm_reads_prompts_of_mixed_lengths_each_as_alone(cell):
+    """``start`` reads the prompts of one length together: each row's next-word logits and state are those of its
+    prompt read alone, in the order of the batch."""
+    from seqlab.specials import EOS, PAD, SOS
+
+    model = _lm(cell).eval()
+    prompts = [[EOS, 4, 5, 6], [EOS, 7], [EOS, 8, 9, 4], [EOS]]
+    src = torch.full((4, 4), PAD)
+    for i, prompt in enumerate(prompts):
+        src[i, : len(prompt)] = torch.tensor(prompt)
+    with torch.no_grad():
+        logits, state, _ = model.step(torch.full((4,), SOS), model.start(src))
+        following, _, _ = model.step(torch.tensor([4, 5, 6, 7]), state)
+        for i, prompt in enumerate(prompts):
+            alone, alone_state = model(torch.tensor([prompt]))
+            assert torch.allclose(logits[i], alone[0, -1], atol=1e-6)
+            after, _ = model(torch.tensor([[4 + i]]), alone_state)
+            assert torch.allclose(following[i], after[0, -1], atol=1e-6)
+
+
 def test_the_transformer_lm_cache_gives_the_full_pass():
     from seqlab.specials import SOS
 

@@ -16,11 +16,12 @@ from typing import Any
 
 import torch
 
-from seqlab.decoding.hypothesis import Hypothesis, log_probs
+from seqlab.decoding.hypothesis import Hypothesis, best_words, chosen_log_probs
 from seqlab.decoding.step import StepDecoder
 from seqlab.specials import EOS, PAD, SOS
 
-Pick = Callable[[torch.Tensor], torch.Tensor]  # log-probabilities (batch, vocab) -> the next ids (batch,)
+Step = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]  # rows, words, log-probs, weights
+Pick = Callable[[torch.Tensor], torch.Tensor]  # logits (batch, vocab) -> the next ids (batch,), never <pad>/<sos>
 
 
 @torch.no_grad()
@@ -36,35 +37,42 @@ def decode_left_to_right(
     ids = torch.full((batch,), SOS, dtype=torch.long, device=device)
     done = torch.zeros(batch, dtype=torch.bool, device=device)  # per row
     total = torch.zeros(batch, device=device)  # per sentence: summed log-probabilities of the chosen words
-    steps = []  # per step: the sentences still going, their words (live,) and weights (live, layers, heads, src_len)
+    steps: list[Step] = []  # per step: the sentences still going, their words and log-probabilities (live,), weights
     for t in range(int(limits.max())):
-        logits, state, w = model.step(ids, state, need_weights)
-        scores = log_probs(logits)  # (rows, vocab)
-        ids = pick(scores)  # (rows,)
+        logits, state, w = model.step(ids, state, need_weights)  # (rows, vocab)
+        ids = pick(logits)  # (rows,)
         live = ~done
-        total[rows[live]] += scores.gather(1, ids[:, None]).squeeze(1)[live]
-        steps.append((rows[live], ids[live], None if w is None else w[live]))
+        chosen = chosen_log_probs(logits, ids)[live]  # (live,)
+        total[rows[live]] += chosen
+        steps.append((rows[live], ids[live], chosen, None if w is None else w[live]))
         done |= (ids == EOS) | (t + 1 >= limits[rows])
         if done.all():
             break
         if 4 * int(done.sum()) >= done.numel():  # done sentences leave once they are a quarter of the rows
             keep = (~done).nonzero().squeeze(1)
             state, rows, ids, done = state.select(keep), rows[keep], ids[keep], done[keep]
+    return _hypotheses(batch, steps, total)
 
+
+def _hypotheses(batch: int, steps: list[Step], total: torch.Tensor) -> list[Hypothesis]:
+    """The steps' words, log-probabilities and weights of each sentence, joined once at the end."""
+    device = total.device
     words = torch.full((batch, len(steps)), PAD, dtype=torch.long, device=device)  # (batch, steps), PAD after the end
+    word_log_probs = torch.zeros(batch, len(steps), device=device)
     attention = None
-    for t, (live, chosen, w) in enumerate(steps):
+    for t, (live, chosen, chosen_log_probs_, w) in enumerate(steps):
         words[live, t] = chosen
+        word_log_probs[live, t] = chosen_log_probs_
         if w is not None:
             if attention is None:
                 attention = torch.zeros(batch, len(steps), *w.shape[1:], device=device)  # (batch, steps, layers, heads, src)
             attention[live, t] = w.float()
     hypotheses = []
-    for i, row in enumerate(words.tolist()):
+    for i, (row, lps) in enumerate(zip(words.tolist(), word_log_probs.tolist())):
         length = row.index(PAD) if PAD in row else len(row)  # steps taken, <eos> included
         tokens = row[: length - 1] if row[length - 1] == EOS else row[:length]
         weights = None if attention is None else attention[i, :length].cpu()
-        hypotheses.append(Hypothesis(tokens, float(total[i]), float(total[i]), weights))
+        hypotheses.append(Hypothesis(tokens, float(total[i]), float(total[i]), weights, lps[:length]))
     return hypotheses
 
 
@@ -72,4 +80,4 @@ def greedy_decode(
     model: StepDecoder[Any], src: torch.Tensor, limits: torch.Tensor, need_weights: bool = False
 ) -> list[Hypothesis]:
     """The most probable next word at every step."""
-    return decode_left_to_right(model, src, limits, lambda scores: scores.argmax(dim=-1), need_weights)
+    return decode_left_to_right(model, src, limits, best_words, need_weights)

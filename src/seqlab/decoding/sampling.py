@@ -14,14 +14,15 @@ from typing import Any
 import torch
 
 from seqlab.decoding.greedy import Pick, decode_left_to_right
-from seqlab.decoding.hypothesis import Hypothesis
+from seqlab.decoding.hypothesis import Hypothesis, log_probs
 from seqlab.decoding.step import StepDecoder
 
 
 def sampler(temperature: float, top_k: int, top_p: float, generator: torch.Generator) -> Pick:
     """The word picker: top-k, then top-p, on log-probabilities divided by the temperature."""
 
-    def pick(scores: torch.Tensor) -> torch.Tensor:  # (batch, vocab) log-probabilities -> (batch,)
+    def pick(logits: torch.Tensor) -> torch.Tensor:  # (batch, vocab) -> (batch,)
+        scores = log_probs(logits)
         if temperature == 0.0:
             return scores.argmax(dim=-1)
         scores = scores / temperature

@@ -8,9 +8,10 @@ A model decodes step by step through four calls (``Transformer`` and ``RNNSeq2se
   (batch, layers, heads, src_len);
 * ``state.select(rows, same_sources)``: keep, repeat or reorder sentences (beam search); with
   ``same_sources`` the rows only reorder copies of the same source, whose encoder parts stay in place;
-* ``state.beams(k)``: each sentence's row repeated k times (row b·k + j: beam j of sentence b), beam search's
-  start. A state may keep what the beams of a sentence share (its source's parts) once per sentence: every
-  later ``select`` then names rows in groups of k that extend one sentence, as beam search's do.
+* ``state.beams(k)``: each sentence's row repeated k times (row b·k + j: beam j of sentence b), what it has
+  decoded so far included: beam search calls it after its first step, which has one beam per sentence. A state
+  may keep what the beams of a sentence share (its source's parts) once per sentence: every later ``select``
+  then names rows in groups of k that extend one sentence, as beam search's do.
 
 Greedy, beam and sampling are strategies outside the models, written against this contract only. A model's
 state is its own type (its caches); a strategy only hands it back to the model that made it.

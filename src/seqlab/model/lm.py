@@ -119,16 +119,19 @@ class RNNLM(nn.Module):
 
     def start(self, src: torch.Tensor) -> LMDecoderState:
         """src (B, P): each row a prompt (``<eos>`` then its words), padded with PAD at the end. Each prompt is
-        read on its own from a zero state; what comes back holds, per row, the state after it and the logits
-        of the word that follows."""
-        hidden, pending = [], []
-        for row in src:
-            prompt = row[row != PAD][None]  # (1, P_i)
-            logits, state = self(prompt)
+        read from a zero state, the prompts of one length together; what comes back holds, per row, the state
+        after it and the logits of the word that follows."""
+        lengths = (src != PAD).sum(dim=1)  # (B,)
+        hidden, pending, order = [], [], []
+        for length in lengths.unique().tolist():
+            rows = (lengths == length).nonzero().squeeze(1)
+            logits, state = self(src[rows, :length])  # (rows, length, V)
             hidden.append(state)
-            pending.append(logits[:, -1])  # (1, V)
+            pending.append(logits[:, -1])  # (rows, V)
+            order.append(rows)
         layers = [_cat([h[i] for h in hidden]) for i in range(len(self.layers))]
-        return LMDecoderState(layers, torch.cat(pending))
+        by_length = LMDecoderState(layers, torch.cat(pending))  # rows grouped by length
+        return by_length.select(torch.cat(order).argsort())  # back in the order of src
 
     def step(self, ids: torch.Tensor, state: LMDecoderState,
              need_weights: bool = False) -> tuple[torch.Tensor, LMDecoderState, None]:

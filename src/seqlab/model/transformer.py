@@ -377,7 +377,8 @@ class Transformer(nn.Module):
         """ids (batch,), the previous output word -> logits (batch, vocab) of the next, the state with this
         position's keys and values cached, and (if asked) the cross-attention weights (batch, layers, heads,
         src_len). Only the new position is computed: earlier ones are read from the cache."""
-        hidden, weights, past = self.decoder(ids[:, None], state.memory_kv, state.src_mask, need_weights, state.past)
+        hidden, weights, past = self.decoder(ids[:, None], state.memory_kv, state.src_mask, need_weights,
+                                             state.selected_past())
         state = TransformerState(state.src_mask, state.memory_kv, past, state.group)
         stacked = torch.stack(weights, dim=1)[:, :, :, 0] if need_weights else None  # (batch, layers, heads, src_len)
         return self.generator(hidden[:, 0]), state, stacked
@@ -387,12 +388,22 @@ class Transformer(nn.Module):
 class TransformerState:
     """What incremental decoding keeps: per source, its padding mask and cross-attention K, V (computed once);
     per row, the self-attention K, V of every target position decoded so far. A source has ``group`` rows in a
-    row (its beams, ``beams(k)``), which attend to its one K, V (``MultiHeadAttention.attend``)."""
+    row (its beams, ``beams(k)``), which attend to its one K, V (``MultiHeadAttention.attend``).
+
+    Rows kept or reordered by ``select`` are taken from the cache when the next step extends it (``order``): one
+    copy of the cache per step, where selecting at once and then appending the new position copies it twice."""
 
     src_mask: torch.Tensor  # (sources, 1, 1, src_len)
     memory_kv: list[KV]  # per layer, each (sources, heads, src_len, depth)
-    past: list[KV]  # per layer, each (sources · group, heads, steps, depth)
+    past: list[KV]  # per layer, each (rows of the cache, heads, steps, depth)
     group: int = 1
+    order: torch.Tensor | None = None  # (sources · group,): row i is the cache's row order[i]; None: as it is
+
+    def selected_past(self) -> list[KV]:
+        """The cache with ``order`` applied: (sources · group, heads, steps, depth) per layer."""
+        if self.order is None:
+            return self.past
+        return [(k.index_select(0, self.order), v.index_select(0, self.order)) for k, v in self.past]
 
     def select(self, rows: torch.Tensor, same_sources: bool = False) -> TransformerState:
         """Keep, repeat or reorder sentences: row i of the result is row ``rows[i]`` (beam search).
@@ -400,17 +411,16 @@ class TransformerState:
         ``same_sources``: row i already holds the source of row ``rows[i]`` (beams reordered among the
         copies of one sentence), so the per-source parts are kept as they are, not copied. After
         ``beams(k)``, rows come in groups of k extending one source, which keeps its one K, V."""
-        def pick(kvs: list[KV], index: torch.Tensor) -> list[KV]:  # index_select: ~4× faster than k[rows]
-            return [(k.index_select(0, index), v.index_select(0, index)) for k, v in kvs]
-
+        order = rows if self.order is None else self.order.index_select(0, rows)
         if same_sources:
-            return TransformerState(self.src_mask, self.memory_kv, pick(self.past, rows), self.group)
+            return TransformerState(self.src_mask, self.memory_kv, self.past, self.group, order)
         sources = rows.view(-1, self.group)[:, 0] // self.group  # (sources kept,)
-        return TransformerState(self.src_mask.index_select(0, sources), pick(self.memory_kv, sources),
-                                pick(self.past, rows), self.group)
+        memory_kv = [(k.index_select(0, sources), v.index_select(0, sources)) for k, v in self.memory_kv]
+        return TransformerState(self.src_mask.index_select(0, sources), memory_kv, self.past, self.group, order)
 
     def beams(self, k: int) -> TransformerState:
-        """k rows per source, sharing its cross-attention K, V; nothing is decoded yet, so no cache to copy."""
-        assert self.group == 1 and self.past[0][0].size(2) == 0, "beams(k) starts a search"
-        empty = self.past[0][0].repeat_interleave(k, dim=0)  # (sources · k, heads, 0, depth)
-        return TransformerState(self.src_mask, self.memory_kv, [(empty, empty)] * len(self.past), k)
+        """k rows per source, sharing its cross-attention K, V; the target positions decoded so far (beam search's
+        first step) copied per row."""
+        assert self.group == 1, "beams(k) starts the beams of a search"
+        rows = torch.arange(self.src_mask.size(0), device=self.src_mask.device).repeat_interleave(k)
+        return TransformerState(self.src_mask, self.memory_kv, self.past, k, self.order).select(rows, True)

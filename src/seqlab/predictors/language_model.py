@@ -6,8 +6,8 @@ that stream, the first word predicted from a leading ``<eos>`` (S39); ``score(te
 log-probability, the line read from a fresh state (S33: ``log P(w_1..w_m) = Σ_t log P(w_t | w_<t)``).
 ``generate(starts, options)`` continues each start with the decoding strategies of ``seqlab.decoding``
 (greedy, beam search, sampling with temperature, top-k, top-p and a seed), stopping at ``<eos>`` (S47); each
-continuation comes with every token's log-probability given everything before it (``token_log_probs``), read
-back by one teacher-forced pass over ``<eos>``, the start, the continuation (and its ``<eos>``, when it ended).
+continuation comes with every token's log-probability given everything before it (``token_log_probs``), as the
+search computed it.
 ``seqlab.predictors.language_model.load(RUN_DIR)`` rebuilds it from a run directory.
 """
 
@@ -76,8 +76,6 @@ class LanguageModel(TextPredictor):
         decoding steps; once it is true decoding ends with ``seqlab.decoding.Cancelled``."""
         options = options or DecodeOptions(**kwargs)
         prompts = [[EOS, *ids] for ids in self.tokenizer.encode(list(starts))]
-        src = pad(prompts)
-        limits = options.limits(src, self.config.eval.max_output_length).tolist()
         self.model.eval()
         found: list[list[Hypothesis]] = [[] for _ in prompts]
         with self.autocast():
@@ -87,41 +85,16 @@ class LanguageModel(TextPredictor):
                                   self.config.eval.max_output_length, stop=stop)
                 for i, hypotheses in zip(group, searched):
                     found[i] = hypotheses
-        # A hypothesis shorter than its length limit stopped at <eos> (whose probability its log_prob includes).
-        ended = [[len(h.tokens) < limit for h in hypotheses] for hypotheses, limit in zip(found, limits)]
-        per_token = iter(self.token_log_probs([prompt[1:] for prompt, hypotheses in zip(prompts, found) for _ in hypotheses],
-                                              [h.tokens for hypotheses in found for h in hypotheses],
-                                              [end for row in ended for end in row]))
         results = []
-        for prompt, hypotheses, ends in zip(prompts, found, ended):
+        for prompt, hypotheses in zip(prompts, found):
             texts = self.tokenizer.decode([prompt[1:] + h.tokens for h in hypotheses])
             continuations = self.tokenizer.decode([h.tokens for h in hypotheses])
-            results.append([Generation(text, continuation, h.log_prob, self.tokenizer.tokens_from_ids(h.tokens),
-                                       next(per_token), end)
-                            for text, continuation, h, end in zip(texts, continuations, hypotheses, ends)])
-        return results
-
-    @torch.no_grad()
-    def token_log_probs(self, starts: Sequence[Sequence[int]], continuations: Sequence[Sequence[int]],
-                        ended: Sequence[bool], rows: int = 16) -> list[list[float]]:
-        """For each start (token ids) and its continuation (ids): the natural log-probability of every token
-        of the continuation, and of ``<eos>`` after it where ``ended``, given everything before it; read as
-        ``<eos>`` + start + continuation (+ ``<eos>``) from a fresh state, ``rows`` sequences at a time.
-        Their sum is the continuation's log-probability given the start (``Generation.log_prob``)."""
-        sequences = [[EOS, *start, *continuation, *([EOS] if end else [])]
-                     for start, continuation, end in zip(starts, continuations, ended, strict=True)]
-        self.model.eval()
-        results: list[list[float]] = []
-        for first in range(0, len(sequences), rows):
-            chunk = sequences[first : first + rows]
-            x = pad([s[:-1] or [EOS] for s in chunk]).to(self.device)  # (B, T); the end's padding changes nothing
-            t = pad([s[1:] for s in chunk]).to(self.device)
-            with self.autocast():
-                logits, _ = self.model(x)
-            picked = torch.log_softmax(logits.float(), dim=-1)[:, : t.size(1)].gather(2, t[:, :, None]).squeeze(2)
-            for i, s in enumerate(chunk):
-                skip = len(starts[first + i])  # the start's own tokens are given, not predicted
-                results.append(picked[i, skip : len(s) - 1].tolist())
+            row = []
+            for text, continuation, h in zip(texts, continuations, hypotheses):
+                per_token = h.token_log_probs or []  # the search gives them, one more than tokens where it ended
+                row.append(Generation(text, continuation, h.log_prob, self.tokenizer.tokens_from_ids(h.tokens),
+                                      per_token, len(per_token) > len(h.tokens)))
+            results.append(row)
         return results
 
     @torch.no_grad()
