@@ -3,6 +3,7 @@
 import functools
 import itertools
 import math
+from typing import Any
 
 import pytest
 import torch
@@ -385,3 +386,33 @@ def test_the_beams_of_a_source_share_its_cross_attention_keys_and_values():
     torch.testing.assert_close(kept.selected_past()[0][0], after.past[0][0][[2, 0, 1, 10, 9, 11]])
     again = kept.select(torch.tensor([1, 1, 0, 5, 3, 4]), same_sources=True)  # two selects before a step compose
     torch.testing.assert_close(again.selected_past()[1][1], after.past[1][1][[0, 0, 2, 11, 10, 9]])
+
+
+def test_the_constraints_change_a_steps_logits_as_their_definitions_say():
+    """min_length: <eos> out while too short; no_repeat_ngram_size n: the word that would complete a repeated
+    n-gram out; repetition_penalty θ: a used word's logit x becomes x / θ (x > 0) or x · θ (x ≤ 0)."""
+    from seqlab.decoding.constraints import Constrained
+
+    logits = torch.tensor([[0.0, 0.0, 1.0, 0.0, 2.0, -2.0, 3.0, 0.5]])  # <eos> is id 2
+    words = torch.tensor([[4, 5, 6, 4]])  # the bigram (4, 5) seen: after a second 4, 5 would repeat it
+
+    def change(**options: Any) -> list[float]:
+        return Constrained(_Seed003(), DecodeOptions(**options)).constrain(logits, words)[0].tolist()
+
+    assert change(min_length=5)[2] == -math.inf and change(min_length=4)[2] == 1.0
+    assert change(no_repeat_ngram_size=2) == [0.0, 0.0, 1.0, 0.0, 2.0, -math.inf, 3.0, 0.5]
+    assert change(no_repeat_ngram_size=3) == logits[0].tolist()  # (5, 6, 4) not followed yet: (6, 4) is new
+    assert change(no_repeat_ngram_size=1) == [0.0, 0.0, 1.0, 0.0, -math.inf, -math.inf, -math.inf, 0.5]
+    assert change(repetition_penalty=2.0) == [0.0, 0.0, 1.0, 0.0, 1.0, -4.0, 1.5, 0.5]
+    assert logits[0, 4] == 2.0  # the step's own logits are left as they were
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_strategy_keeps_the_constraints(kind):
+    model, src = _model(kind), _sources(12)
+    for options in [DecodeOptions(min_length=6, no_repeat_ngram_size=1), DecodeOptions(beam=3, nbest=3, min_length=6,
+                    no_repeat_ngram_size=1), DecodeOptions(sample=True, num_samples=2, min_length=6, no_repeat_ngram_size=1)]:
+        for hyps in search(model, src, options, default_max=8):
+            for h in hyps:
+                assert len(h.tokens) >= 6 and len(set(h.tokens)) == len(h.tokens)
+                assert sum(h.token_log_probs or []) == pytest.approx(h.log_prob, abs=1e-4)  # the changed distribution

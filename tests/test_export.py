@@ -13,6 +13,7 @@ import seqlab
 from seqlab.cli import app
 from seqlab.config import parse_config
 from seqlab.data import load_splits, resolve_data_dir
+from seqlab.decoding import DecodeOptions
 from seqlab.export import Engine, Target
 from seqlab.rundir import RunDir
 from seqlab.train.trainer import Trainer
@@ -105,12 +106,12 @@ def _sources(run: Path) -> list[str]:
 
 
 def _same_as_seqlab(run: Path, export_dir: Path, engine: Engine, sources: list[str], beam: int,
-                    nbest_share: float | None) -> None:
+                    nbest_share: float | None, **options: Any) -> None:
     """The best outputs equal seqlab's on >= 99 % of the sources; the n-best sets on ``nbest_share`` of them."""
     from seqlab.export import load_translator
 
-    ours = seqlab.load(run).generate(sources, beam=beam, nbest=beam)
-    theirs = load_translator(export_dir, engine).generate(sources, beam=beam, nbest=beam)
+    ours = seqlab.load(run).generate(sources, beam=beam, nbest=beam, **options)
+    theirs = load_translator(export_dir, engine).generate(sources, beam=beam, nbest=beam, **options)
     same = sum(a[0].text == b[0].text for a, b in zip(ours, theirs))
     assert same >= 0.99 * len(sources), f"{same} of {len(sources)} the same"
     if beam > 1 and nbest_share is not None:
@@ -133,6 +134,26 @@ def test_an_export_decodes_as_seqlab_does(date_run, engine, exported, beam):
 def test_an_exported_translation_model_decodes_as_seqlab_does(translation_run, engine, exported, beam):
     run, sources = translation_run
     _same_as_seqlab(run, exported(run, engine), engine, sources, beam, NBEST_SHARE[engine] if engine == "onnx" else None)
+
+
+CONSTRAINTS = {"min_length": 12, "no_repeat_ngram_size": 2, "repetition_penalty": 1.5}
+
+
+@pytest.mark.parametrize("beam", [1, 3])
+def test_the_constraints_decode_as_the_peers_do(translation_run, engine, exported, beam):
+    """A minimum length, no repeated bigram and a repetition penalty: seqlab's outputs keep them and change (the
+    small model repeats itself), and the engines agree with seqlab on them (CTranslate2 with its own)."""
+    run, sources = translation_run
+    translator = seqlab.load(run)
+    src = translator.encode_sources(sources)
+    plain = translator.search_ids(src, DecodeOptions(beam=beam))
+    constrained = translator.search_ids(src, DecodeOptions(beam=beam, **CONSTRAINTS))
+    assert sum(a[0].tokens != b[0].tokens for a, b in zip(plain, constrained)) >= 0.3 * len(sources)
+    limit = translator.config.eval.max_output_length
+    for h, *_ in constrained:
+        bigrams = list(zip(h.tokens, h.tokens[1:]))
+        assert len(set(bigrams)) == len(bigrams) and len(h.tokens) >= min(CONSTRAINTS["min_length"], limit)
+    _same_as_seqlab(run, exported(run, engine), engine, sources, beam, None, **CONSTRAINTS)
 
 
 def test_ctranslate2_scores_an_output_as_seqlab_does(date_run, exported):
@@ -201,6 +222,12 @@ def test_the_commands_export_and_translate(date_run, engine, exported):
     result = CliRunner().invoke(app, ["translate", str(out), "--engine", engine, *dates])
     assert result.exit_code == 0, result.output
     assert result.output.split() == seqlab.load(date_run).translate(dates)
+    longer = CliRunner().invoke(app, ["translate", str(out), "--engine", engine, "--min-length", "11", *dates])
+    assert longer.exit_code == 0, longer.output
+    assert all(line.startswith(date) for line, date in zip(longer.output.splitlines(), result.output.split()))
+    from seqlab.export import load_translator
+
+    assert [len(t[0].tokens) for t in load_translator(out, engine).generate(dates, min_length=11)] == [11, 11]
     again = CliRunner().invoke(app, ["export", str(date_run), "--to", to, "--out", str(out)])
     assert again.exit_code == 2 and "already holds a model" in again.output
     int8 = CliRunner().invoke(app, ["translate", str(out), "--engine", engine, "--int8", *dates])

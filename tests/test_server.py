@@ -228,5 +228,11 @@ def test_the_page_in_a_real_browser(served):
         page.click("#send")
         expect(page.locator("#transcript li.output").last).to_have_text("같이 놀아요!")
         expect(page.locator("#nbest li")).to_have_count(3)
+        # a minimum length from the options: the answer runs on past its <eos>
+        page.fill("#min-length", "15")
+        page.fill("#text", "배고파")
+        page.click("#send")
+        expect(page.locator("#transcript li.output")).to_have_count(3)
+        assert len(page.locator("#transcript li.output").last.inner_text()) >= 15
         assert outside == [], f"the page fetched from outside the app: {outside}"
     assert (ARTIFACTS / "serve-page.png").stat().st_size > 10_000

@@ -16,7 +16,8 @@ if TYPE_CHECKING:
     from seqlab.predictors.language_model import LanguageModel
 
 
-@with_decoding("beam", "nbest", "sample", "temperature", "top_k", "top_p", "num_samples", "seed")
+@with_decoding("beam", "nbest", "sample", "temperature", "top_k", "top_p", "num_samples", "seed", "min_length",
+               "no_repeat_ngram_size", "repetition_penalty")
 def generate(
     run_dir: RunArg,
     options: DecodeOptions,

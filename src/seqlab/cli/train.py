@@ -61,7 +61,8 @@ def _fit(config: Path, overrides: list[str] | None, out: Path | None, resume: bo
     typer.echo(f"best epoch {best['epoch']}: {kind.family().summary(best['valid'])} — saved in {run_dir}", err=True)
 
 
-@with_decoding("beam", "length_penalty", "normalize", "sample", "temperature", "top_k", "top_p", "seed", "max_length")
+@with_decoding("beam", "length_penalty", "normalize", "sample", "temperature", "top_k", "top_p", "seed", "max_length",
+               "min_length", "no_repeat_ngram_size", "repetition_penalty")
 def evaluate_run(
     run_dir: RunArg,
     options: DecodeOptions,

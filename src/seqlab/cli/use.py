@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 @with_decoding("beam", "nbest", "length_penalty", "normalize", "sample", "temperature", "top_k", "top_p",
-               "num_samples", "seed", "max_length")
+               "num_samples", "seed", "max_length", "min_length", "no_repeat_ngram_size", "repetition_penalty")
 def translate(
     run_dir: RunArg,
     options: DecodeOptions,
@@ -49,7 +49,8 @@ def translate(
             typer.echo(f"{number}\t{output.score:.4f}\t{output.text}" if several else output.text)
 
 
-@with_decoding("beam", "sample", "temperature", "top_k", "top_p", "seed", "max_length")
+@with_decoding("beam", "sample", "temperature", "top_k", "top_p", "seed", "max_length", "min_length",
+               "no_repeat_ngram_size", "repetition_penalty")
 def chat(
     run_dir: Annotated[Path, typer.Argument(help="A trained run directory, e.g. a chatbot.")],
     options: DecodeOptions,

@@ -38,6 +38,11 @@ class DecodeOptions(BaseModel):
         None, gt=0.0, description="limit each output to length_ratio × its source length + length_extra words"
     )
     length_extra: int = Field(10, ge=0, description="see length_ratio")
+    min_length: int = Field(0, ge=0, description="<eos> cannot end an output of fewer words")
+    no_repeat_ngram_size: int = Field(0, ge=0, description="no n-gram of this many words twice in an output (0: off)")
+    repetition_penalty: float = Field(
+        1.0, gt=0.0, description="CTRL's penalty on every word already in the output: its logit divided by it where "
+                                 "positive, multiplied where negative (1: off; > 1 penalises)")
 
     @model_validator(mode="after")
     def _consistent(self) -> DecodeOptions:
@@ -52,6 +57,10 @@ class DecodeOptions(BaseModel):
         if 0.0 < self.temperature < MIN_TEMPERATURE:
             raise ValueError(f"temperature {self.temperature:g}: 0 (greedy) or at least {MIN_TEMPERATURE}")
         return self
+
+    def constrained(self) -> bool:
+        """Whether any of min_length, no_repeat_ngram_size, repetition_penalty changes the words' scores."""
+        return bool(self.min_length or self.no_repeat_ngram_size or self.repetition_penalty != 1.0)
 
     def limits(self, src: torch.Tensor, default_max: int) -> torch.Tensor:
         """The most output words for each source (batch, src_len) -> (batch,)."""

@@ -8,6 +8,7 @@ from typing import Any
 import torch
 
 from seqlab.decoding.beam import beam_search
+from seqlab.decoding.constraints import Constrained
 from seqlab.decoding.greedy import greedy_decode
 from seqlab.decoding.hypothesis import Hypothesis
 from seqlab.decoding.options import DecodeOptions
@@ -22,6 +23,8 @@ def search(
     """src (batch, src_len) -> for every sentence its hypotheses, best first (nbest, or num_samples when sampling).
     ``stop``: asked before every step; once it is true the search raises ``Cancelled``."""
     limits = options.limits(src, default_max)
+    if options.constrained():
+        model = Constrained(model, options)
     if stop is not None:
         model = Interruptible(model, stop)
     if options.sample:

@@ -166,7 +166,9 @@ class CT2Translator(Translator):
         tokens = [[self.source_names[i] for i in ids] for ids in src]  # <eos> included, as seqlab feeds it
         common = {"max_batch_size": self.config.eval.batch_size, "return_scores": True,
                   "max_decoding_length": options.max_length or self.config.eval.max_output_length,
-                  "suppress_sequences": [["<blank>"], ["<s>"]], "min_decoding_length": 0}
+                  "suppress_sequences": [["<blank>"], ["<s>"]], "min_decoding_length": options.min_length,
+                  "no_repeat_ngram_size": options.no_repeat_ngram_size,
+                  "repetition_penalty": options.repetition_penalty}
         if options.sample and options.temperature > 0:  # temperature 0 is greedy, as in seqlab's sampling
             _ctranslate2().set_random_seed(options.seed)
             results = self.engine.translate_batch(

@@ -41,10 +41,22 @@ function options() {
   const mode = document.querySelector("input[name=mode]:checked").value;
   if (mode === "beam") {
     const beam = Number($("beam").value);
-    return { beam, nbest: Math.min(beam, 5) };
+    return { beam, nbest: Math.min(beam, 5), ...constraints() };
   }
-  if (mode === "sample") return { sample: true, temperature: Number($("temperature").value), num_samples: 3, seed: Date.now() % 1e9 };
-  return {};
+  if (mode === "sample") {
+    return { sample: true, temperature: Number($("temperature").value), num_samples: 3, seed: Date.now() % 1e9, ...constraints() };
+  }
+  return constraints();
+}
+
+// DecodeOptions' min_length, no_repeat_ngram_size and repetition_penalty, where they are set
+function constraints() {
+  const chosen = {};
+  const minLength = Number($("min-length").value), ngram = Number($("ngram").value), penalty = Number($("repetition").value);
+  if (minLength > 0) chosen.min_length = minLength;
+  if (ngram > 0) chosen.no_repeat_ngram_size = ngram;
+  if (penalty > 0 && penalty !== 1) chosen.repetition_penalty = penalty;
+  return chosen;
 }
 
 async function ask(event) {
