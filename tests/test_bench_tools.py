@@ -305,3 +305,27 @@ def test_execute_table_draws_fresh_programs_of_each_cell(bench: Bench) -> None:
     assert len(first) == len(again) == 30 and not known & {seen_form(source) for source, _ in again}
     assert all(run_program(source) == target for source, target in first + again)
     assert execute_table.fresh_programs(2, 3, 5, 7, set()) != execute_table.fresh_programs(2, 2, 5, 7, set())
+
+
+@pytest.mark.skipif(shutil.which("git") is None or not (Path(__file__).parent.parent / ".git").exists(),
+                    reason="needs this checkout's git history")
+def test_lm_generate_runs_end_to_end(bench: Bench, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from conftest import counting_corpus
+
+    config = parse_config({
+        "seed": 3, "data": counting_corpus(tmp_path, 200, 30, 10),
+        "tokens": {"source": {"level": "word", "vocab_size": 50}},
+        "model": {"type": "lm", "embedding_size": 8, "hidden_size": 8, "num_layers": 1, "dropout": 0.0},
+        "train": {"epochs": 1, "streams": 4, "time_size": 8, "schedule": "constant", "lr": 0.01, "precision": "fp32"},
+        "eval": {"max_output_length": 6},
+    })
+    Trainer(config, tmp_path / "run", progress=False).fit()
+    bench("lm_generate").main([str(tmp_path / "run"), "--against", "HEAD", "--starts", "20", "--words", "1",
+                               "--beam", "2", "--repeats", "2", "--results", str(tmp_path)])
+    out = capsys.readouterr().out
+    rows = table_rows(out)
+    assert [row[0] for row in rows] == ["HEAD", "this checkout"]
+    assert rows[0][4] == "100.0"  # the committed code and this checkout's generate the same
+    assert "20 starts" in out
+    result = recorded(tmp_path, "lm_generate-run")
+    assert [len(run["seconds"]) for run in result.runs[:2]] == [2, 2]
