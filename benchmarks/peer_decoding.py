@@ -116,10 +116,15 @@ def process_runs(args: argparse.Namespace, work: Path) -> list[dict[str, Any]]:
         for engine, setting in engines(args.peers):
             command = [sys.executable, __file__, args.run_dir, "--split", args.split, "--beams", *map(str, args.beams),
                        "--one", engine, setting, "--work", str(work), "--threads", str(torch.get_num_threads()),
+                       "--latency", str(args.latency),
                        *(["--data-dir", args.data_dir] if args.data_dir else [])]
             done = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True)
             for line in done.stdout.splitlines():
                 run = json.loads(line)
+                if "latencies" in run:
+                    latency = gathered.setdefault((run["engine"], run["setting"], 0), {**run, "latencies": []})
+                    latency["latencies"] += run["latencies"]
+                    continue
                 kept = gathered.setdefault((run["engine"], run["setting"], run["beam"]), {**run, "seconds": []})
                 kept["seconds"] += run["seconds"]
                 kept["outputs"] = run["outputs"]
@@ -153,6 +158,16 @@ def one_run(args: argparse.Namespace) -> None:
         seconds = time.perf_counter() - start
         print(json.dumps({"engine": engine, "setting": setting, "beam": beam, "seconds": [seconds],
                           "outputs": outputs}), flush=True)
+    if args.latency:
+        one_at_a_time = [[ids] for ids in src[: args.latency]]
+        options = DecodeOptions(beam=max(args.beams))
+        latencies = []
+        for sentence in one_at_a_time:
+            start = time.perf_counter()
+            decoder.search_ids(sentence, options)
+            latencies.append(time.perf_counter() - start)
+        print(json.dumps({"engine": engine, "setting": setting, "latency_beam": options.beam,
+                          "latencies": latencies}), flush=True)
 
 
 def peer_runs(python: Path, worker: str, export_dir: Path, beams: list[int], repeats: int,
@@ -191,6 +206,20 @@ def table(runs: list[dict[str, Any]], translator: Translator, references: list[s
     return table, numbers
 
 
+def latency_table(runs: list[dict[str, Any]]) -> Table:
+    """One sentence at a time (what the page and chat do): each engine's median latency over every repeat's
+    sentences, its 90th percentile, and the median's ratio to seqlab fp32's."""
+    def median_ms(run: dict[str, Any]) -> float:
+        return 1000 * statistics.median(run["latencies"])
+
+    reference = next(median_ms(r) for r in runs if r["engine"] == "seqlab" and r["setting"] == "fp32")
+    return Table(f"One sentence at a time, beam {runs[0]['latency_beam']}", [
+        "engine", "precision", "sentences", "median latency (ms)", "90th percentile (ms)", "median ÷ seqlab fp32's"], [
+        [r["engine"], r["setting"], f"{len(r['latencies']):,}", f"{median_ms(r):.1f}",
+         f"{1000 * statistics.quantiles(r['latencies'], n=10)[-1]:.1f}", f"{median_ms(r) / reference:.2f}×"]
+        for r in runs])
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_dir")
@@ -201,6 +230,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--peers", nargs="+", choices=sorted([*WORKERS, *EXPORTS]), default=sorted([*WORKERS, *EXPORTS]))
     parser.add_argument("--peer-venv", type=Path, default=Path(tempfile.gettempdir()) / "seqlab-peers")
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--latency", type=int, default=200,
+                        help="then the first N sentences one at a time at the largest beam: the median latency (0: none)")
     parser.add_argument("--one", nargs=2, metavar=("ENGINE", "SETTING"), help=argparse.SUPPRESS)  # a worker's
     parser.add_argument("--work", help=argparse.SUPPRESS)  # where the parent wrote the exports
     add_results_option(parser)
@@ -236,11 +267,14 @@ def main(argv: list[str] | None = None) -> None:
              f"{translator.target.vocab_size}; {len(split.src):,} sentences in batches of {eval_cfg.batch_size}, at most "
              f"{eval_cfg.max_output_length} words." + ("" if native_bf16() else " No seqlab bf16 row: this CPU has no "
                                                         "native bf16."))
-    made, numbers = table(runs, translator, split.references)
+    one_at_a_time = [r for r in runs if "latencies" in r]
+    made, numbers = table([r for r in runs if "latencies" not in r], translator, split.references)
     made.title += f": `{args.run_dir}`, {args.split} split"
+    tables = [made] + ([latency_table(one_at_a_time)] if one_at_a_time else [])
     print(f"\n### {made.title} ({datetime.datetime.now():%Y-%m-%d %H:%M})\n\nCommand: `{given}`. {machine()}. {about}\n\n"
-          f"{markdown(made)}\n")
-    publish(Result(f"peer_decoding-{Path(args.run_dir).name}", made.title, given, [made], numbers,
+          + "\n\n".join(markdown(t) for t in tables) + "\n")
+    numbers += one_at_a_time
+    publish(Result(f"peer_decoding-{Path(args.run_dir).name}", made.title, given, tables, numbers,
                    notes=[about, "mean ± sd (range) over the repeats; every timer from the source ids in memory to "
                                  "the output ids"]),
             args.results)

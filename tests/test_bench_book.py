@@ -333,9 +333,14 @@ def test_peer_decoding_runs_end_to_end(date_run: tuple[Path, Path], peer_venv: P
     import peer_decoding
 
     peer_decoding.main([str(date_run[0]), "--data-dir", str(date_run[1]), "--beams", "1", "2", "--repeats", "2",
-                        "--peers", "ctranslate2", "joeynmt", "--peer-venv", str(peer_venv), "--results", str(tmp_path)])
+                        "--peers", "ctranslate2", "joeynmt", "--peer-venv", str(peer_venv), "--latency", "3",
+                        "--results", str(tmp_path)])
     printed = capsys.readouterr().out
-    rows = table_rows(printed)
+    rows = table_rows(printed)[:-4]
+    latencies = table_rows(printed)[-4:]  # one sentence at a time: each engine decoding in this script's workers
+    assert [(row[0].split()[0], *row[1:3]) for row in latencies] == [
+        ("seqlab", "fp32", "6"), ("seqlab", "int8", "6"), ("ctranslate2", "float32", "6"), ("ctranslate2", "int8", "6")]
+    assert latencies[0][5] == "1.00×" and all(float(row[3]) > 0 for row in latencies)
     engines = [(row[0].split()[0], row[1], row[2]) for row in rows]
     settings = [("seqlab", "fp32"), ("seqlab", "int8"), ("ctranslate2", "float32"), ("ctranslate2", "int8"),
                 ("JoeyNMT", "float32")]
@@ -345,8 +350,9 @@ def test_peer_decoding_runs_end_to_end(date_run: tuple[Path, Path], peer_venv: P
     assert all(re.fullmatch(r"[\d.]+× \([\d.]+–[\d.]+×\) \((fp32|int8)\)", row[8]) for row in rows)
     assert "40 sentences in batches of" in printed and "### Decoding next to the peers" in printed
     result = recorded(tmp_path, f"peer_decoding-{date_run[0].name}")
-    assert result.tables[0].rows == rows and len(result.runs) == len(rows) and "outputs" not in result.runs[0]
-    assert [f"{run['exact_match']:.2f}" for run in result.runs] == [row[5] for row in rows]
+    assert result.tables[0].rows == rows and result.tables[1].rows == latencies
+    assert len(result.runs) == len(rows) + len(latencies) and "outputs" not in result.runs[0]
+    assert [f"{run['exact_match']:.2f}" for run in result.runs[: len(rows)]] == [row[5] for row in rows]
 
 
 def test_heldout_task_runs_end_to_end(date_run: tuple[Path, Path], tmp_path: Path,
