@@ -15,7 +15,7 @@ they go.
 
 Each engine decodes the whole split in batches of ``eval.batch_size`` sentences of similar length
 with at most ``eval.max_output_length`` words, after one warm-up batch, ``--repeats`` times (3: the mean ± sd and
-range are reported, and each ratio to seqlab's fastest setting with its range over pairs of repeats); beam search
+range are reported, and each ratio to seqlab's time in the same number format with its range over pairs of repeats); beam search
 without length penalty. seqlab, CTranslate2 and ONNX Runtime decode in worker processes of this script, a fresh one
 per engine, setting and repeat, taking turns (each once, then each again): a slow spell of the machine falls on
 all of them, and no engine's thread pool or memory is in another's process (CTranslate2's threads, once they have
@@ -183,22 +183,22 @@ def peer_runs(python: Path, worker: str, export_dir: Path, beams: list[int], rep
 
 def table(runs: list[dict[str, Any]], translator: Translator, references: list[str]) -> tuple[Table, list[dict[str, Any]]]:
     """One row per engine, setting and beam: time over the repeats, speed, quality, agreement with seqlab fp32, and
-    the ratio of its time to seqlab's fastest setting at that beam (of the means, and over every pairing of
-    repeats); and each run's numbers (its outputs left out)."""
+    the ratio of its time to seqlab's in the same number format at that beam, like against like (float32 and bf16
+    to seqlab fp32, int8 to seqlab int8; of the means, and over every pairing of repeats); and each run's numbers
+    (its outputs left out)."""
     texts = {id(r): translator.target.decode(r["outputs"]) for r in runs}
     reference_run = {r["beam"]: r for r in runs if r["engine"] == "seqlab" and r["setting"] == "fp32"}
-    fastest = {b: min((r for r in runs if r["engine"] == "seqlab" and r["beam"] == b),
-                      key=lambda r: statistics.mean(r["seconds"])) for b in reference_run}
+    seqlab_runs = {(r["setting"], r["beam"]): r for r in runs if r["engine"] == "seqlab"}
     table = Table("Decoding next to the peers", [
         "engine", "precision", "search", "seconds (mean ± sd over repeats)", "sentences/s", "exact match %", "BLEU",
-        "same output as seqlab fp32 %", "time ÷ seqlab's fastest"], [])
+        "same output as seqlab fp32 %", "time ÷ seqlab's (same format)"], [])
     numbers = []
     for r in sorted(runs, key=lambda r: (r["beam"], r["engine"] != "seqlab")):
         same = sum(a == b for a, b in zip(r["outputs"], reference_run[r["beam"]]["outputs"]))
         hyps = texts[id(r)]
         numbers.append({**{k: v for k, v in r.items() if k != "outputs"}, "exact_match": exact_match(hyps, references),
                         "bleu": corpus_bleu(hyps, references), "same_percent": 100.0 * same / len(references)})
-        n, base = numbers[-1], fastest[r["beam"]]
+        n, base = numbers[-1], seqlab_runs[("int8" if r["setting"] == "int8" else "fp32", r["beam"])]
         table.rows.append([r["engine"], r["setting"], "greedy" if r["beam"] == 1 else f"beam {r['beam']}",
                            spread(r["seconds"]), f"{len(references) / statistics.mean(r['seconds']):,.0f}",
                            f"{n['exact_match']:.2f}", f"{n['bleu']:.2f}", f"{n['same_percent']:.1f}",
