@@ -26,8 +26,9 @@ file order) is handed the sources sorted by length. Loading the model and the da
 weights and turning ids into text are outside every timer. seqlab runs in fp32, bf16 autocast (where the CPU
 has native bf16) and with int8 linear layers;
 CTranslate2 and ONNX Runtime in float32 and int8 (neither has bf16 on CPU); JoeyNMT in float32 (its CPU autocast is
-float16). The table goes to stdout and, with every run's times and scores, to the scoreboard (``--results``,
-benchmarks/results/).
+float16). Each worker then decodes the first ``--latency`` sentences (200) one at a time at the largest beam, as
+the page and chat do: a second table gives each engine's median and 90th-percentile latency. The tables go to
+stdout and, with every run's times and scores, to the scoreboard (``--results``, benchmarks/results/).
 """
 
 from __future__ import annotations

@@ -60,9 +60,9 @@ def _hypotheses(batch: int, steps: list[Step], total: torch.Tensor) -> list[Hypo
     words = torch.full((batch, len(steps)), PAD, dtype=torch.long, device=device)  # (batch, steps), PAD after the end
     word_log_probs = torch.zeros(batch, len(steps), device=device)
     attention = None
-    for t, (live, chosen, chosen_log_probs_, w) in enumerate(steps):
+    for t, (live, chosen, their_log_probs, w) in enumerate(steps):
         words[live, t] = chosen
-        word_log_probs[live, t] = chosen_log_probs_
+        word_log_probs[live, t] = their_log_probs
         if w is not None:
             if attention is None:
                 attention = torch.zeros(batch, len(steps), *w.shape[1:], device=device)  # (batch, steps, layers, heads, src)

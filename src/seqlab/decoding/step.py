@@ -40,7 +40,6 @@ class DecoderState(Protocol):
     def beams(self: State, k: int) -> State: ...
 
 
-
 class StepDecoder(Protocol[State]):
     def start(self, src: torch.Tensor) -> State: ...
 
