@@ -94,6 +94,26 @@ def test_cached_greedy_equals_recomputing_the_prefix(kind):
     assert len({len(h.tokens) for h in cached}) > 1  # the batch really finishes at different steps
 
 
+def test_the_stacked_projections_of_the_step_follow_every_change_to_the_weights():
+    """The step's W_Q, W_K, W_V stacked into one matrix (``attention.stacked``) are made by each search's start, so
+    that a change to the weights between two searches shows in the next: an optimiser's step (a fused Adam's,
+    which leaves the parameters' version counters as they were), a parameter replaced."""
+    model, src = _model("transformer"), _sources()
+    first = greedy_decode(model, src, _limits(src))
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.05, fused=True)
+    model(src, torch.full((src.size(0), 3), SOS)).logsumexp(-1).sum().backward()
+    optimizer.step()
+    changed = greedy_decode(model, src, _limits(src))
+    assert [h.log_prob for h in changed] != pytest.approx([h.log_prob for h in first], abs=1e-4)
+    assert [h.log_prob for h in changed] == pytest.approx(
+        [h.log_prob for h in greedy_decode(PrefixDecoder(model), src, _limits(src))], abs=1e-4)
+    layer = model.decoder.layers[0]
+    layer.self_attn.w_v.weight = torch.nn.Parameter(torch.zeros_like(layer.self_attn.w_v.weight))  # replaced
+    replaced = greedy_decode(model, src, _limits(src))
+    assert [h.log_prob for h in replaced] == pytest.approx(
+        [h.log_prob for h in greedy_decode(PrefixDecoder(model), src, _limits(src))], abs=1e-4)
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_cached_beam_and_sampling_equal_recomputing_the_prefix(kind):
     model, src = _model(kind), _sources(12)

@@ -2,7 +2,7 @@
 
 import gzip
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import torch
@@ -248,6 +248,31 @@ def test_onnx_errors_are_one_line(date_run, tmp_path):
     bad = CliRunner().invoke(app, ["export", str(date_run), "--to", "onnx", "--quantization", "int16",
                                    "--out", str(tmp_path / "x")])
     assert bad.exit_code == 2 and "float32 or int8" in bad.output and not (tmp_path / "x").exists()
+
+
+def test_an_onnx_export_of_the_stacked_cache_asks_to_export_again(date_run, exported, tmp_path):
+    """Exports of earlier versions took the whole cache as one ``past`` input; this version's step takes one per
+    layer and K or V, so it refuses them with one line that says what to do. And its sessions' threads sleep between
+    steps, where PyTorch's run the search (spinning, they took half the time of a greedy search on 2 cores)."""
+    onnx = pytest.importorskip("onnx")
+    pytest.importorskip("onnxruntime", reason=f"onnxruntime is {OPTIONAL}")
+    from onnx import TensorProto, helper
+
+    from seqlab.export.onnx import STEP, OnnxSeq2seq, load_onnx
+
+    graphs = cast(OnnxSeq2seq, load_onnx(exported(date_run, "onnx")).model)
+    for session in (graphs.encoder, graphs.decoder):
+        assert session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    old = tmp_path / "old"
+    old.mkdir()
+    for path in exported(date_run, "onnx").iterdir():
+        (old / path.name).write_bytes(path.read_bytes())
+    past = helper.make_tensor_value_info("past", TensorProto.FLOAT, None)
+    present = helper.make_tensor_value_info("present", TensorProto.FLOAT, None)
+    graph = helper.make_graph([helper.make_node("Identity", ["past"], ["present"])], "step", [past], [present])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), old / STEP)
+    result = CliRunner().invoke(app, ["translate", str(old), "--engine", "onnx", "10/15/94"])
+    assert result.exit_code == 2 and "export the run again" in result.output, result.output
 
 
 def test_only_a_transformer_exports(engine, tmp_path):

@@ -3,12 +3,14 @@
 ``export_onnx(RUN, OUT)`` (``seqlab export RUN --to onnx --out OUT``) traces the model's step contract
 (``decoding/step.py``) into
 
-* ``encoder.onnx``: ``src`` (batch, src_len) -> ``memory_kv`` (layers, 2, batch, heads, src_len, depth), the
-  encoder output already projected by every decoder layer's cross-attention W_K and W_V (``Transformer.start``);
-* ``decoder_step.onnx``: ``ids`` (batch,), ``src`` (batch, src_len), ``memory_kv`` and ``past`` (layers, 2,
-  batch, heads, steps, depth), the self-attention keys and values of the positions decoded so far ->
-  ``logits`` (batch, vocab) of the next word, ``present`` (``past`` with this position appended) and
-  ``attention`` (batch, layers, heads, src_len), the cross-attention weights (``Transformer.step``).
+* ``encoder.onnx``: ``src`` (sources, src_len) -> ``src_mask`` (sources, 1, 1, src_len), its padding, and
+  ``memory_k0``, ``memory_v0``, ``memory_k1``, ... (sources, heads, src_len, depth), the encoder output already
+  projected by every decoder layer's cross-attention W_K and W_V (``Transformer.start``);
+* ``decoder_step.onnx``: ``ids`` (rows,), ``src_mask``, the memory K, V (a source's rows in a row: its beams
+  read its one K, V) and ``past_k0``, ``past_v0``, ... (rows, heads, steps, depth), the self-attention keys and
+  values of the positions decoded so far -> ``logits`` (rows, vocab) of the next word, ``attention`` (rows,
+  layers, heads, src_len), the cross-attention weights, and ``present_k0``, ... (the past with this position
+  appended) (``Transformer.step``). One input and output per layer's K and per V: no step stacks the cache.
 
 The graphs take tensors only and every size but the model's is dynamic. ``OnnxSeq2seq`` implements the step
 contract over two ONNX Runtime sessions, so that seqlab's own greedy, beam and sampled decoding (all options,
@@ -26,20 +28,17 @@ import contextlib
 import logging
 import tempfile
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
 from seqlab.config import ConfigError
-from seqlab.model.masks import padding_mask
-from seqlab.model.transformer import Transformer, TransformerConfig, TransformerState
+from seqlab.model.transformer import KV, Transformer, TransformerConfig, TransformerState
 from seqlab.predictors.translator import Translator, load
 from seqlab.rundir import RunDir
-from seqlab.runtime import CPU_FP32
+from seqlab.runtime import CPU_FP32, keep_freed_memory
 
 ENCODER, STEP = "encoder.onnx", "decoder_step.onnx"
 QUANTIZATIONS = ("float32", "int8")
@@ -54,41 +53,49 @@ def _onnxruntime() -> Any:
     return onnxruntime
 
 
-def _stack(kvs: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
-    """Per layer (K, V), each (batch, heads, length, depth) -> (layers, 2, batch, heads, length, depth)."""
-    return torch.stack([torch.stack(kv) for kv in kvs])
+def _flat(kvs: list[KV]) -> list[torch.Tensor]:
+    """Per layer (K, V) -> K_0, V_0, K_1, V_1, ...: one graph input or output each, so that no step stacks or
+    splits the cache."""
+    return [t for kv in kvs for t in kv]
 
 
-def _unstack(kv: torch.Tensor) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    """The inverse of ``_stack``."""
-    return [(layer[0], layer[1]) for layer in kv.unbind(0)]
+def _pairs(tensors: list[torch.Tensor]) -> list[KV]:
+    """The inverse of ``_flat``."""
+    return list(zip(tensors[::2], tensors[1::2]))
+
+
+def _names(prefix: str, layers: int) -> list[str]:
+    """``_flat``'s names: memory_k0, memory_v0, memory_k1, ..."""
+    return [f"{prefix}_{kv}{i}" for i in range(layers) for kv in "kv"]
 
 
 class EncoderGraph(nn.Module):
-    """``Transformer.start`` with tensors in and out: src -> memory_kv."""
+    """``Transformer.start`` with tensors in and out: src -> the padding mask and every layer's memory K, V."""
 
     def __init__(self, model: Transformer) -> None:
         super().__init__()
         self.model = model
 
-    def forward(self, src: torch.Tensor) -> torch.Tensor:  # src: (batch, src_len)
-        return _stack(self.model.start(src).memory_kv)  # (layers, 2, batch, heads, src_len, depth)
+    def forward(self, src: torch.Tensor) -> tuple[torch.Tensor, ...]:  # src: (sources, src_len)
+        state = self.model.start(src)
+        return state.src_mask, *_flat(state.memory_kv)  # (sources, 1, 1, src_len), each (sources, heads, src_len, d)
 
 
 class StepGraph(nn.Module):
-    """``Transformer.step`` with tensors in and out: ids, src, memory_kv, past -> logits, present, attention."""
+    """``Transformer.step`` with tensors in and out: ids (rows,), the source mask and memory K, V (per source: a
+    source's rows in a row) and the cached K, V (per row) -> logits, the K, V with this position, attention."""
 
     def __init__(self, model: Transformer) -> None:
         super().__init__()
         self.model = model
 
     def forward(
-        self, ids: torch.Tensor, src: torch.Tensor, memory_kv: torch.Tensor, past: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        state = TransformerState(padding_mask(src), _unstack(memory_kv), _unstack(past))
+        self, ids: torch.Tensor, src_mask: torch.Tensor, memory_kv: list[torch.Tensor], past: list[torch.Tensor]
+    ) -> tuple[torch.Tensor, ...]:
+        state = TransformerState(src_mask, _pairs(memory_kv), _pairs(past), self.model.decoder.projections())
         logits, state, weights = self.model.step(ids, state, need_weights=True)
         assert weights is not None
-        return logits, _stack(state.past), weights  # (batch, vocab), (layers, 2, batch, heads, steps + 1, depth), ...
+        return logits, weights, *_flat(state.past)  # (rows, vocab), (rows, layers, heads, src_len), each (rows, ...)
 
 
 def export_onnx(run_dir: str | Path, out: str | Path, quantization: str = "float32") -> Path:
@@ -120,24 +127,28 @@ def export_onnx(run_dir: str | Path, out: str | Path, quantization: str = "float
 
 
 def _trace(model: Transformer, out: Path) -> None:
-    """The two graphs, traced from example inputs of every dynamic size >= 2 (torch.export fixes sizes 0 and 1)."""
+    """The two graphs, traced from example inputs of every dynamic size >= 2 (torch.export fixes sizes 0 and 1);
+    the step's rows are two per source, so that its attention groups them (``one_query_attention``)."""
     cfg = model.cfg
     assert isinstance(cfg, TransformerConfig)
-    depth = cfg.d_model // cfg.num_heads
-    batch, src_len, steps = torch.export.Dim("batch"), torch.export.Dim("src_len"), torch.export.Dim("steps")
+    layers, depth = cfg.num_layers, cfg.d_model // cfg.num_heads
+    sources, rows = torch.export.Dim("sources"), torch.export.Dim("rows")
+    src_len, steps = torch.export.Dim("src_len"), torch.export.Dim("steps")
     src = torch.tensor([[4, 5, 6, 2, 0], [7, 8, 9, 10, 2]]).clamp(max=model.encoder.embed.embedding.num_embeddings - 1)
-    past = torch.zeros(cfg.num_layers, 2, 2, cfg.num_heads, 3, depth)
+    past = [torch.zeros(4, cfg.num_heads, 3, depth) for _ in range(2 * layers)]
     with torch.no_grad():
-        memory_kv = EncoderGraph(model)(src)
+        src_mask, *memory_kv = EncoderGraph(model)(src)
     with _quiet():
-        torch.onnx.export(EncoderGraph(model), (src,), out / ENCODER, input_names=["src"], output_names=["memory_kv"],
-                          dynamic_shapes=({0: batch, 1: src_len},), opset_version=OPSET, dynamo=True,
+        torch.onnx.export(EncoderGraph(model), (src,), out / ENCODER, input_names=["src"],
+                          output_names=["src_mask", *_names("memory", layers)],
+                          dynamic_shapes=({0: sources, 1: src_len},), opset_version=OPSET, dynamo=True,
                           external_data=False, verbose=False)
-        torch.onnx.export(StepGraph(model), (torch.tensor([1, 1]), src, memory_kv, past), out / STEP,
-                          input_names=["ids", "src", "memory_kv", "past"],
-                          output_names=["logits", "present", "attention"],
-                          dynamic_shapes=({0: batch}, {0: batch, 1: src_len}, {2: batch, 4: src_len},
-                                          {2: batch, 4: steps}),
+        torch.onnx.export(StepGraph(model), (torch.tensor([1, 1, 1, 1]), src_mask, memory_kv, past), out / STEP,
+                          input_names=["ids", "src_mask", *_names("memory", layers), *_names("past", layers)],
+                          output_names=["logits", "attention", *_names("present", layers)],
+                          dynamic_shapes=({0: rows}, {0: sources, 3: src_len},
+                                          [{0: sources, 2: src_len}] * len(memory_kv),
+                                          [{0: rows, 2: steps}] * len(past)),
                           opset_version=OPSET, dynamo=True, external_data=False, verbose=False)
 
 
@@ -168,51 +179,40 @@ def _quantize(source: Path, target: Path) -> None:
     quantize_dynamic(prepared, target, weight_type=QuantType.QInt8, per_channel=True)
 
 
-@dataclass(frozen=True)
-class OnnxState:
-    """The step contract's state of ``OnnxSeq2seq``: what ``TransformerState`` holds, as the graphs take it."""
-
-    src: torch.Tensor  # (batch, src_len): the padding mask's source
-    memory_kv: torch.Tensor  # (layers, 2, batch, heads, src_len, depth)
-    past: torch.Tensor  # (layers, 2, batch, heads, steps, depth)
-
-    def select(self, rows: torch.Tensor, same_sources: bool = False) -> OnnxState:
-        """Row i of the result is row ``rows[i]``; with ``same_sources`` the per-source parts stay in place."""
-        past = self.past.index_select(2, rows)
-        if same_sources:
-            return OnnxState(self.src, self.memory_kv, past)
-        return OnnxState(self.src.index_select(0, rows), self.memory_kv.index_select(2, rows), past)
-
-    def beams(self, k: int) -> OnnxState:
-        """Each sentence's row k times in a row (the graph takes K, V per row)."""
-        return self.select(torch.arange(self.src.size(0)).repeat_interleave(k))
-
-
 class OnnxSeq2seq:
     """The step contract (``start``, ``step``, ``state.select``, ``state.beams``) over the exported graphs in ONNX
-    Runtime."""
+    Runtime. Its state is the model's own ``TransformerState`` (the graphs take and give its tensors), so that
+    beams share their source's K, V and reorder the cache lazily, as in seqlab's own engine."""
 
     def __init__(self, export_dir: Path, threads: int | None = None) -> None:
         ort = _onnxruntime()
+        keep_freed_memory()  # the search's tensors and the graphs' outputs are freed and asked for at every step
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads or torch.get_num_threads()
         options.inter_op_num_threads = 1
+        # its threads sleep when a graph is done rather than spin: between two steps PyTorch's threads do the search
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.encoder = ort.InferenceSession(str(export_dir / ENCODER), options, providers=["CPUExecutionProvider"])
         self.decoder = ort.InferenceSession(str(export_dir / STEP), options, providers=["CPUExecutionProvider"])
+        self.layers = sum(name.startswith("past_k") for name in (i.name for i in self.decoder.get_inputs()))
+        if self.layers == 0:
+            raise ConfigError(f"{export_dir}: an ONNX export of an earlier seqlab, which this one cannot run: "
+                              f"export the run again (seqlab export RUN --to onnx)")
 
-    def start(self, src: torch.Tensor) -> OnnxState:
-        src = src.contiguous()
-        memory_kv = torch.from_numpy(self.encoder.run(None, {"src": src.numpy()})[0])
-        layers, _, batch, heads, _, depth = memory_kv.shape
-        return OnnxState(src, memory_kv, memory_kv.new_zeros(layers, 2, batch, heads, 0, depth))
+    def start(self, src: torch.Tensor) -> TransformerState:
+        src_mask, *memory_kv = (torch.from_numpy(a) for a in self.encoder.run(None, {"src": src.contiguous().numpy()}))
+        empty = memory_kv[0][:, :, :0]  # (sources, heads, 0, depth)
+        return TransformerState(src_mask, _pairs(memory_kv), [(empty, empty)] * self.layers, [])  # the graph projects
 
     def step(
-        self, ids: torch.Tensor, state: OnnxState, need_weights: bool = False
-    ) -> tuple[torch.Tensor, OnnxState, torch.Tensor | None]:
-        logits, present, weights = self.decoder.run(None, {
-            "ids": ids.contiguous().numpy(), "src": state.src.numpy(),
-            "memory_kv": state.memory_kv.numpy(), "past": np.ascontiguousarray(state.past.numpy())})
-        state = OnnxState(state.src, state.memory_kv, torch.from_numpy(present))
+        self, ids: torch.Tensor, state: TransformerState, need_weights: bool = False
+    ) -> tuple[torch.Tensor, TransformerState, torch.Tensor | None]:
+        inputs = {"ids": ids.contiguous(), "src_mask": state.src_mask}
+        inputs |= zip(_names("memory", self.layers), _flat(state.memory_kv))
+        inputs |= zip(_names("past", self.layers), _flat(state.selected_past()))
+        logits, weights, *present = self.decoder.run(None, {k: v.contiguous().numpy() for k, v in inputs.items()})
+        state = TransformerState(state.src_mask, state.memory_kv, _pairs([torch.from_numpy(a) for a in present]),
+                                 [], state.group)
         return torch.from_numpy(logits), state, torch.from_numpy(weights) if need_weights else None
 
 

@@ -8,13 +8,16 @@ returns the attention weights (for plots and tests), and PyTorch's fused
 ``scaled_dot_product_attention`` for speed. Tests hold them equal. The fused
 kernel is used for float32 training: under bf16 autocast on the CPU its backward
 pass is about 9× slower than the plain path (torch 2.13, ``benchmarks/attention_paths.py``),
-while the plain path runs its two matmuls in bf16; and for one query per row
-(incremental decoding) the plain path is faster too (``benchmarks/profile_ops.py decode``).
+while the plain path runs its two matmuls in bf16. Incremental decoding, one query per row, has its own
+``one_query_attention`` (``benchmarks/profile_ops.py decode``): the scale and the mask are applied once, not at
+every step, and the beams of a source share its K, V.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -38,19 +41,43 @@ def scaled_dot_product_attention(
     return (F.dropout(weights, dropout) if dropout else weights) @ v, weights
 
 
-def grouped(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The reference path for g rows per source: q (sources · g, heads, 1, d_k), k, v (sources, heads, k_len, d),
-    mask (sources, 1, 1, k_len). Each source's g queries are one (g, d_k) block against its K: a matrix product
-    instead of g matrix-vector products over g copies of K. Returns (sources · g, heads, 1, d_v) and the weights
-    (sources · g, heads, 1, k_len)."""
+def one_query_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None, need_weights: bool = False
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Attention for one new position per row (incremental decoding): ``softmax(q K^T + bias) V`` with q already
+    scaled by 1/sqrt(d_k) (``MultiHeadAttention.query_projection``) and ``bias`` the mask times −1e9, both done once
+    instead of at every step.
+
+    q (sources · g, d_model): g rows per source, in a row (a source's beams, ``TransformerState.beams``), its
+    heads side by side; k, v (sources, heads, k_len, depth); bias (sources, 1, 1, k_len) or None. Each source's
+    g queries are one (g, d_k) block against its K: a matrix product instead of g matrix-vector products over g
+    copies of K. Returns the heads merged, (sources · g, d_model), and, if asked, the weights (sources · g, heads,
+    k_len)."""
     sources, heads, _, depth = k.shape
     g = q.size(0) // sources
-    assert q.size(2) == 1 and q.size(0) == sources * g, "grouped attention takes one query per row"
-    out, weights = scaled_dot_product_attention(q.view(sources, g, heads, depth).transpose(1, 2), k, v, mask)
-    return (out.transpose(1, 2).reshape(sources * g, heads, 1, -1),  # (sources, heads, g, d) -> rows
-            weights.transpose(1, 2).reshape(sources * g, heads, 1, -1))
+    q = q.view(sources, g, heads, depth).transpose(1, 2)  # (sources, heads, g, depth)
+    logits = q @ k.transpose(-2, -1)  # (sources, heads, g, k_len)
+    weights = torch.softmax(logits if bias is None else logits + bias, dim=-1)
+    out = (weights @ v).transpose(1, 2).reshape(sources * g, heads * depth)  # (rows, d_model)
+    return out, weights.transpose(1, 2).reshape(sources * g, heads, -1) if need_weights else None
+
+
+Projection = Callable[[torch.Tensor], list[torch.Tensor]]
+
+
+def stacked(first: nn.Module, *others: nn.Module, scale: float) -> Projection:
+    """x (rows, d_model) -> [first(x) · scale, *(layer(x) for layer in others)]: one matrix product over the linear
+    layers' weights stacked here, once per search (``Transformer.start``: the weights may change between two
+    searches, as in training), with the scale folded in; layers that hold no float weight (``Runtime``'s int8)
+    are called one by one."""
+    layers = (first, *others)
+    if not all(type(layer) is nn.Linear for layer in layers):
+        return lambda x: [first(x) * scale, *(layer(x) for layer in others)]
+    linears = cast(tuple[nn.Linear, ...], layers)
+    weight = torch.cat([linears[0].weight * scale, *(layer.weight for layer in linears[1:])])  # (outputs, d_model)
+    bias = torch.cat([linears[0].bias * scale, *(layer.bias for layer in linears[1:])])
+    sizes = [layer.out_features for layer in linears]
+    return lambda x: list(F.linear(x, weight, bias).split(sizes, dim=-1))
 
 
 class MultiHeadAttention(nn.Module):
@@ -96,19 +123,24 @@ class MultiHeadAttention(nn.Module):
         mask: torch.Tensor | None = None,
         need_weights: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """query (batch, q_len, d_model) against projected K, V (batch, heads, k_len, depth); or, one query per row,
-        the rows of a beam search (sources · g, 1, d_model) against the K, V of their sources (sources, heads,
-        k_len, depth), each source's g rows in a row, which read its K, V once (``grouped``)."""
+        """query (batch, q_len, d_model) against projected K, V (batch, heads, k_len, depth)."""
         q = self.split_heads(self.w_q(query))
         p = self.dropout if self.training else 0.0
-        if k.size(0) != q.size(0):
-            out, weights = grouped(q, k, v, mask)
-        elif need_weights or not self.fused or q.dtype != torch.float32 or q.size(2) == 1:
+        if need_weights or not self.fused or q.dtype != torch.float32 or q.size(2) == 1:
             out, weights = scaled_dot_product_attention(q, k, v, mask, p)
         else:
             keep = None if mask is None else ~mask  # SDPA's boolean masks mark the positions that take part
             out, weights = F.scaled_dot_product_attention(q, k, v, attn_mask=keep, dropout_p=p), None
         return self.w_o(self.merge_heads(out)), weights
+
+    def query_projection(self) -> Projection:
+        """Incremental decoding's cross-attention query: x (rows, d_model) -> [Q / sqrt(d_k)] (``stacked``)."""
+        return stacked(self.w_q, scale=self.depth**-0.5)
+
+    def qkv_projection(self) -> Projection:
+        """Incremental decoding's self-attention: x (rows, d_model) -> [Q / sqrt(d_k), K, V], each (rows, d_model),
+        one matrix product with W_Q, W_K, W_V side by side (``stacked``)."""
+        return stacked(self.w_q, self.w_k, self.w_v, scale=self.depth**-0.5)
 
     def forward(
         self,

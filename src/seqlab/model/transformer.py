@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, cast
+from typing import Literal, NamedTuple, cast
 
 import torch
 import torch.nn.functional as F
@@ -26,7 +26,7 @@ from pydantic import Field, model_validator
 from torch import nn
 
 from seqlab.config import Config, ModelSection
-from seqlab.model.attention import MultiHeadAttention
+from seqlab.model.attention import MASK_VALUE, MultiHeadAttention, Projection, one_query_attention
 from seqlab.model.dropout import Dropout
 from seqlab.model.masks import example_ids, look_ahead_mask, padding_mask
 from seqlab.model.positional import PositionalEncoding
@@ -133,9 +133,15 @@ class Residual(nn.Module):
         self.pre_norm = pre_norm
 
     def forward(self, x: torch.Tensor, sublayer: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
-        if self.pre_norm:
-            return x + self.dropout(sublayer(self.norm(x)))
-        return self.norm(x + self.dropout(sublayer(x)))
+        return self.after(x, sublayer(self.before(x)))
+
+    def before(self, x: torch.Tensor) -> torch.Tensor:
+        """What the sublayer takes: LN(x) (pre-LN) or x."""
+        return self.norm(x) if self.pre_norm else x
+
+    def after(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """The sublayer's output y added back: x + drop(y) (pre-LN) or LN(x + drop(y))."""
+        return x + self.dropout(y) if self.pre_norm else self.norm(x + self.dropout(y))
 
 
 class EncoderLayer(nn.Module):
@@ -187,22 +193,19 @@ class DecoderLayer(nn.Module):
         self,
         x: torch.Tensor,  # (batch, trg_len, d_model)
         memory_kv: KV | None,  # the encoder output projected by this layer's W_K, W_V: (batch, heads, src_len, depth)
-        self_mask: torch.Tensor | None,  # (batch, 1, trg_len, trg_len); None when one new position sees all
+        self_mask: torch.Tensor | None,  # (batch, 1, trg_len, trg_len); None when one position sees all
         cross_mask: torch.Tensor | None,  # (batch, 1, 1, src_len)
         need_weights: bool = False,
-        past_kv: KV | None = None,  # incremental decoding: self-attention K, V of the earlier positions
     ) -> tuple[torch.Tensor, torch.Tensor | None, KV]:
-        """Returns x, the cross-attention weights (batch, heads, trg_len, src_len) if asked, and the
-        self-attention K, V of every position so far (the next step's ``past_kv``)."""
-        present: KV | None = past_kv  # set by self_attention below
+        """Every target position at once (teacher forcing, a prompt). Returns x, the cross-attention weights
+        (batch, heads, trg_len, src_len) if asked, and the self-attention K, V of every position (the cache that
+        ``extend`` continues)."""
+        present: KV | None = None  # set by self_attention below
 
         def self_attention(h: torch.Tensor) -> torch.Tensor:
             nonlocal present
-            k, v = self.self_attn.project_kv(h, h)  # (batch, heads, trg_len, depth)
-            if past_kv is not None:
-                k, v = torch.cat([past_kv[0], k], dim=2), torch.cat([past_kv[1], v], dim=2)
-            present = (k, v)
-            return self.self_attn.attend(h, k, v, self_mask)[0]
+            present = self.self_attn.project_kv(h, h)  # (batch, heads, trg_len, depth)
+            return self.self_attn.attend(h, *present, self_mask)[0]
 
         weights = None
 
@@ -217,6 +220,45 @@ class DecoderLayer(nn.Module):
             x = self.cross_block(x, cross_attention)
         assert present is not None  # self_attention ran
         return self.ffn_block(x, self.ffn), weights, present
+
+    def extend(
+        self,
+        x: torch.Tensor,  # (rows, d_model): one new position per row
+        past_kv: KV,  # the self-attention K, V of the earlier positions: (rows, heads, steps, depth)
+        memory_kv: KV | None,  # (sources, heads, src_len, depth), a source's rows in a row
+        cross_bias: torch.Tensor | None,  # (sources, 1, 1, src_len): the padding mask times −1e9
+        projections: LayerProjections,
+        need_weights: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor | None, KV]:
+        """Incremental decoding: the same layer as ``forward`` for one new position per row, the earlier ones read
+        from ``past_kv`` (``one_query_attention``), its queries, keys and values by ``projections``. Returns x
+        (rows, d_model), the cross-attention weights (rows, heads, src_len) if asked, and the cache with this
+        position appended (rows, heads, steps + 1, depth)."""
+        rows, heads, depth = x.size(0), self.self_attn.num_heads, self.self_attn.depth
+        q, k, v = projections.qkv(self.self_block.before(x))  # each (rows, d_model)
+        k = torch.cat([past_kv[0], k.view(rows, heads, 1, depth)], dim=2)  # (rows, heads, steps + 1, depth)
+        v = torch.cat([past_kv[1], v.view(rows, heads, 1, depth)], dim=2)
+        x = self.self_block.after(x, self.self_attn.w_o(one_query_attention(q, k, v, None)[0]))
+        weights = None
+        if self.cross_block is not None:
+            assert self.cross_attn is not None and memory_kv is not None and projections.cross_query is not None
+            q = projections.cross_query(self.cross_block.before(x))[0]
+            out, weights = one_query_attention(q, *memory_kv, cross_bias, need_weights)
+            x = self.cross_block.after(x, self.cross_attn.w_o(out))
+        return self.ffn_block(x, self.ffn), weights, (k, v)
+
+    def projections(self) -> LayerProjections:
+        """What ``extend`` projects with, its weights stacked once per search."""
+        cross_query = None if self.cross_attn is None else self.cross_attn.query_projection()
+        return LayerProjections(self.self_attn.qkv_projection(), cross_query)
+
+
+class LayerProjections(NamedTuple):
+    """A decoder layer's projections for one new position per row (``MultiHeadAttention.qkv_projection``,
+    ``query_projection``): made by ``start`` and kept in the search's state."""
+
+    qkv: Projection
+    cross_query: Projection | None
 
 
 class Embedder(nn.Module):
@@ -297,29 +339,41 @@ class Decoder(nn.Module):
         self.layers = nn.ModuleList(DecoderLayer(cfg, self_dropout=self_dropout) for _ in range(cfg.num_layers))
         self.final_norm = nn.LayerNorm(cfg.d_model, eps=LAYER_NORM_EPS) if cfg.norm == "pre" else nn.Identity()
 
+    def projections(self) -> list[LayerProjections]:
+        """Every layer's projections for ``extend``, stacked for one search."""
+        return [cast(DecoderLayer, layer).projections() for layer in self.layers]
+
     def memory_kv(self, memory: torch.Tensor) -> list[KV]:
         """The encoder output (batch, src_len, d_model) projected for every layer's cross-attention."""
         return [cast(MultiHeadAttention, cast(DecoderLayer, layer).cross_attn).project_kv(memory, memory)
                 for layer in self.layers]
 
     def forward(
-        self,
-        trg: torch.Tensor,  # (batch, trg_len)
-        memory_kv: list[KV],
-        src_mask: torch.Tensor,
-        need_weights: bool = False,
-        past: list[KV] | None = None,
+        self, trg: torch.Tensor, memory_kv: list[KV], src_mask: torch.Tensor, need_weights: bool = False
+    ) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        """Teacher forcing: trg (batch, trg_len), every position under the look-ahead mask -> the hidden states
+        (batch, trg_len, d_model) and, if asked, the cross-attention weights per layer."""
+        x = self.embed(trg)  # (batch, trg_len, d_model)
+        self_mask = look_ahead_mask(trg)
+        weights = []
+        for layer, kv in zip(self.layers, memory_kv):
+            x, w, _ = layer(x, kv, self_mask, src_mask, need_weights)
+            if w is not None:
+                weights.append(w)
+        return self.final_norm(x), weights
+
+    def extend(
+        self, ids: torch.Tensor, state: TransformerState, need_weights: bool = False
     ) -> tuple[torch.Tensor, list[torch.Tensor], list[KV]]:
-        """Teacher forcing (``past`` None: every position, look-ahead mask) or incremental decoding
-        (``past``: each layer's self-attention K, V of the positions before ``trg``, which holds the new
-        position only). Returns the hidden states, the cross-attention weights per layer (if asked) and
-        each layer's K, V up to now."""
-        offset = 0 if past is None else past[0][0].size(2)
-        x = self.embed(trg, offset)  # (batch, trg_len, d_model)
-        self_mask = look_ahead_mask(trg) if past is None else None
+        """Incremental decoding: ids (rows,), one new position per row after the cached ones -> its hidden state
+        (rows, d_model), the cross-attention weights per layer (rows, heads, src_len) if asked, and each layer's
+        K, V up to now."""
+        past = state.selected_past()
+        x = self.embed(ids[:, None], past[0][0].size(2))[:, 0]  # (rows, d_model)
+        cross_bias = state.src_mask.to(x.dtype) * MASK_VALUE  # once for every layer: (sources, 1, 1, src_len)
         weights, present = [], []
-        for i, layer in enumerate(self.layers):
-            x, w, kv = layer(x, memory_kv[i], self_mask, src_mask, need_weights, None if past is None else past[i])
+        for layer, kv, memory_kv, projections in zip(self.layers, past, state.memory_kv, state.projections):
+            x, w, kv = cast(DecoderLayer, layer).extend(x, kv, memory_kv, cross_bias, projections, need_weights)
             present.append(kv)
             if w is not None:
                 weights.append(w)
@@ -349,7 +403,7 @@ class Transformer(nn.Module):
     ) -> tuple[torch.Tensor, list[torch.Tensor]]:
         """Teacher forcing: trg (batch, trg_len) -> logits (batch, trg_len, trg_vocab) and, if asked, the
         cross-attention weights of every layer, each (batch, heads, trg_len, src_len)."""
-        hidden, weights, _ = self.decoder(trg, self.decoder.memory_kv(memory), src_mask, need_weights)
+        hidden, weights = self.decoder(trg, self.decoder.memory_kv(memory), src_mask, need_weights)
         return self.generator(hidden), weights
 
     def example_inputs(self) -> tuple[torch.Tensor, ...]:
@@ -369,7 +423,7 @@ class Transformer(nn.Module):
         # contiguous once here, or the plain attention path copies them at every step
         memory_kv = [(k.contiguous(), v.contiguous()) for k, v in self.decoder.memory_kv(memory)]
         empty = memory_kv[0][0][:, :, :0]  # (batch, heads, 0, depth)
-        return TransformerState(src_mask, memory_kv, [(empty, empty)] * len(memory_kv))
+        return TransformerState(src_mask, memory_kv, [(empty, empty)] * len(memory_kv), self.decoder.projections())
 
     def step(
         self, ids: torch.Tensor, state: TransformerState, need_weights: bool = False
@@ -377,11 +431,10 @@ class Transformer(nn.Module):
         """ids (batch,), the previous output word -> logits (batch, vocab) of the next, the state with this
         position's keys and values cached, and (if asked) the cross-attention weights (batch, layers, heads,
         src_len). Only the new position is computed: earlier ones are read from the cache."""
-        hidden, weights, past = self.decoder(ids[:, None], state.memory_kv, state.src_mask, need_weights,
-                                             state.selected_past())
-        state = TransformerState(state.src_mask, state.memory_kv, past, state.group)
-        stacked = torch.stack(weights, dim=1)[:, :, :, 0] if need_weights else None  # (batch, layers, heads, src_len)
-        return self.generator(hidden[:, 0]), state, stacked
+        hidden, weights, past = self.decoder.extend(ids, state, need_weights)  # (rows, d_model)
+        state = TransformerState(state.src_mask, state.memory_kv, past, state.projections, state.group)
+        stacked = torch.stack(weights, dim=1) if need_weights else None  # (rows, layers, heads, src_len)
+        return self.generator(hidden), state, stacked
 
 
 @dataclass(frozen=True)
@@ -396,6 +449,7 @@ class TransformerState:
     src_mask: torch.Tensor  # (sources, 1, 1, src_len)
     memory_kv: list[KV]  # per layer, each (sources, heads, src_len, depth)
     past: list[KV]  # per layer, each (rows of the cache, heads, steps, depth)
+    projections: list[LayerProjections]  # per layer: its weights stacked for the search (``Decoder.projections``)
     group: int = 1
     order: torch.Tensor | None = None  # (sources · group,): row i is the cache's row order[i]; None: as it is
 
@@ -413,14 +467,16 @@ class TransformerState:
         ``beams(k)``, rows come in groups of k extending one source, which keeps its one K, V."""
         order = rows if self.order is None else self.order.index_select(0, rows)
         if same_sources:
-            return TransformerState(self.src_mask, self.memory_kv, self.past, self.group, order)
+            return TransformerState(self.src_mask, self.memory_kv, self.past, self.projections, self.group, order)
         sources = rows.view(-1, self.group)[:, 0] // self.group  # (sources kept,)
         memory_kv = [(k.index_select(0, sources), v.index_select(0, sources)) for k, v in self.memory_kv]
-        return TransformerState(self.src_mask.index_select(0, sources), memory_kv, self.past, self.group, order)
+        return TransformerState(self.src_mask.index_select(0, sources), memory_kv, self.past, self.projections,
+                                self.group, order)
 
     def beams(self, k: int) -> TransformerState:
         """k rows per source, sharing its cross-attention K, V; the target positions decoded so far (beam search's
         first step) copied per row."""
         assert self.group == 1, "beams(k) starts the beams of a search"
         rows = torch.arange(self.src_mask.size(0), device=self.src_mask.device).repeat_interleave(k)
-        return TransformerState(self.src_mask, self.memory_kv, self.past, k, self.order).select(rows, True)
+        return TransformerState(self.src_mask, self.memory_kv, self.past, self.projections, k,
+                                self.order).select(rows, True)

@@ -11,7 +11,7 @@ computes only the new position; the context may grow to ``model.max_length`` pos
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 import torch
 from pydantic import Field
@@ -19,7 +19,15 @@ from torch import nn
 
 from seqlab.config import Config
 from seqlab.model.masks import example_ids, look_ahead_mask
-from seqlab.model.transformer import KV, LAYER_NORM_EPS, DecoderLayer, Embedder, TransformerShape, init_linear_layers
+from seqlab.model.transformer import (
+    KV,
+    LAYER_NORM_EPS,
+    DecoderLayer,
+    Embedder,
+    LayerProjections,
+    TransformerShape,
+    init_linear_layers,
+)
 from seqlab.specials import PAD
 
 
@@ -57,17 +65,15 @@ class TransformerLM(nn.Module):
         if cfg.tie_weights:
             self.output.weight = self.embed.embedding.weight
 
-    def _run(self, ids: torch.Tensor, past: list[KV] | None) -> tuple[torch.Tensor, list[KV]]:
-        """ids (B, T) after ``past`` (each layer's K, V of the earlier positions, or None) -> logits (B, T, V)
-        and every layer's K, V up to now."""
-        offset = 0 if past is None else past[0][0].size(2)
-        if offset + ids.size(1) > self.max_length:
-            raise ValueError(f"a context of {offset + ids.size(1)} positions exceeds model.max_length ({self.max_length})")
-        x = self.embed(ids, offset)  # (B, T, d_model)
+    def _run(self, ids: torch.Tensor) -> tuple[torch.Tensor, list[KV]]:
+        """ids (B, T) -> logits (B, T, V) and every layer's K, V of the T positions (the cache ``step`` extends)."""
+        if ids.size(1) > self.max_length:
+            raise ValueError(f"a context of {ids.size(1)} positions exceeds model.max_length ({self.max_length})")
+        x = self.embed(ids)  # (B, T, d_model)
         mask = look_ahead_mask(ids) if ids.size(1) > 1 else None
         present = []
-        for i, layer in enumerate(self.layers):
-            x, _, kv = layer(x, None, mask, None, False, None if past is None else past[i])
+        for layer in self.layers:
+            x, _, kv = layer(x, None, mask, None)
             present.append(kv)
         return self.output(self.final_norm(x)), present
 
@@ -77,7 +83,7 @@ class TransformerLM(nn.Module):
 
     def forward(self, ids: torch.Tensor, state: None = None) -> tuple[torch.Tensor, None]:
         """ids (B, T) -> logits (B, T, V); the state is always None (nothing is carried between batches)."""
-        return self._run(ids, None)[0], None
+        return self._run(ids)[0], None
 
     @staticmethod
     def detach(state: None) -> None:
@@ -90,25 +96,34 @@ class TransformerLM(nn.Module):
         logits of the word that follows."""
         if (src == PAD).any():
             raise ValueError("the prompts of one batch must have the same length")
-        logits, past = self._run(src, None)
-        return TransformerLMState(past, logits[:, -1])
+        logits, past = self._run(src)
+        return TransformerLMState(past, logits[:, -1], [cast(DecoderLayer, layer).projections() for layer in self.layers])
 
     def step(self, ids: torch.Tensor, state: TransformerLMState,
              need_weights: bool = False) -> tuple[torch.Tensor, TransformerLMState, None]:
         if state.pending is not None:
-            return state.pending, TransformerLMState(state.past, None), None
-        logits, past = self._run(ids[:, None], state.past)
-        return logits[:, -1], TransformerLMState(past, None), None
+            return state.pending, TransformerLMState(state.past, None, state.projections), None
+        offset = state.past[0][0].size(2)
+        if offset + 1 > self.max_length:
+            raise ValueError(f"a context of {offset + 1} positions exceeds model.max_length ({self.max_length})")
+        x = self.embed(ids[:, None], offset)[:, 0]  # (B, d_model)
+        past = []
+        for layer, kv, projections in zip(self.layers, state.past, state.projections):
+            x, _, kv = cast(DecoderLayer, layer).extend(x, kv, None, None, projections)
+            past.append(kv)
+        return self.output(self.final_norm(x)), TransformerLMState(past, None, state.projections), None
 
 
 @dataclass(frozen=True)
 class TransformerLMState:
     past: list[KV]  # per layer, each (B, heads, positions, depth)
     pending: torch.Tensor | None  # (B, V): the logits after the prompt, before the first step
+    projections: list[LayerProjections]  # per layer: its weights stacked for the search
 
     def select(self, rows: torch.Tensor, same_sources: bool = False) -> TransformerLMState:
         past = [(k.index_select(0, rows), v.index_select(0, rows)) for k, v in self.past]
-        return TransformerLMState(past, None if self.pending is None else self.pending.index_select(0, rows))
+        return TransformerLMState(past, None if self.pending is None else self.pending.index_select(0, rows),
+                                  self.projections)
 
     def beams(self, k: int) -> TransformerLMState:
         """Each prompt's row k times in a row."""
