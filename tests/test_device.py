@@ -110,3 +110,30 @@ def test_bf16_trains_on_a_gpu_and_resumes(tmp_path, killed_at):
     assert log[-1]["train_loss"] < 0.5 * log[0]["train_loss"]
     assert "cuda_rng.0" in load_file(tmp_path / "run" / CHECKPOINT)
     resumes_exactly(config, tmp_path / "again", killed_at, 45)  # inside epoch 2 (37 steps an epoch)
+
+
+def test_large_linear_layers_are_prepacked_for_cpu_inference_and_compute_the_same():
+    """``Runtime.place`` (fp32, CPU) turns each linear layer of at least ``PACK_FROM`` weights into a
+    ``PackedLinear``: the same outputs, the same parameters (a tied weight stays tied, the state dict keeps its keys),
+    the plain product in training mode, and a new packed copy after the weight changes."""
+    from torch import nn
+
+    from seqlab.runtime import PACK_FROM, PackedLinear, Runtime
+
+    model = nn.Sequential(nn.Embedding(PACK_FROM // 64, 64), nn.Linear(64, 64), nn.Linear(64, PACK_FROM // 64))
+    model[2].weight = model[0].weight  # tied, as a Transformer's output projection may be
+    keys, x = set(model.state_dict()), torch.randn(5, 64)
+    with torch.no_grad():
+        expected = model[2](x)
+    placed = Runtime().place(model)
+    assert isinstance(placed[2], PackedLinear) and type(placed[1]) is nn.Linear  # the small layer is left alone
+    assert placed[2].weight is placed[0].weight and set(placed.state_dict()) == keys and not placed[2].training
+    with torch.no_grad():
+        torch.testing.assert_close(placed[2](x), expected, atol=1e-4, rtol=1e-4)
+        placed[0].weight.mul_(2.0)  # in place: a new version of the weight
+        torch.testing.assert_close(placed[2](x), 2 * expected - placed[2].bias, atol=1e-4, rtol=1e-4)
+    placed.train()
+    placed[2](x).sum().backward()  # the plain product in training: gradients flow to the tied weight
+    assert placed[0].weight.grad is not None
+    bf16 = Runtime(precision="bf16").place(nn.Sequential(nn.Linear(64, PACK_FROM // 64)))
+    assert type(bf16[0]) is nn.Linear  # autocast computes it in bf16: nothing to pack
