@@ -140,6 +140,7 @@ class PackedLinear(nn.Module):
     def _packed_weight(self) -> torch.Tensor:
         key = (self.weight._version, self.weight.data_ptr())
         if self._packed is None or self._packed[0] != key:
+            # 256: the rows oneDNN picks its layout for (a batch of steps); any number of rows computes the same
             self._packed = key, torch.ops.mkldnn._reorder_linear_weight(self.weight.detach(), 256)
         return self._packed[1]
 
