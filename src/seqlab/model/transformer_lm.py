@@ -67,8 +67,7 @@ class TransformerLM(nn.Module):
 
     def _run(self, ids: torch.Tensor) -> tuple[torch.Tensor, list[KV]]:
         """ids (B, T) -> logits (B, T, V) and every layer's K, V of the T positions (the cache ``step`` extends)."""
-        if ids.size(1) > self.max_length:
-            raise ValueError(f"a context of {ids.size(1)} positions exceeds model.max_length ({self.max_length})")
+        self._fits(ids.size(1))
         x = self.embed(ids)  # (B, T, d_model)
         mask = look_ahead_mask(ids) if ids.size(1) > 1 else None
         present = []
@@ -76,6 +75,11 @@ class TransformerLM(nn.Module):
             x, _, kv = layer(x, None, mask, None)
             present.append(kv)
         return self.output(self.final_norm(x)), present
+
+    def _fits(self, positions: int) -> None:
+        """A context of ``positions`` must fit the positional table."""
+        if positions > self.max_length:
+            raise ValueError(f"a context of {positions} positions exceeds model.max_length ({self.max_length})")
 
     def example_inputs(self) -> tuple[torch.Tensor, ...]:
         """What ``forward`` takes, at a small size: traced by ``seqlab plot model``."""
@@ -104,8 +108,7 @@ class TransformerLM(nn.Module):
         if state.pending is not None:
             return state.pending, TransformerLMState(state.past, None, state.projections), None
         offset = state.past[0][0].size(2)
-        if offset + 1 > self.max_length:
-            raise ValueError(f"a context of {offset + 1} positions exceeds model.max_length ({self.max_length})")
+        self._fits(offset + 1)
         x = self.embed(ids[:, None], offset)[:, 0]  # (B, d_model)
         past = []
         for layer, kv, projections in zip(self.layers, state.past, state.projections):
