@@ -2,7 +2,8 @@
 over one epoch of word2vec.
 
     SEQLAB_DATA=../shared/data python benchmarks/profile_ops.py train configs/book/date-transformer.yaml [--set k=v]
-    python benchmarks/profile_ops.py decode runs/multi30k --data-dir ../shared/data --beam 5 [--sentences 512]
+    python benchmarks/profile_ops.py decode runs/multi30k --data-dir ../shared/data --beam 5 [--sentences 512] \\
+        [--one-at-a-time]
     SEQLAB_DATA=../shared/data python benchmarks/profile_ops.py vectors configs/vectors/multi30k.yaml \\
         [--set train.method=cbow]
 
@@ -48,16 +49,19 @@ def profile_training(config: str, overrides: list[str], steps: int) -> profile:
     return prof
 
 
-def profile_decoding(run_dir: str, data_dir: str | None, beam: int, sentences: int) -> profile:
-    """The profile of decoding the run's first ``sentences`` test sources, after a warm-up batch."""
+def profile_decoding(run_dir: str, data_dir: str | None, beam: int, sentences: int, one_at_a_time: bool) -> profile:
+    """The profile of decoding the run's first ``sentences`` test sources, after a warm-up batch: in batches as
+    ``seqlab eval`` makes them, or ``one_at_a_time`` (as the page and chat decode)."""
     translator = load(run_dir)
     pairs = load_splits(translator.config.data, resolve_data_dir(data_dir))["test"][:sentences]
     src = EncodedSplit.build(translator, pairs, "test").src
     options = DecodeOptions(beam=beam)
     translator.search_ids(src[: translator.config.eval.batch_size], options)  # warm-up
     start = time.perf_counter()
+    batches = [[ids] for ids in src] if one_at_a_time else [src]
     with profile() as prof:
-        translator.search_ids(src, options)
+        for batch in batches:
+            translator.search_ids(batch, options)
     print(f"{len(src)} sentences in {time.perf_counter() - start:.2f} s (profiled)")
     return prof
 
@@ -96,6 +100,7 @@ def main(argv: list[str] | None = None) -> None:
     decode.add_argument("--data-dir")
     decode.add_argument("--beam", type=int, default=1)
     decode.add_argument("--sentences", type=int, default=512)
+    decode.add_argument("--one-at-a-time", action="store_true", help="each sentence on its own, as the page decodes")
     vectors = sub.add_parser("vectors")
     vectors.add_argument("config")
     vectors.add_argument("--set", dest="overrides", action="append", default=[])
@@ -107,7 +112,7 @@ def main(argv: list[str] | None = None) -> None:
     elif args.what == "vectors":
         prof = profile_vectors(args.config, args.overrides)
     else:
-        prof = profile_decoding(args.run_dir, args.data_dir, args.beam, args.sentences)
+        prof = profile_decoding(args.run_dir, args.data_dir, args.beam, args.sentences, args.one_at_a_time)
     print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=args.rows))
 
 

@@ -97,7 +97,7 @@ def test_profile_ops_runs_end_to_end(bench: Bench, what: str, date_config: Path,
     if what == "train":
         argv = ["train", str(date_config), "--set", "train.batch_tokens=200", "--steps", "2"]
     elif what == "decode":
-        argv = ["decode", str(date_run), "--sentences", "8", "--beam", "2"]
+        argv = ["decode", str(date_run), "--sentences", "8", "--beam", "2", "--one-at-a-time"]
     else:
         (tmp_path / "corpus.txt").write_text("the cat sat on the mat\nthe dog sat on the log\n" * 20, encoding="utf-8")
         config = {"data": {"corpora": [{"format": "lines", "path": str(tmp_path / "corpus.txt")}]},

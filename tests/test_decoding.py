@@ -17,6 +17,7 @@ from seqlab.decoding import (
     search,
 )
 from seqlab.decoding.beam import Finished, Paths, length_penalty
+from seqlab.decoding.hypothesis import CHUNK, best_words, chosen_log_probs, log_probs, top_words
 from seqlab.model import build_model
 from seqlab.model.rnn import RNNConfig
 from seqlab.model.transformer import TransformerConfig
@@ -403,9 +404,9 @@ def test_the_beams_of_a_source_share_its_cross_attention_keys_and_values():
     kept = after.select(torch.tensor([2, 0, 1, 10, 9, 11]))  # sentences 0 and 3, their beams reordered
     assert kept.group == 3
     torch.testing.assert_close(kept.memory_kv[1][1], shared.memory_kv[1][1][[0, 3]])
-    torch.testing.assert_close(kept.selected_past()[0][0], after.past[0][0][[2, 0, 1, 10, 9, 11]])
+    torch.testing.assert_close(kept.selected_past()[0].keys, after.past[0].keys[[2, 0, 1, 10, 9, 11]])
     again = kept.select(torch.tensor([1, 1, 0, 5, 3, 4]), same_sources=True)  # two selects before a step compose
-    torch.testing.assert_close(again.selected_past()[1][1], after.past[1][1][[0, 0, 2, 11, 10, 9]])
+    torch.testing.assert_close(again.selected_past()[1].values, after.past[1].values[[0, 0, 2, 11, 10, 9]])
 
 
 def test_the_constraints_change_a_steps_logits_as_their_definitions_say():
@@ -436,3 +437,20 @@ def test_every_strategy_keeps_the_constraints(kind):
             for h in hyps:
                 assert len(h.tokens) >= 6 and len(set(h.tokens)) == len(h.tokens)
                 assert sum(h.token_log_probs or []) == pytest.approx(h.log_prob, abs=1e-4)  # the changed distribution
+
+
+@pytest.mark.parametrize("vocab", [15, 16 * CHUNK, 8000, 8003])  # torch's own passes, chunked, chunked and padded
+def test_the_vocabulary_passes_give_what_log_softmax_argmax_and_topk_give(vocab: int) -> None:
+    logits = torch.randn(37, vocab, generator=torch.Generator().manual_seed(vocab))
+    logits[3, 7] = logits[3, vocab - 2] = logits[3].max() + 1  # equal maxima far apart: the first is the argmax
+    logits[4, [PAD, SOS]] = logits[4].max() + 1  # never chosen: the best word after them
+    reference = log_probs(logits)
+    assert torch.equal(best_words(logits), reference.argmax(dim=-1))
+    assert int(best_words(logits)[3]) == 7
+    ids = torch.randint(3, vocab, (37,))
+    torch.testing.assert_close(chosen_log_probs(logits, ids), reference.gather(1, ids[:, None])[:, 0])
+    top, words = top_words(logits, 10)
+    expected_top, expected_words = reference.topk(10, dim=-1)
+    torch.testing.assert_close(top, expected_top)
+    assert torch.equal(words[4:], expected_words[4:])  # row 3's tied pair may come in either order, as in topk
+    assert {*words[3, :2].tolist()} == {7, vocab - 2}

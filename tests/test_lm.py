@@ -340,7 +340,7 @@ def test_the_transformer_lm_cache_gives_the_full_pass():
         logits, state, _ = model.step(text[:, t], state)
         assert torch.allclose(logits, full[:, t], atol=1e-5)
     state = state.select(torch.tensor([2, 0]))
-    assert state.past[0][0].shape[:3] == (2, 2, 8)
+    assert state.past[0].keys.shape[:3] == (2, 2, 8)
     with pytest.raises(ValueError, match="exceeds model.max_length"):
         model(torch.randint(4, 11, (1, 33)))
 

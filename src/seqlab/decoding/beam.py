@@ -32,7 +32,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from seqlab.decoding.hypothesis import Hypothesis, log_probs
+from seqlab.decoding.hypothesis import Hypothesis, top_words
 from seqlab.decoding.step import StepDecoder
 from seqlab.specials import EOS, PAD, SOS
 
@@ -180,7 +180,7 @@ def beam_search(
         n, beams = scores.shape  # beams: 1 at the first step, k after it
         # The best 2k of a sentence's beams × vocab candidates are among each beam's own best 2k words,
         # so the (alive, beams, vocab) sum is never formed: cheaper by a vocabulary-sized pass per step.
-        word_logp, words = log_probs(logits).topk(min(2 * k, logits.size(-1)), dim=-1)  # (alive·beams, width)
+        word_logp, words = top_words(logits, 2 * k)  # (alive·beams, width)
         width = words.size(-1)
         candidates = scores[:, :, None] + word_logp.view(n, beams, width)  # (alive, beams, width)
         top, index = candidates.view(n, -1).topk(min(2 * k, beams * width), dim=-1)  # (alive, 2k), best first

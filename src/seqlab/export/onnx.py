@@ -35,6 +35,7 @@ import torch
 from torch import nn
 
 from seqlab.config import ConfigError
+from seqlab.model.cache import KVCache
 from seqlab.model.transformer import KV, Transformer, TransformerConfig, TransformerState
 from seqlab.predictors.translator import Translator, load
 from seqlab.rundir import RunDir
@@ -62,6 +63,17 @@ def _flat(kvs: list[KV]) -> list[torch.Tensor]:
 def _pairs(tensors: list[torch.Tensor]) -> list[KV]:
     """The inverse of ``_flat``."""
     return list(zip(tensors[::2], tensors[1::2]))
+
+
+def _caches(tensors: list[torch.Tensor]) -> list[KVCache]:
+    """K_0, V_0, K_1, ... of the positions so far -> per layer, the cache that grows by exactly each appended
+    position (the graph's ``present``, a pure function of its inputs)."""
+    return [KVCache.of(k, v, spare=False) for k, v in _pairs(tensors)]
+
+
+def _cached(caches: list[KVCache]) -> list[torch.Tensor]:
+    """The inverse of ``_caches``."""
+    return _flat([(cache.keys, cache.values) for cache in caches])
 
 
 def _names(prefix: str, layers: int) -> list[str]:
@@ -92,10 +104,10 @@ class StepGraph(nn.Module):
     def forward(
         self, ids: torch.Tensor, src_mask: torch.Tensor, memory_kv: list[torch.Tensor], past: list[torch.Tensor]
     ) -> tuple[torch.Tensor, ...]:
-        state = TransformerState(src_mask, _pairs(memory_kv), _pairs(past), self.model.decoder.projections())
+        state = TransformerState(src_mask, _pairs(memory_kv), _caches(past), self.model.decoder.projections())
         logits, state, weights = self.model.step(ids, state, need_weights=True)
         assert weights is not None
-        return logits, weights, *_flat(state.past)  # (rows, vocab), (rows, layers, heads, src_len), each (rows, ...)
+        return logits, weights, *_cached(state.past)  # (rows, vocab), (rows, layers, heads, src_len), each (rows, ...)
 
 
 def export_onnx(run_dir: str | Path, out: str | Path, quantization: str = "float32") -> Path:
@@ -202,16 +214,16 @@ class OnnxSeq2seq:
     def start(self, src: torch.Tensor) -> TransformerState:
         src_mask, *memory_kv = (torch.from_numpy(a) for a in self.encoder.run(None, {"src": src.contiguous().numpy()}))
         empty = memory_kv[0][:, :, :0]  # (sources, heads, 0, depth)
-        return TransformerState(src_mask, _pairs(memory_kv), [(empty, empty)] * self.layers, [])  # the graph projects
+        return TransformerState(src_mask, _pairs(memory_kv), _caches([empty, empty] * self.layers), [])  # the graph projects
 
     def step(
         self, ids: torch.Tensor, state: TransformerState, need_weights: bool = False
     ) -> tuple[torch.Tensor, TransformerState, torch.Tensor | None]:
         inputs = {"ids": ids.contiguous(), "src_mask": state.src_mask}
         inputs |= zip(_names("memory", self.layers), _flat(state.memory_kv))
-        inputs |= zip(_names("past", self.layers), _flat(state.selected_past()))
+        inputs |= zip(_names("past", self.layers), _cached(state.selected_past()))
         logits, weights, *present = self.decoder.run(None, {k: v.contiguous().numpy() for k, v in inputs.items()})
-        state = TransformerState(state.src_mask, state.memory_kv, _pairs([torch.from_numpy(a) for a in present]),
+        state = TransformerState(state.src_mask, state.memory_kv, _caches([torch.from_numpy(a) for a in present]),
                                  [], state.group)
         return torch.from_numpy(logits), state, torch.from_numpy(weights) if need_weights else None
 

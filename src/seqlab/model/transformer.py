@@ -27,6 +27,7 @@ from torch import nn
 
 from seqlab.config import Config, ModelSection
 from seqlab.model.attention import MASK_VALUE, MultiHeadAttention, Projection, one_query_attention
+from seqlab.model.cache import KVCache
 from seqlab.model.dropout import Dropout
 from seqlab.model.masks import example_ids, look_ahead_mask, padding_mask
 from seqlab.model.positional import PositionalEncoding
@@ -224,28 +225,27 @@ class DecoderLayer(nn.Module):
     def extend(
         self,
         x: torch.Tensor,  # (rows, d_model): one new position per row
-        past_kv: KV,  # the self-attention K, V of the earlier positions: (rows, heads, steps, depth)
+        past: KVCache,  # the self-attention K, V of the earlier positions: (rows, heads, steps, depth)
         memory_kv: KV | None,  # (sources, heads, src_len, depth), a source's rows in a row
         cross_bias: torch.Tensor | None,  # (sources, 1, 1, src_len): the padding mask times −1e9
         projections: LayerProjections,
         need_weights: bool = False,
-    ) -> tuple[torch.Tensor, torch.Tensor | None, KV]:
+    ) -> tuple[torch.Tensor, torch.Tensor | None, KVCache]:
         """Incremental decoding: the same layer as ``forward`` for one new position per row, the earlier ones read
-        from ``past_kv`` (``one_query_attention``), its queries, keys and values by ``projections``. Returns x
+        from ``past`` (``one_query_attention``), its queries, keys and values by ``projections``. Returns x
         (rows, d_model), the cross-attention weights (rows, heads, src_len) if asked, and the cache with this
         position appended (rows, heads, steps + 1, depth)."""
         rows, heads, depth = x.size(0), self.self_attn.num_heads, self.self_attn.depth
         q, k, v = projections.qkv(self.self_block.before(x))  # each (rows, d_model)
-        k = torch.cat([past_kv[0], k.view(rows, heads, 1, depth)], dim=2)  # (rows, heads, steps + 1, depth)
-        v = torch.cat([past_kv[1], v.view(rows, heads, 1, depth)], dim=2)
-        x = self.self_block.after(x, self.self_attn.w_o(one_query_attention(q, k, v, None)[0]))
+        past = past.append(k.view(rows, heads, depth), v.view(rows, heads, depth))  # (rows, heads, steps + 1, depth)
+        x = self.self_block.after(x, self.self_attn.w_o(one_query_attention(q, past.keys, past.values, None)[0]))
         weights = None
         if self.cross_block is not None:
             assert self.cross_attn is not None and memory_kv is not None and projections.cross_query is not None
             q = projections.cross_query(self.cross_block.before(x))[0]
             out, weights = one_query_attention(q, *memory_kv, cross_bias, need_weights)
             x = self.cross_block.after(x, self.cross_attn.w_o(out))
-        return self.ffn_block(x, self.ffn), weights, (k, v)
+        return self.ffn_block(x, self.ffn), weights, past
 
     def projections(self) -> LayerProjections:
         """What ``extend`` projects with, its weights stacked once per search."""
@@ -364,12 +364,12 @@ class Decoder(nn.Module):
 
     def extend(
         self, ids: torch.Tensor, state: TransformerState, need_weights: bool = False
-    ) -> tuple[torch.Tensor, list[torch.Tensor], list[KV]]:
+    ) -> tuple[torch.Tensor, list[torch.Tensor], list[KVCache]]:
         """Incremental decoding: ids (rows,), one new position per row after the cached ones -> its hidden state
         (rows, d_model), the cross-attention weights per layer (rows, heads, src_len) if asked, and each layer's
-        K, V up to now."""
+        cache with this position."""
         past = state.selected_past()
-        x = self.embed(ids[:, None], past[0][0].size(2))[:, 0]  # (rows, d_model)
+        x = self.embed(ids[:, None], past[0].length)[:, 0]  # (rows, d_model)
         cross_bias = state.src_mask.to(x.dtype) * MASK_VALUE  # once for every layer: (sources, 1, 1, src_len)
         weights, present = [], []
         for layer, kv, memory_kv, projections in zip(self.layers, past, state.memory_kv, state.projections):
@@ -423,7 +423,8 @@ class Transformer(nn.Module):
         # contiguous once here, or the plain attention path copies them at every step
         memory_kv = [(k.contiguous(), v.contiguous()) for k, v in self.decoder.memory_kv(memory)]
         empty = memory_kv[0][0][:, :, :0]  # (batch, heads, 0, depth)
-        return TransformerState(src_mask, memory_kv, [(empty, empty)] * len(memory_kv), self.decoder.projections())
+        return TransformerState(src_mask, memory_kv, [KVCache.of(empty, empty)] * len(memory_kv),
+                                self.decoder.projections())
 
     def step(
         self, ids: torch.Tensor, state: TransformerState, need_weights: bool = False
@@ -443,21 +444,21 @@ class TransformerState:
     per row, the self-attention K, V of every target position decoded so far. A source has ``group`` rows in a
     row (its beams, ``beams(k)``), which attend to its one K, V (``MultiHeadAttention.attend``).
 
-    Rows kept or reordered by ``select`` are taken from the cache when the next step extends it (``order``): one
-    copy of the cache per step, where selecting at once and then appending the new position copies it twice."""
+    Rows kept or reordered by ``select`` are taken from the cache when the next step extends it (``order``): at most
+    one copy of the filled cache per step (``KVCache.select``), however many selects came before it."""
 
     src_mask: torch.Tensor  # (sources, 1, 1, src_len)
     memory_kv: list[KV]  # per layer, each (sources, heads, src_len, depth)
-    past: list[KV]  # per layer, each (rows of the cache, heads, steps, depth)
+    past: list[KVCache]  # per layer, each (rows of the cache, heads, steps, depth)
     projections: list[LayerProjections]  # per layer: its weights stacked for the search (``Decoder.projections``)
     group: int = 1
     order: torch.Tensor | None = None  # (sources · group,): row i is the cache's row order[i]; None: as it is
 
-    def selected_past(self) -> list[KV]:
+    def selected_past(self) -> list[KVCache]:
         """The cache with ``order`` applied: (sources · group, heads, steps, depth) per layer."""
         if self.order is None:
             return self.past
-        return [(k.index_select(0, self.order), v.index_select(0, self.order)) for k, v in self.past]
+        return [cache.select(self.order) for cache in self.past]
 
     def select(self, rows: torch.Tensor, same_sources: bool = False) -> TransformerState:
         """Keep, repeat or reorder sentences: row i of the result is row ``rows[i]`` (beam search).

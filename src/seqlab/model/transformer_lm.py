@@ -18,9 +18,9 @@ from pydantic import Field
 from torch import nn
 
 from seqlab.config import Config
+from seqlab.model.cache import KVCache
 from seqlab.model.masks import example_ids, look_ahead_mask
 from seqlab.model.transformer import (
-    KV,
     LAYER_NORM_EPS,
     DecoderLayer,
     Embedder,
@@ -65,7 +65,7 @@ class TransformerLM(nn.Module):
         if cfg.tie_weights:
             self.output.weight = self.embed.embedding.weight
 
-    def _run(self, ids: torch.Tensor) -> tuple[torch.Tensor, list[KV]]:
+    def _run(self, ids: torch.Tensor) -> tuple[torch.Tensor, list[KVCache]]:
         """ids (B, T) -> logits (B, T, V) and every layer's K, V of the T positions (the cache ``step`` extends)."""
         self._fits(ids.size(1))
         x = self.embed(ids)  # (B, T, d_model)
@@ -73,7 +73,7 @@ class TransformerLM(nn.Module):
         present = []
         for layer in self.layers:
             x, _, kv = layer(x, None, mask, None)
-            present.append(kv)
+            present.append(KVCache.of(*kv))
         return self.output(self.final_norm(x)), present
 
     def _fits(self, positions: int) -> None:
@@ -107,28 +107,28 @@ class TransformerLM(nn.Module):
              need_weights: bool = False) -> tuple[torch.Tensor, TransformerLMState, None]:
         if state.pending is not None:
             return state.pending, TransformerLMState(state.past, None, state.projections), None
-        offset = state.past[0][0].size(2)
+        offset = state.past[0].length
         self._fits(offset + 1)
         x = self.embed(ids[:, None], offset)[:, 0]  # (B, d_model)
         past = []
-        for layer, kv, projections in zip(self.layers, state.past, state.projections):
-            x, _, kv = cast(DecoderLayer, layer).extend(x, kv, None, None, projections)
-            past.append(kv)
+        for layer, cache, projections in zip(self.layers, state.past, state.projections):
+            x, _, cache = cast(DecoderLayer, layer).extend(x, cache, None, None, projections)
+            past.append(cache)
         return self.output(self.final_norm(x)), TransformerLMState(past, None, state.projections), None
 
 
 @dataclass(frozen=True)
 class TransformerLMState:
-    past: list[KV]  # per layer, each (B, heads, positions, depth)
+    past: list[KVCache]  # per layer, each (B, heads, positions, depth)
     pending: torch.Tensor | None  # (B, V): the logits after the prompt, before the first step
     projections: list[LayerProjections]  # per layer: its weights stacked for the search
 
     def select(self, rows: torch.Tensor, same_sources: bool = False) -> TransformerLMState:
-        past = [(k.index_select(0, rows), v.index_select(0, rows)) for k, v in self.past]
+        past = [cache.select(rows) for cache in self.past]
         return TransformerLMState(past, None if self.pending is None else self.pending.index_select(0, rows),
                                   self.projections)
 
     def beams(self, k: int) -> TransformerLMState:
         """Each prompt's row k times in a row."""
-        rows = self.past[0][0]
+        rows = self.past[0].k
         return self.select(torch.arange(rows.size(0), device=rows.device).repeat_interleave(k))

@@ -1,0 +1,54 @@
+"""The self-attention cache of incremental decoding (``seqlab.model.cache``) against ``torch.cat`` and indexing."""
+
+import torch
+
+from seqlab.model.cache import MIN_CAPACITY, KVCache
+
+
+def _positions(n: int, rows: int = 3) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    return [(torch.randn(rows, 2, 4), torch.randn(rows, 2, 4)) for _ in range(n)]  # each (rows, heads, depth)
+
+
+def test_appending_equals_concatenating_past_the_first_buffers_capacity():
+    steps = _positions(2 * MIN_CAPACITY + 3)
+    prompt = torch.randn(3, 2, 5, 4), torch.randn(3, 2, 5, 4)
+    for spare in (True, False):
+        cache, k, v = KVCache.of(*prompt, spare=spare), *prompt
+        for new_k, new_v in steps:
+            cache = cache.append(new_k, new_v)
+            k, v = torch.cat([k, new_k[:, :, None]], 2), torch.cat([v, new_v[:, :, None]], 2)
+            assert torch.equal(cache.keys, k) and torch.equal(cache.values, v)
+        assert cache.length == 5 + len(steps)
+        assert (cache.k.size(2) > cache.length) == spare  # room to spare, or exactly what was appended
+
+
+def test_an_earlier_steps_cache_reads_the_same_after_an_append():
+    cache = KVCache.of(torch.zeros(3, 2, 0, 4), torch.zeros(3, 2, 0, 4))
+    for k, v in _positions(3):
+        cache = cache.append(k, v)
+    before_k, before_v = cache.keys.clone(), cache.values.clone()
+    later = cache.append(*_positions(1)[0])
+    assert later.k.data_ptr() == cache.k.data_ptr()  # written in place, into the same buffer
+    assert torch.equal(cache.keys, before_k) and torch.equal(cache.values, before_v)
+
+
+def test_select_reorders_repeats_and_drops_rows_of_the_filled_positions():
+    cache = KVCache.of(torch.zeros(3, 2, 0, 4), torch.zeros(3, 2, 0, 4))
+    for k, v in _positions(4):
+        cache = cache.append(k, v)
+    rows = torch.tensor([2, 2, 0])
+    for spare in (True, False):
+        source = cache if spare else KVCache.of(cache.keys, cache.values, spare=False)
+        chosen = source.select(rows)
+        assert torch.equal(chosen.keys, cache.keys[rows]) and torch.equal(chosen.values, cache.values[rows])
+        assert chosen.k.data_ptr() != source.k.data_ptr()  # copied: the next appends write to rows of their own
+        assert torch.equal(chosen.append(*_positions(1)[0]).keys[:, :, :4], cache.keys[rows])
+
+
+def test_a_cache_of_tensors_under_autograd_passes_gradients_through_append_and_select():
+    k, v = torch.randn(2, 1, 3, 4, requires_grad=True), torch.randn(2, 1, 3, 4, requires_grad=True)
+    cache = KVCache.of(k, v).append(torch.ones(2, 1, 4), torch.ones(2, 1, 4)).select(torch.tensor([1, 1]))
+    (cache.keys.sum() + 2 * cache.values.sum()).backward()
+    assert k.grad is not None and v.grad is not None
+    assert torch.equal(k.grad[1], torch.full((1, 3, 4), 2.0)) and torch.equal(k.grad[0], torch.zeros(1, 3, 4))
+    assert torch.equal(v.grad[1], torch.full((1, 3, 4), 4.0))
