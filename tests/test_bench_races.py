@@ -255,7 +255,12 @@ def test_lm_race_runs_end_to_end(bench: Any, in_process_workers: None, tmp_path:
         "seqlab LSTM LM", "KenLM lmplz 5-gram, interpolated modified KN", "book NumPy Rnnlm", "book NumPy BetterRnnlm"]
     assert rows[0][-1] == f"**{result['seqlab']['test']['perplexity']:.2f}**"
     recorded_race = recorded(tmp_path, "lm_race")
-    assert [run["system"] for run in recorded_race.runs] == ["seqlab", "kenlm", "book rnnlm", "book better", "throughput"]
+    from seqlab import precision
+
+    precisions = ["fp32", "bf16"] if precision.native_bf16() else ["fp32"]  # its training step in each native precision
+    assert [run["precision"] for run in result["throughput"]["runs"]] == precisions
+    assert [run["system"] for run in recorded_race.runs] == [
+        "seqlab", "kenlm", "book rnnlm", "book better", *["throughput"] * len(precisions)]
     assert recorded_race.runs[0]["test"] == result["seqlab"]["test"] and recorded_race.tables[0].rows == rows[:4]
 
 
