@@ -24,7 +24,7 @@ Step = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]  # r
 Pick = Callable[[torch.Tensor], torch.Tensor]  # logits (batch, vocab) -> the next ids (batch,), never <pad>/<sos>
 
 
-@torch.no_grad()
+@torch.inference_mode()  # no autograd bookkeeping at all (views, version counters): a tenth off one sentence's time
 def decode_left_to_right(
     model: StepDecoder[Any], src: torch.Tensor, limits: torch.Tensor, pick: Pick, need_weights: bool = False
 ) -> list[Hypothesis]:
