@@ -60,7 +60,7 @@ class KVCache:
             return KVCache(self.k.index_select(0, rows), self.v.index_select(0, rows), self.length, spare=False)
         k, v = (x.new_empty(rows.numel(), *x.shape[1:]) for x in (self.k, self.v))
         for new, old in ((k, self.keys), (v, self.values)):
-            if old.requires_grad:  # a step under autograd (outside the searches' no_grad): out= cannot record it
+            if old.requires_grad:  # a step under autograd (outside the searches): out= cannot record it
                 new[:, :, : self.length] = old.index_select(0, rows)
             else:
                 torch.index_select(old, 0, rows, out=new[:, :, : self.length])
