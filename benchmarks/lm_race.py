@@ -719,7 +719,7 @@ def throughput_system(args: argparse.Namespace, run_dir: str, train_stream: str,
     from seqlab import precision
 
     peaks = run_worker("peaks", {}, work)
-    precisions = ["fp32", "bf16"] if precision.native_bf16() else ["fp32"]
+    precisions = precision.native_precisions()
     runs = [run_worker("throughput", dict(run_dir=run_dir, precision=p, train_stream=train_stream, steps=args.steps,
                                           warmup=args.warmup), work) for p in precisions]
     for r in runs:

@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     from seqlab import precision
 
-    precisions = ["fp32"] + (["bf16"] if precision.native_bf16() else [])
+    precisions = precision.native_precisions()
     work = Path(tempfile.mkdtemp(prefix="lm-estimate-"))
     table = Table(f"Training time of `{args.config}` on this machine",
                   ["precision", "parameters", "s / step", "tokens/s", "s / epoch", "epochs", "hours in all"], [])

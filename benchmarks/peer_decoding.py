@@ -55,7 +55,7 @@ from seqlab.evaluate import EncodedSplit
 from seqlab.metrics import corpus_bleu, exact_match
 from seqlab.model import Transformer
 from seqlab.model.transformer import Embedder, TransformerConfig
-from seqlab.precision import native_bf16
+from seqlab.precision import native_precisions
 from seqlab.predictors.translator import Translator, load
 from seqlab.runtime import Runtime
 
@@ -98,8 +98,7 @@ def runtimes() -> dict[str, Runtime]:
     """seqlab's settings: fp32, bf16 autocast where this CPU has native bf16 (emulated bf16 is many times
     slower), and int8 linear layers (``seqlab.load(run, int8=True)``)."""
     cpu = torch.device("cpu")
-    return {"fp32": Runtime(cpu, "fp32"), **({"bf16": Runtime(cpu, "bf16")} if native_bf16() else {}),
-            "int8": Runtime(cpu, "fp32", int8=True)}
+    return {name: Runtime(cpu, name) for name in native_precisions()} | {"int8": Runtime(cpu, "fp32", int8=True)}
 
 
 def engines(peers: list[str]) -> list[tuple[str, str]]:
@@ -266,8 +265,8 @@ def main(argv: list[str] | None = None) -> None:
     about = (f"Model: Transformer d_model {model.d_model}, {model.num_layers}+{model.num_layers} layers, "
              f"{model.num_heads} heads, d_ff {model.d_ff}, {model.norm}-LN, vocab {translator.source.vocab_size}/"
              f"{translator.target.vocab_size}; {len(split.src):,} sentences in batches of {eval_cfg.batch_size}, at most "
-             f"{eval_cfg.max_output_length} words." + ("" if native_bf16() else " No seqlab bf16 row: this CPU has no "
-                                                        "native bf16."))
+             f"{eval_cfg.max_output_length} words." + ("" if "bf16" in native_precisions() else " No seqlab bf16 "
+                                                        "row: this CPU has no native bf16, or SEQLAB_PRECISION forces fp32."))
     one_at_a_time = [r for r in runs if "latencies" in r]
     made, numbers = table([r for r in runs if "latencies" not in r], translator, split.references)
     made.title += f": `{args.run_dir}`, {args.split} split"

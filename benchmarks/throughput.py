@@ -126,7 +126,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"model.type {cfg.model.type}: the FLOP count is a Transformer's")
     batches, src_vocab, trg_vocab = make_batches(cfg, args.steps)
     peaks = {p: matmul_peak(dtype, args.peak_size) for p, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16))}
-    precisions = ["fp32", "bf16"] if precision.native_bf16() else ["fp32"]
+    precisions = precision.native_precisions()
     m = cfg.model
     rows = {p: measure(m, batches, src_vocab, trg_vocab, p == "bf16") for p in precisions}
     caption = (f"d_model {m.d_model}, {m.num_layers}+{m.num_layers} layers, d_ff {m.d_ff}, dropout {m.dropout}, "

@@ -201,7 +201,7 @@ def test_lm_time_estimate_runs_end_to_end(bench: Any, in_process_workers: None, 
     bench("lm_time_estimate").main([str(config), "--vocab", "50", "--train-tokens", "70000", "--steps", "1",
                                     "--warmup", "1", "--results", str(tmp_path)])
     rows = table_rows(capsys.readouterr().out)
-    assert [row[0] for row in rows] == ["fp32"] + (["bf16"] if precision.native_bf16() else [])
+    assert [row[0] for row in rows] == precision.native_precisions()
     model = load_config(config).model
     assert isinstance(model, LMConfig)
     for _, parameters, step_s, tokens_per_s, epoch_s, epochs, hours in rows:
@@ -257,7 +257,7 @@ def test_lm_race_runs_end_to_end(bench: Any, in_process_workers: None, tmp_path:
     recorded_race = recorded(tmp_path, "lm_race")
     from seqlab import precision
 
-    precisions = ["fp32", "bf16"] if precision.native_bf16() else ["fp32"]  # its training step in each native precision
+    precisions = precision.native_precisions()  # its training step in each native precision
     assert [run["precision"] for run in result["throughput"]["runs"]] == precisions
     assert [run["system"] for run in recorded_race.runs] == [
         "seqlab", "kenlm", "book rnnlm", "book better", *["throughput"] * len(precisions)]

@@ -48,6 +48,16 @@ def test_bf16_falls_back_to_fp32_with_a_warning_where_it_is_not_native(monkeypat
 
 
 @pytest.mark.parametrize("native", [True, False])
+def test_the_precisions_timed_side_by_side_are_those_resolve_runs_as_themselves(monkeypatch, cpu_decides, native):
+    monkeypatch.setattr(precision, "native_bf16", lambda: native)
+    assert precision.native_precisions() == (["fp32", "bf16"] if native else ["fp32"])
+    for forced, expected in (("fp32", ["fp32"]), ("bf16", ["fp32", "bf16"] if native else ["fp32"])):
+        monkeypatch.setenv(precision.ENV, forced)
+        assert precision.native_precisions() == expected
+        assert [precision.resolve(p) for p in expected] == expected  # each timed in the precision it names
+
+
+@pytest.mark.parametrize("native", [True, False])
 def test_the_environment_forces_what_auto_means_on_any_cpu(monkeypatch, cpu_decides, caplog, native):
     monkeypatch.setattr(precision, "native_bf16", lambda: native)
     monkeypatch.setenv(precision.ENV, "bf16")

@@ -55,6 +55,12 @@ def native_bf16() -> bool:
     return any(getattr(cpu, name, lambda: False)() for name in checks)
 
 
+def native_precisions() -> list[str]:
+    """The CPU precisions worth timing side by side here: fp32, and bf16 where the CPU has it natively, unless
+    ``SEQLAB_PRECISION`` forces fp32 (``resolve`` would then run the bf16 run in fp32: fp32 timed twice)."""
+    return ["fp32"] + (["bf16"] if native_bf16() and forced() != "fp32" else [])
+
+
 @functools.cache
 def cuda_bf16() -> bool:
     """True when the CUDA GPU multiplies bf16 in hardware (Ampere and later); PyTorch's default answer also counts

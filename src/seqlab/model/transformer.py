@@ -372,9 +372,9 @@ class Decoder(nn.Module):
         x = self.embed(ids[:, None], past[0].length)[:, 0]  # (rows, d_model)
         cross_bias = state.src_mask.to(x.dtype) * MASK_VALUE  # once for every layer: (sources, 1, 1, src_len)
         weights, present = [], []
-        for layer, kv, memory_kv, projections in zip(self.layers, past, state.memory_kv, state.projections):
-            x, w, kv = cast(DecoderLayer, layer).extend(x, kv, memory_kv, cross_bias, projections, need_weights)
-            present.append(kv)
+        for layer, cache, memory_kv, projections in zip(self.layers, past, state.memory_kv, state.projections):
+            x, w, cache = cast(DecoderLayer, layer).extend(x, cache, memory_kv, cross_bias, projections, need_weights)
+            present.append(cache)
             if w is not None:
                 weights.append(w)
         return self.final_norm(x), weights, present
@@ -442,7 +442,7 @@ class Transformer(nn.Module):
 class TransformerState:
     """What incremental decoding keeps: per source, its padding mask and cross-attention K, V (computed once);
     per row, the self-attention K, V of every target position decoded so far. A source has ``group`` rows in a
-    row (its beams, ``beams(k)``), which attend to its one K, V (``MultiHeadAttention.attend``).
+    row (its beams, ``beams(k)``), which attend to its one K, V (``one_query_attention``).
 
     Rows kept or reordered by ``select`` are taken from the cache when the next step extends it (``order``): at most
     one copy of the filled cache per step (``KVCache.select``), however many selects came before it."""
