@@ -19,6 +19,7 @@ from seqlab.decoding import (
 from seqlab.decoding.beam import Finished, Paths, length_penalty
 from seqlab.decoding.hypothesis import CHUNK, best_words, chosen_log_probs, log_probs, top_words
 from seqlab.model import build_model
+from seqlab.model.attention import fixed
 from seqlab.model.rnn import RNNConfig
 from seqlab.model.transformer import TransformerConfig
 from seqlab.specials import EOS, PAD, SOS
@@ -96,9 +97,10 @@ def test_cached_greedy_equals_recomputing_the_prefix(kind):
 
 
 def test_the_stacked_projections_of_the_step_follow_every_change_to_the_weights():
-    """The step's W_Q, W_K, W_V stacked into one matrix (``attention.stacked``) are made by each search's start, so
-    that a change to the weights between two searches shows in the next: an optimiser's step (a fused Adam's,
-    which leaves the parameters' version counters as they were), a parameter replaced."""
+    """The step's W_Q, W_K, W_V stacked into one matrix (``attention.stacked``) and its other linear maps laid out
+    for the search (``attention.fixed``) are made by each search's start, so that a change to the weights between
+    two searches shows in the next: an optimiser's step (a fused Adam's, which leaves the parameters' version
+    counters as they were), a parameter replaced."""
     model, src = _model("transformer"), _sources()
     first = greedy_decode(model, src, _limits(src))
     optimizer = torch.optim.Adam(model.parameters(), lr=0.05, fused=True)
@@ -109,10 +111,28 @@ def test_the_stacked_projections_of_the_step_follow_every_change_to_the_weights(
     assert [h.log_prob for h in changed] == pytest.approx(
         [h.log_prob for h in greedy_decode(PrefixDecoder(model), src, _limits(src))], abs=1e-4)
     layer = model.decoder.layers[0]
-    layer.self_attn.w_v.weight = torch.nn.Parameter(torch.zeros_like(layer.self_attn.w_v.weight))  # replaced
-    replaced = greedy_decode(model, src, _limits(src))
-    assert [h.log_prob for h in replaced] == pytest.approx(
-        [h.log_prob for h in greedy_decode(PrefixDecoder(model), src, _limits(src))], abs=1e-4)
+    for linear in (layer.self_attn.w_v, layer.self_attn.w_o, layer.cross_attn.w_o, layer.ffn.w_2):
+        before = greedy_decode(model, src, _limits(src))
+        linear.weight = torch.nn.Parameter(torch.randn_like(linear.weight))  # replaced
+        replaced = greedy_decode(model, src, _limits(src))
+        assert [h.log_prob for h in replaced] != pytest.approx([h.log_prob for h in before], abs=1e-4)
+        assert [h.log_prob for h in replaced] == pytest.approx(
+            [h.log_prob for h in greedy_decode(PrefixDecoder(model), src, _limits(src))], abs=1e-4)
+
+
+def test_a_fixed_linear_map_computes_as_the_layer_in_its_precision():
+    """``attention.fixed``: x W^T + b from W^T laid out once, as the layer computes it, in fp32 and, cast once
+    where bf16 autocast is on when it is made, in bf16; a layer without a plain float weight is itself."""
+    layer, x = torch.nn.Linear(16, 24), torch.randn(5, 16)
+    assert torch.allclose(fixed(layer)(x), layer(x), atol=1e-6)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        in_bf16 = fixed(layer)
+        expected = layer(x)
+    result = in_bf16(x.bfloat16())
+    assert result.dtype == torch.bfloat16
+    assert torch.allclose(result.float(), expected.float(), atol=2e-2)
+    int8 = torch.ao.quantization.quantize_dynamic(torch.nn.Sequential(layer), {torch.nn.Linear}, dtype=torch.qint8)[0]
+    assert fixed(int8) is int8
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -169,6 +169,7 @@ def beam_search(
     batch, k, device = src.size(0), beam_size, src.device  # every tensor lives where the model's input does
     limits = limits.to(device)
     max_len = int(limits.max())
+    penalties = length_penalty(torch.arange(max_len + 1, device=device), alpha, normalize)  # (max_len + 1,) by length
     finished = Finished.empty(batch, nbest, max_len, device)
     alive = torch.arange(batch, device=device)  # the sentences still searched, in the order of the rows below
     state = model.start(src)  # one row per sentence: at the start only one beam is real
@@ -195,7 +196,7 @@ def beam_search(
 
         # finished: <eos> among the best k, or every one of the best k at the length limit
         _finish(finished, alive, t, top[:, :k], beam[:, :k], word[:, :k], word_lp[:, :k], at_limit, paths,
-                length_penalty(t + 1, alpha, normalize))
+                penalties[t + 1])
 
         # the next beams: the best k candidates that do not end in <eos>
         keep = (word != EOS).long().argsort(dim=-1, descending=True, stable=True)[:, :k]  # (alive, k), best first
@@ -204,7 +205,7 @@ def beam_search(
         paths.write(t, word, word_lp)
 
         # done: at the limit, or nbest finished and no beam can beat the worst of them
-        best_possible = scores[:, 0] / length_penalty(limits[alive], alpha, normalize)
+        best_possible = scores[:, 0] / penalties[limits[alive]]
         worst_kept = finished.score[alive, -1]  # the nbest-th best finished hypothesis, -inf while there are fewer
         done = at_limit | ((worst_kept >= best_possible) & (worst_kept > -torch.inf))
         keep_rows = (~done).nonzero().squeeze(1)  # (still alive,)

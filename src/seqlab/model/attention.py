@@ -63,13 +63,34 @@ def one_query_attention(
 
 
 Projection = Callable[[torch.Tensor], list[torch.Tensor]]
+Linear = Callable[[torch.Tensor], torch.Tensor]
+
+
+def frozen(weight: torch.Tensor, bias: torch.Tensor) -> Linear:
+    """x (rows, in) -> x W^T + b, with W (out, in) and b fixed for one search: W^T laid out (in, out) once, so that
+    each step is a plain matrix product (for a few rows, one sentence's beams, faster on the CPU than
+    ``F.linear``'s product with the transposed weight), and both cast once to the dtype autocast computes in where it
+    is on, instead of at every step."""
+    device = weight.device.type
+    dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else weight.dtype
+    weight_t, bias = weight.t().contiguous().to(dtype), bias.to(dtype)  # (in, out), (out,)
+    return lambda x: torch.addmm(bias, x, weight_t)
+
+
+def fixed(layer: nn.Module) -> Linear:
+    """A linear layer as ``frozen`` for one search; layers that hold no float weight (``Runtime``'s int8) or hold
+    it prepacked (``PackedLinear``) as they are."""
+    if type(layer) is not nn.Linear:
+        return layer
+    linear = cast(nn.Linear, layer)
+    return frozen(linear.weight, linear.bias)
 
 
 def stacked(first: nn.Module, *others: nn.Module, scale: float) -> Projection:
     """x (rows, d_model) -> [first(x) · scale, *(layer(x) for layer in others)]: one matrix product over the linear
     layers' weights stacked here, once per search (``Transformer.start``: the weights may change between two
-    searches, as in training), with the scale folded in; layers that hold no float weight (``Runtime``'s int8)
-    are called one by one."""
+    searches, as in training), with the scale folded in (``frozen``); layers that hold no float weight
+    (``Runtime``'s int8) are called one by one."""
     layers = (first, *others)
     if not all(type(layer) is nn.Linear for layer in layers):
         return lambda x: [first(x) * scale, *(layer(x) for layer in others)]
@@ -77,7 +98,8 @@ def stacked(first: nn.Module, *others: nn.Module, scale: float) -> Projection:
     weight = torch.cat([linears[0].weight * scale, *(layer.weight for layer in linears[1:])])  # (outputs, d_model)
     bias = torch.cat([linears[0].bias * scale, *(layer.bias for layer in linears[1:])])
     sizes = [layer.out_features for layer in linears]
-    return lambda x: list(F.linear(x, weight, bias).split(sizes, dim=-1))
+    product = frozen(weight, bias)
+    return lambda x: list(product(x).split(sizes, dim=-1))
 
 
 class MultiHeadAttention(nn.Module):

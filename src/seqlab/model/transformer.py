@@ -26,7 +26,7 @@ from pydantic import Field, model_validator
 from torch import nn
 
 from seqlab.config import Config, ModelSection
-from seqlab.model.attention import MASK_VALUE, MultiHeadAttention, Projection, one_query_attention
+from seqlab.model.attention import MASK_VALUE, Linear, MultiHeadAttention, Projection, fixed, one_query_attention
 from seqlab.model.cache import KVCache
 from seqlab.model.dropout import Dropout
 from seqlab.model.masks import example_ids, look_ahead_mask, padding_mask
@@ -122,6 +122,11 @@ class PositionwiseFeedForward(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.w_2(self.activation(self.w_1(x)))
+
+    def fixed(self) -> Linear:
+        """The same map with its weights fixed for one search (``attention.fixed``)."""
+        w_1, w_2, activation = fixed(self.w_1), fixed(self.w_2), self.activation
+        return lambda x: w_2(activation(w_1(x)))
 
 
 class Residual(nn.Module):
@@ -238,27 +243,33 @@ class DecoderLayer(nn.Module):
         rows, heads, depth = x.size(0), self.self_attn.num_heads, self.self_attn.depth
         q, k, v = projections.qkv(self.self_block.before(x))  # each (rows, d_model)
         past = past.append(k.view(rows, heads, depth), v.view(rows, heads, depth))  # (rows, heads, steps + 1, depth)
-        x = self.self_block.after(x, self.self_attn.w_o(one_query_attention(q, past.keys, past.values, None)[0]))
+        x = self.self_block.after(x, projections.self_out(one_query_attention(q, past.keys, past.values, None)[0]))
         weights = None
         if self.cross_block is not None:
-            assert self.cross_attn is not None and memory_kv is not None and projections.cross_query is not None
+            assert memory_kv is not None and projections.cross_query is not None and projections.cross_out is not None
             q = projections.cross_query(self.cross_block.before(x))[0]
             out, weights = one_query_attention(q, *memory_kv, cross_bias, need_weights)
-            x = self.cross_block.after(x, self.cross_attn.w_o(out))
-        return self.ffn_block(x, self.ffn), weights, past
+            x = self.cross_block.after(x, projections.cross_out(out))
+        return self.ffn_block.after(x, projections.ffn(self.ffn_block.before(x))), weights, past
 
     def projections(self) -> LayerProjections:
-        """What ``extend`` projects with, its weights stacked once per search."""
-        cross_query = None if self.cross_attn is None else self.cross_attn.query_projection()
-        return LayerProjections(self.self_attn.qkv_projection(), cross_query)
+        """What ``extend`` computes with, its weights fixed (stacked, laid out, cast) once per search."""
+        cross = self.cross_attn
+        return LayerProjections(self.self_attn.qkv_projection(), fixed(self.self_attn.w_o),
+                                None if cross is None else cross.query_projection(),
+                                None if cross is None else fixed(cross.w_o), self.ffn.fixed())
 
 
 class LayerProjections(NamedTuple):
-    """A decoder layer's projections for one new position per row (``MultiHeadAttention.qkv_projection``,
-    ``query_projection``): made by ``start`` and kept in the search's state."""
+    """A decoder layer's linear maps for one new position per row, made by ``start`` and kept in the search's
+    state: the self-attention's stacked Q, K, V (``MultiHeadAttention.qkv_projection``) and W_O, the
+    cross-attention's Q (``query_projection``) and W_O, the FFN (``attention.fixed``)."""
 
     qkv: Projection
+    self_out: Linear
     cross_query: Projection | None
+    cross_out: Linear | None
+    ffn: Linear
 
 
 class Embedder(nn.Module):
