@@ -63,10 +63,10 @@ def one_query_attention(
 
 
 Projection = Callable[[torch.Tensor], list[torch.Tensor]]
-Linear = Callable[[torch.Tensor], torch.Tensor]
+LinearMap = Callable[[torch.Tensor], torch.Tensor]
 
 
-def frozen(weight: torch.Tensor, bias: torch.Tensor) -> Linear:
+def frozen(weight: torch.Tensor, bias: torch.Tensor) -> LinearMap:
     """x (rows, in) -> x W^T + b, with W (out, in) and b fixed for one search: W^T laid out (in, out) once, so that
     each step is a plain matrix product (for a few rows, one sentence's beams, faster on the CPU than
     ``F.linear``'s product with the transposed weight), and both cast once to the dtype autocast computes in where it
@@ -77,7 +77,7 @@ def frozen(weight: torch.Tensor, bias: torch.Tensor) -> Linear:
     return lambda x: torch.addmm(bias, x, weight_t)
 
 
-def fixed(layer: nn.Module) -> Linear:
+def fixed(layer: nn.Module) -> LinearMap:
     """A linear layer as ``frozen`` for one search; layers that hold no float weight (``Runtime``'s int8) or hold
     it prepacked (``PackedLinear``) as they are."""
     if type(layer) is not nn.Linear:

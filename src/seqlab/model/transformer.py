@@ -26,7 +26,7 @@ from pydantic import Field, model_validator
 from torch import nn
 
 from seqlab.config import Config, ModelSection
-from seqlab.model.attention import MASK_VALUE, Linear, MultiHeadAttention, Projection, fixed, one_query_attention
+from seqlab.model.attention import MASK_VALUE, LinearMap, MultiHeadAttention, Projection, fixed, one_query_attention
 from seqlab.model.cache import KVCache
 from seqlab.model.dropout import Dropout
 from seqlab.model.masks import example_ids, look_ahead_mask, padding_mask
@@ -123,7 +123,7 @@ class PositionwiseFeedForward(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.w_2(self.activation(self.w_1(x)))
 
-    def fixed(self) -> Linear:
+    def fixed(self) -> LinearMap:
         """The same map with its weights fixed for one search (``attention.fixed``)."""
         w_1, w_2, activation = fixed(self.w_1), fixed(self.w_2), self.activation
         return lambda x: w_2(activation(w_1(x)))
@@ -266,10 +266,10 @@ class LayerProjections(NamedTuple):
     cross-attention's Q (``query_projection``) and W_O, the FFN (``attention.fixed``)."""
 
     qkv: Projection
-    self_out: Linear
+    self_out: LinearMap
     cross_query: Projection | None
-    cross_out: Linear | None
-    ffn: Linear
+    cross_out: LinearMap | None
+    ffn: LinearMap
 
 
 class Embedder(nn.Module):
@@ -461,7 +461,7 @@ class TransformerState:
     src_mask: torch.Tensor  # (sources, 1, 1, src_len)
     memory_kv: list[KV]  # per layer, each (sources, heads, src_len, depth)
     past: list[KVCache]  # per layer, each (rows of the cache, heads, steps, depth)
-    projections: list[LayerProjections]  # per layer: its weights stacked for the search (``Decoder.projections``)
+    projections: list[LayerProjections]  # per layer: its linear maps fixed for the search (``Decoder.projections``)
     group: int = 1
     order: torch.Tensor | None = None  # (sources · group,): row i is the cache's row order[i]; None: as it is
 

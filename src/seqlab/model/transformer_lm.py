@@ -121,7 +121,7 @@ class TransformerLM(nn.Module):
 class TransformerLMState:
     past: list[KVCache]  # per layer, each (B, heads, positions, depth)
     pending: torch.Tensor | None  # (B, V): the logits after the prompt, before the first step
-    projections: list[LayerProjections]  # per layer: its weights stacked for the search
+    projections: list[LayerProjections]  # per layer: its linear maps fixed for the search
 
     def select(self, rows: torch.Tensor, same_sources: bool = False) -> TransformerLMState:
         past = [cache.select(rows) for cache in self.past]
