@@ -8,7 +8,8 @@ its own (``--peer-venv``, made on first use from the package index with the same
 by ``benchmarks/peers/joeynmt_decode.py``; and converted by ``seqlab export --to ctranslate2`` (float32 and
 int8) for CTranslate2 (seqlab's ``[export]`` extra), which decodes here through ``seqlab translate --engine
 ct2``'s path (``CT2Translator.search_ids``), and by ``seqlab export --to onnx`` (float32 and int8) for ONNX
-Runtime, whose two graphs seqlab's own search drives (``seqlab translate --engine onnx``). So every engine
+Runtime (``seqlab translate --engine onnx``'s path): batches by seqlab's own search over its two step graphs,
+one sentence at a time by ONNX Runtime's own search (``search.onnx``). So every engine
 decodes the same model from the same ids:
 differences in the outputs are differences in the search (or in rounding), and "same as seqlab" shows how far
 they go.

@@ -30,7 +30,8 @@ from torch.optim.lr_scheduler import LambdaLR
 from seqlab import precision
 from seqlab.config import Config, load_config
 from seqlab.data import load_splits, resolve_data_dir
-from seqlab.data.batching import Batch, collate, length_batches, source_ids
+from seqlab.data.batching import Batch, collate, length_batches
+from seqlab.data.inputs import source_ids
 from seqlab.loss import token_nll_sum
 from seqlab.model import build_model, num_parameters
 from seqlab.model.transformer import TransformerConfig

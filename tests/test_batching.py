@@ -3,13 +3,8 @@
 import numpy as np
 import pytest
 
-from seqlab.data.batching import (
-    collate,
-    length_batches,
-    pad,
-    random_batches,
-    source_ids,
-)
+from seqlab.data.batching import collate, length_batches, pad, random_batches
+from seqlab.data.inputs import source_ids
 from seqlab.specials import EOS, PAD, SOS
 
 

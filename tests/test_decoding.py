@@ -22,6 +22,7 @@ from seqlab.model import build_model
 from seqlab.model.attention import fixed
 from seqlab.model.rnn import RNNConfig
 from seqlab.model.transformer import TransformerConfig
+from seqlab.runtime import quantize_int8
 from seqlab.specials import EOS, PAD, SOS
 
 SRC_VOCAB = 12
@@ -131,7 +132,7 @@ def test_a_fixed_linear_map_computes_as_the_layer_in_its_precision():
     result = in_bf16(x.bfloat16())
     assert result.dtype == torch.bfloat16
     assert torch.allclose(result.float(), expected.float(), atol=2e-2)
-    int8 = torch.ao.quantization.quantize_dynamic(torch.nn.Sequential(layer), {torch.nn.Linear}, dtype=torch.qint8)[0]
+    int8 = quantize_int8(torch.nn.Sequential(layer))[0]
     assert fixed(int8) is int8
 
 

@@ -193,6 +193,84 @@ def test_onnx_gives_seqlab_scores_attention_and_samples(date_run, exported):
             == [[h.text for h in out] for out in ours.generate(sources, **sampled)])
 
 
+# run in a process where `import torch` fails: each source's n-best outputs (text, score) at beams 1 and 5
+WITHOUT_TORCH = """
+import json, sys
+sys.modules["torch"] = None
+from seqlab.decoding.options import DecodeOptions
+from seqlab.export.onnx_search import OnnxSearch
+search, sources = OnnxSearch(sys.argv[1]), json.load(sys.stdin)
+found = {beam: [[(search.target.decode([tokens])[0], score) for tokens, score in outputs]
+                for outputs in search.search_ids(search.encode_sources(sources), DecodeOptions(beam=beam, nbest=beam))]
+         for beam in (1, 5)}
+print(json.dumps({"found": found, "torch": "torch" in sys.modules and sys.modules["torch"] is not None,
+                  "translated": search.translate(["", sources[0]])}))
+"""
+
+
+def test_an_onnx_export_decodes_without_pytorch(date_run, exported):
+    """``search.onnx``, ONNX Runtime's own beam search over the model, decodes in a process without PyTorch
+    (``seqlab.export.onnx_search``) to seqlab's outputs and scores, n-best lists included; a blank input stays
+    blank."""
+    pytest.importorskip("onnxruntime", reason=f"onnxruntime is {OPTIONAL}")
+    import json
+    import subprocess
+    import sys
+
+    sources = _sources(date_run)[:60]
+    done = subprocess.run([sys.executable, "-c", WITHOUT_TORCH, str(exported(date_run, "onnx"))], check=True,
+                          input=json.dumps(sources), capture_output=True, text=True)
+    answer = json.loads(done.stdout)
+    assert not answer["torch"]
+    ours = seqlab.load(date_run)
+    for beam in (1, 5):
+        for theirs, mine in zip(answer["found"][str(beam)], ours.generate(sources, beam=beam, nbest=beam)):
+            assert [text for text, _ in theirs] == [h.text for h in mine]
+            assert [score for _, score in theirs] == pytest.approx([h.score for h in mine], abs=1e-4)
+    assert answer["translated"] == ["", ours.translate(sources[:1])[0]]
+
+
+def test_the_onnx_engine_decodes_one_sentence_by_onnx_runtimes_search(date_run, exported, monkeypatch):
+    """One sentence goes to ONNX Runtime's search (the step graphs untouched), with seqlab's outputs; what that
+    search cannot do as seqlab does (a length penalty, a minimum length) goes to seqlab's search over the step
+    graphs, and ``OnnxSearch`` itself refuses it in one line."""
+    pytest.importorskip("onnxruntime", reason=f"onnxruntime is {OPTIONAL}")
+    from seqlab.export.onnx import OnnxSeq2seq, load_onnx
+    from seqlab.export.onnx_search import OnnxSearch
+
+    export_dir = exported(date_run, "onnx")
+    ours, theirs = seqlab.load(date_run), load_onnx(export_dir)
+    sources = _sources(date_run)[:20]
+
+    def unused(*args: object) -> None:
+        raise AssertionError("the step graphs decoded a sentence that ONNX Runtime's search can decode")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(OnnxSeq2seq, "start", unused)
+        for source in sources:
+            for options in (DecodeOptions(beam=1), DecodeOptions(beam=5, nbest=2)):
+                assert ([h.text for h in theirs.generate([source], options)[0]]
+                        == [h.text for h in ours.generate([source], options)[0]])
+    for options in (DecodeOptions(beam=4, length_penalty=0.6), DecodeOptions(beam=3, min_length=11)):
+        for source in sources[:5]:
+            assert theirs.translate([source], options) == ours.translate([source], options)
+        with pytest.raises(ValueError, match="does not decode with"):
+            OnnxSearch(export_dir).search_ids(ours.encode_sources(sources[:1]), options)
+
+
+def test_an_exported_translation_model_decodes_one_sentence_as_seqlab_does(translation_run, exported):
+    pytest.importorskip("onnxruntime", reason=f"onnxruntime is {OPTIONAL}")
+    from seqlab.export.onnx_search import OnnxSearch
+
+    run, sources = translation_run
+    ours, search = seqlab.load(run), OnnxSearch(exported(run, "onnx"))
+    for beam in (1, 5):
+        options = DecodeOptions(beam=beam)
+        theirs = [outputs[0][0] for outputs in search.search_ids(search.encode_sources(sources[:50]), options)]
+        mine = [h[0].tokens for h in ours.search_ids(ours.encode_sources(sources[:50]), options)]
+        assert sum(a == b for a, b in zip(theirs, mine)) >= 49
+
+
 def _weight_bytes(export_dir: Path, engine: str) -> int:
     """The size of CTranslate2's model.bin; the bytes of the ONNX graphs' weights (in a model this small the graphs'
     nodes and shapes weigh more than its weights)."""
@@ -211,6 +289,11 @@ def test_an_int8_export_is_smaller_and_stays_close(date_run, engine, exported):
     ours = seqlab.load(date_run).translate(sources)
     int8 = load_translator(exported(date_run, engine, "int8"), engine).translate(sources)
     assert sum(a == b for a, b in zip(ours, int8)) >= 0.9 * len(sources)
+    if engine == "onnx":  # one sentence at a time: ONNX Runtime's search over the int8 graphs
+        from seqlab.export.onnx_search import OnnxSearch
+
+        search = OnnxSearch(exported(date_run, engine, "int8"))
+        assert sum(search.translate([s]) == [t] for s, t in zip(sources[:50], ours)) >= 45
     fp32 = _weight_bytes(exported(date_run, engine), engine)
     assert _weight_bytes(exported(date_run, engine, "int8"), engine) < 0.5 * fp32  # 1 byte a weight, not 4
 

@@ -62,13 +62,16 @@ class DecodeOptions(BaseModel):
         """Whether any of min_length, no_repeat_ngram_size, repetition_penalty changes the words' scores."""
         return bool(self.min_length or self.no_repeat_ngram_size or self.repetition_penalty != 1.0)
 
+    def limit(self, source_length: int, default_max: int) -> int:
+        """The most output words for a source of ``source_length`` tokens (<eos> included, padding not)."""
+        cap = self.max_length or default_max
+        if self.length_ratio is None:
+            return cap
+        return max(1, math.ceil(min(cap, self.length_ratio * source_length + self.length_extra)))
+
     def limits(self, src: torch.Tensor, default_max: int) -> torch.Tensor:
         """The most output words for each source (batch, src_len) -> (batch,)."""
         import torch
 
-        cap = self.max_length or default_max
-        if self.length_ratio is None:
-            return torch.full((src.size(0),), cap, dtype=torch.long)
         lengths = (src != PAD).sum(dim=1)
-        return torch.tensor([max(1, math.ceil(min(cap, self.length_ratio * n + self.length_extra)))
-                             for n in lengths.tolist()], dtype=torch.long)
+        return torch.tensor([self.limit(n, default_max) for n in lengths.tolist()], dtype=torch.long)

@@ -16,8 +16,13 @@ The graphs take tensors only and every size but the model's is dynamic. ``OnnxSe
 contract over two ONNX Runtime sessions, so that seqlab's own greedy, beam and sampled decoding (all options,
 attention too) run on them; ``load_onnx`` wraps it in seqlab's ``Translator`` (the same source encoding,
 n-best and detokenisation) from the export directory alone, which also holds the run's config and tokenizers.
+It also writes ``search.onnx``, ONNX Runtime's own beam search over two subgraphs of the model (``SearchEncoder``,
+``SearchDecoder``), and ``search.json``, the limits seqlab's translator reads from the config, for
+``seqlab.export.onnx_search``: one sentence at a time, decoded in ONNX Runtime without PyTorch. ``load_onnx``'s
+translator decodes a single sentence with it where it decodes as seqlab does, and everything else (batches, the
+options it lacks) with seqlab's search over the step graphs.
 ``quantization="int8"``: ONNX Runtime's dynamic quantisation of the matrix products (int8 weights, per output
-channel).
+channel), in every graph.
 
 onnx, onnxscript (the exporter's) and onnxruntime are optional dependencies: ``pip install -e '.[export]'``.
 """
@@ -25,9 +30,11 @@ onnx, onnxscript (the exporter's) and onnxruntime are optional dependencies: ``p
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import tempfile
 import warnings
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,13 +42,18 @@ import torch
 from torch import nn
 
 from seqlab.config import ConfigError
+from seqlab.decoding import DecodeOptions, Hypothesis
+from seqlab.export.onnx_search import MANIFEST, SEARCH, OnnxSearch, unserved
+from seqlab.files import atomic_write
 from seqlab.model.cache import KVCache
 from seqlab.model.transformer import KV, Transformer, TransformerConfig, TransformerState
 from seqlab.predictors.translator import Translator, load
-from seqlab.rundir import RunDir
+from seqlab.rundir import SOURCE_TOKENIZER, TARGET_TOKENIZER, RunDir
 from seqlab.runtime import CPU_FP32, keep_freed_memory
+from seqlab.specials import EOS, PAD, SOS
 
 ENCODER, STEP = "encoder.onnx", "decoder_step.onnx"
+SEARCH_ENCODER, SEARCH_DECODER = "search_encoder.onnx", "search_decoder.onnx"  # traced, then joined into SEARCH
 QUANTIZATIONS = ("float32", "int8")
 OPSET = 18
 
@@ -110,6 +122,46 @@ class StepGraph(nn.Module):
         return logits, weights, *_cached(state.past)  # (rows, vocab), (rows, layers, heads, src_len), each (rows, ...)
 
 
+class SearchEncoder(nn.Module):
+    """ONNX Runtime's encoder subgraph (the T5 form of its ``BeamSearch``): the sources and their mask (batch,
+    src_len) and <sos> (batch, 1) -> the first step's logits (batch, 1, vocab), a placeholder for the encoder's
+    output (which the decoder subgraph does not read: it reads the memory K, V), each layer's self-attention K, V
+    after that step and its memory K, V (``Transformer.start``, then ``step``)."""
+
+    def __init__(self, model: Transformer) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, encoder_input_ids: torch.Tensor, encoder_attention_mask: torch.Tensor,
+                decoder_input_ids: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        state = self.model.start(encoder_input_ids.long())
+        logits, state, _ = self.model.step(decoder_input_ids[:, 0].long(), state)
+        hidden = encoder_attention_mask[:, :, None].float()  # (batch, src_len, 1): the placeholder
+        return logits[:, None, :], hidden, *_cached(state.past), *_flat(state.memory_kv)
+
+
+class SearchDecoder(nn.Module):
+    """ONNX Runtime's decoder subgraph: the previous words (rows, 1), the source mask (rows, src_len; 1 = a
+    token), each layer's self-attention K, V so far and its memory K, V (one copy per row) -> the next word's
+    logits (rows, 1, vocab) and the self-attention K, V with this position (``Transformer.step``)."""
+
+    def __init__(self, model: Transformer) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids: torch.Tensor, encoder_attention_mask: torch.Tensor, past: list[torch.Tensor],
+                memory_kv: list[torch.Tensor]) -> tuple[torch.Tensor, ...]:
+        src_mask = (encoder_attention_mask == 0)[:, None, None, :]  # (rows, 1, 1, src_len), True = padding
+        state = TransformerState(src_mask, _pairs(memory_kv), _caches(past), self.model.decoder.projections())
+        logits, state, _ = self.model.step(input_ids[:, 0].long(), state)
+        return logits[:, None, :], *_cached(state.past)
+
+
+def _search_names(prefix: str, attention: str, layers: int) -> list[str]:
+    """ONNX Runtime's names of the caches: past_key_self_0, past_value_self_0, past_key_self_1, ..."""
+    return [f"{prefix}_{kv}_{attention}_{i}" for i in range(layers) for kv in ("key", "value")]
+
+
 def export_onnx(run_dir: str | Path, out: str | Path, quantization: str = "float32") -> Path:
     """Trace the run's best model into ``out/encoder.onnx`` and ``out/decoder_step.onnx`` (``quantization``:
     float32, or int8 matrix products), with the run's config and tokenizers beside them."""
@@ -128,11 +180,16 @@ def export_onnx(run_dir: str | Path, out: str | Path, quantization: str = "float
     with tempfile.TemporaryDirectory(dir=out) as scratch:
         traced = Path(scratch)
         _trace(model, traced)
-        for name in (ENCODER, STEP):
+        _trace_search(model, traced)
+        for name in (ENCODER, STEP, SEARCH_ENCODER, SEARCH_DECODER):
             if quantization == "int8":
-                _quantize(traced / name, out / name)
-            else:
+                _quantize(traced / name, out / name if name in (ENCODER, STEP) else traced / f"int8-{name}")
+            elif name in (ENCODER, STEP):
                 (traced / name).replace(out / name)
+        prefix = "int8-" if quantization == "int8" else ""
+        _join_search(traced / f"{prefix}{SEARCH_ENCODER}", traced / f"{prefix}{SEARCH_DECODER}", traced / SEARCH)
+        (traced / SEARCH).replace(out / SEARCH)
+    atomic_write(out / MANIFEST, json.dumps(_manifest(translator), indent=1) + "\n")
     RunDir(out).save_model_info(RunDir(run_dir).model_info() | {"engine": "onnxruntime", "quantization": quantization})
     RunDir(run_dir).copy_model_files(RunDir(out))  # the config last: only a whole directory is a model
     return out
@@ -164,10 +221,80 @@ def _trace(model: Transformer, out: Path) -> None:
                           opset_version=OPSET, dynamo=True, external_data=False, verbose=False)
 
 
+def _trace_search(model: Transformer, out: Path) -> None:
+    """``SearchEncoder`` and ``SearchDecoder``, traced as ``_trace`` does (batch, src_len, steps dynamic)."""
+    cfg = model.cfg
+    assert isinstance(cfg, TransformerConfig)
+    layers = cfg.num_layers
+    batch, src_len, steps = torch.export.Dim("batch"), torch.export.Dim("src_len"), torch.export.Dim("steps")
+    src = torch.tensor([[4, 5, 6, 2, 0], [7, 8, 9, 10, 2]], dtype=torch.int32).clamp(
+        max=model.encoder.embed.embedding.num_embeddings - 1)
+    mask, sos = (src != PAD).int(), torch.full((2, 1), SOS, dtype=torch.int32)
+    with torch.no_grad():
+        first = SearchEncoder(model)(src, mask, sos)
+    past, memory_kv = list(first[2 : 2 + 2 * layers]), list(first[2 + 2 * layers :])
+    past = [torch.cat([k, k], dim=2) for k in past]  # two steps so far: a size torch.export keeps dynamic
+    with _quiet():
+        torch.onnx.export(SearchEncoder(model), (src, mask, sos), out / SEARCH_ENCODER,
+                          input_names=["encoder_input_ids", "encoder_attention_mask", "decoder_input_ids"],
+                          output_names=["logits", "encoder_hidden_states", *_search_names("present", "self", layers),
+                                        *_search_names("present", "cross", layers)],
+                          dynamic_shapes=({0: batch, 1: src_len}, {0: batch, 1: src_len}, {0: batch}),
+                          opset_version=OPSET, dynamo=True, external_data=False, verbose=False)
+        torch.onnx.export(SearchDecoder(model), (sos, mask, past, memory_kv), out / SEARCH_DECODER,
+                          input_names=["input_ids", "encoder_attention_mask", *_search_names("past", "self", layers),
+                                       *_search_names("past", "cross", layers)],
+                          output_names=["logits", *_search_names("present", "self", layers)],
+                          dynamic_shapes=({0: batch}, {0: batch, 1: src_len}, [{0: batch, 2: steps}] * len(past),
+                                          [{0: batch, 2: src_len}] * len(memory_kv)),
+                          opset_version=OPSET, dynamo=True, external_data=False, verbose=False)
+
+
+def _join_search(encoder: Path, decoder: Path, out: Path) -> None:
+    """``search.onnx``: one ``BeamSearch`` node (``com.microsoft``) over the two subgraphs, its inputs those of
+    ``OnnxSearch._search``; <eos> ends an output, <pad> fills after it, <sos> starts the decoder."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    first, step = onnx.load(str(encoder)), onnx.load(str(decoder))
+    first.graph.name, step.graph.name = "encoder", "decoder"
+    vocab = first.graph.output[0].type.tensor_type.shape.dim[2].dim_value
+    scalars = [("max_length", TensorProto.INT32), ("min_length", TensorProto.INT32), ("num_beams", TensorProto.INT32),
+               ("num_return_sequences", TensorProto.INT32), ("length_penalty", TensorProto.FLOAT),
+               ("repetition_penalty", TensorProto.FLOAT)]
+    node = helper.make_node(
+        "BeamSearch", ["input_ids", *(name for name, _ in scalars), "vocab_mask", "", "attention_mask"],
+        ["sequences", "sequences_scores"], domain="com.microsoft", name="search", model_type=1,
+        eos_token_id=EOS, pad_token_id=PAD, decoder_start_token_id=SOS, no_repeat_ngram_size=0, early_stopping=0,
+        encoder=first.graph, decoder=step.graph)
+    inputs = [helper.make_tensor_value_info("input_ids", TensorProto.INT32, ["batch", "src_len"]),
+              *(helper.make_tensor_value_info(name, kind, [1]) for name, kind in scalars),
+              helper.make_tensor_value_info("vocab_mask", TensorProto.INT32, [vocab]),
+              helper.make_tensor_value_info("attention_mask", TensorProto.INT32, ["batch", "src_len"])]
+    outputs = [helper.make_tensor_value_info("sequences", TensorProto.INT32, ["batch", "nbest", "length"]),
+               helper.make_tensor_value_info("sequences_scores", TensorProto.FLOAT, ["batch", "nbest"])]
+    opsets = {o.domain: o.version for graph in (first, step) for o in graph.opset_import} | {"com.microsoft": 1}
+    model = helper.make_model(helper.make_graph([node], "seqlab-search", inputs, outputs),
+                              opset_imports=[helper.make_opsetid(domain, version) for domain, version in opsets.items()])
+    model.ir_version = first.ir_version
+    onnx.save(model, str(out))
+
+
+def _manifest(translator: Translator) -> dict[str, Any]:
+    """What ``OnnxSearch`` reads instead of the run's config: how a source is cut, ended and padded, and how long
+    an output may be, as the translator has them."""
+    data = translator.config.data
+    return {"source_tokenizer": SOURCE_TOKENIZER, "target_tokenizer": TARGET_TOKENIZER,
+            "max_source_tokens": translator.max_source_tokens, "source_eos": data.source_eos,
+            "source_width": data.source_width, "fill": translator.fill, "target_width": data.target_width,
+            "max_output_length": translator.config.eval.max_output_length}
+
+
 @contextlib.contextmanager
 def _quiet() -> Any:
-    """The exporter's progress lines and its warnings about packages seqlab does not use, silenced."""
-    loggers = [logging.getLogger(name) for name in ("torch.onnx", "torch.export", "onnxscript")]
+    """The exporter's and the quantiser's progress lines, and their warnings about packages seqlab does not use,
+    silenced (the quantiser logs to the root logger)."""
+    loggers = [logging.getLogger(name) for name in ("torch.onnx", "torch.export", "onnxscript", "onnx_ir", "")]
     levels = [logger.level for logger in loggers]
     for logger in loggers:
         logger.setLevel(logging.ERROR)
@@ -187,8 +314,9 @@ def _quantize(source: Path, target: Path) -> None:
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
     prepared = source.with_suffix(".prepared.onnx")
-    quant_pre_process(source, prepared, auto_merge=True)
-    quantize_dynamic(prepared, target, weight_type=QuantType.QInt8, per_channel=True)
+    with _quiet():
+        quant_pre_process(source, prepared, auto_merge=True)
+        quantize_dynamic(prepared, target, weight_type=QuantType.QInt8, per_channel=True)
 
 
 class OnnxSeq2seq:
@@ -228,13 +356,32 @@ class OnnxSeq2seq:
         return torch.from_numpy(logits), state, torch.from_numpy(weights) if need_weights else None
 
 
+class OnnxTranslator(Translator):
+    """seqlab's translator over an ONNX export: a single sentence by ONNX Runtime's own search (``OnnxSearch``)
+    where it decodes as seqlab does; batches, and the options it lacks, by seqlab's search over the step graphs."""
+
+    def __init__(self, export_dir: Path, threads: int | None = None) -> None:
+        run = RunDir(export_dir)
+        source, target = run.tokenizers()
+        super().__init__(OnnxSeq2seq(export_dir, threads), source, target, run.config(), CPU_FP32)  # type: ignore[arg-type]
+        self.whole = OnnxSearch(export_dir, threads) if (export_dir / SEARCH).exists() else None  # None: an older export
+
+    def search_ids(
+        self, src: Sequence[Sequence[int]], options: DecodeOptions, need_weights: bool = False,
+        stop: Callable[[], bool] | None = None,
+    ) -> list[list[Hypothesis]]:
+        """As ``Translator.search_ids``. ONNX Runtime's search runs to its end once started (at most the length
+        limit's steps of one sentence); ``stop`` is asked before it starts (seqlab's search raises ``Cancelled``)."""
+        if self.whole is None or len(src) != 1 or unserved(options, need_weights) or (stop is not None and stop()):
+            return super().search_ids(src, options, need_weights, stop)
+        return [[Hypothesis(tokens, score, score) for tokens, score in self.whole.search_ids(src, options)[0]]]
+
+
 def load_onnx(export_dir: str | Path, threads: int | None = None) -> Translator:
     """A directory of ``export_onnx`` as a translator (``seqlab translate DIR --engine onnx``): seqlab's
     Translator (every decoding option, attention too) over the exported graphs, which ONNX Runtime computes in
-    their own precision (no autocast)."""
+    their own precision (no autocast); one sentence at a time by ONNX Runtime's search where it can."""
     export_dir = Path(export_dir)
     if not (export_dir / STEP).exists():
         raise FileNotFoundError(f"{export_dir}: no ONNX model (make one with seqlab export RUN --to onnx)")
-    run = RunDir(export_dir)
-    source, target = run.tokenizers()
-    return Translator(OnnxSeq2seq(export_dir, threads), source, target, run.config(), CPU_FP32)  # type: ignore[arg-type]
+    return OnnxTranslator(export_dir, threads)

@@ -19,7 +19,8 @@ import numpy as np
 import torch
 
 from seqlab.config import Config
-from seqlab.data.batching import chunks, pad, truncate
+from seqlab.data.batching import pad
+from seqlab.data.inputs import chunks, truncate
 from seqlab.data.squad import Question
 from seqlab.model import evaluating
 from seqlab.model.span import EncoderSpan, SpanConfig, best_spans

@@ -19,7 +19,7 @@ from torch import nn
 
 from seqlab import precision
 from seqlab.config import Config
-from seqlab.data.batching import around_blanks, check_texts, truncate
+from seqlab.data.inputs import around_blanks, check_texts, truncate
 from seqlab.model import device_of
 from seqlab.registry import expect_kind
 from seqlab.rundir import RunDir

@@ -15,7 +15,8 @@ import numpy as np
 import torch
 
 from seqlab.config import Config
-from seqlab.data.batching import check_texts, chunks, pad
+from seqlab.data.batching import pad
+from seqlab.data.inputs import check_texts, chunks
 from seqlab.model import EncoderClassifier, build_classifier, evaluating
 from seqlab.model.classifier import EncoderConfig
 from seqlab.predictors.base import Predictor

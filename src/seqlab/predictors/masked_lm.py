@@ -19,7 +19,8 @@ import torch
 import torch.nn.functional as F
 
 from seqlab.config import Config
-from seqlab.data.batching import chunks, pad
+from seqlab.data.batching import pad
+from seqlab.data.inputs import chunks
 from seqlab.data.masking import IGNORE, mask_tokens, pair, single
 from seqlab.model import evaluating
 from seqlab.model.bert import Bert, BertConfig

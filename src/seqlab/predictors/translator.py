@@ -14,7 +14,8 @@ from typing import Any
 import torch
 
 from seqlab.config import Config
-from seqlab.data.batching import check_texts, chunks, pad, source_ids, truncate
+from seqlab.data.batching import pad
+from seqlab.data.inputs import check_texts, chunks, source_ids, truncate
 from seqlab.decoding import DecodeOptions, Hypothesis, NoEnd, search
 from seqlab.model import Seq2seq, build_model, evaluating
 from seqlab.predictors.base import Predictor
@@ -49,7 +50,7 @@ class Translator(Predictor):
     def _encode_sources(self, texts: Sequence[str], what: str) -> tuple[list[list[int]], list[bool]]:
         """``encode_sources``, and whether each source was cut."""
         check_texts(texts, "translate")
-        data, fill = self.config.data, self._fill()
+        data, fill = self.config.data, self.fill
         kept, cut = self.cut(self.source.encode(texts), self.max_source_tokens, f"{what} sources")
         return [source_ids(ids, data.source_eos, data.source_width, fill) for ids in kept], cut
 
@@ -59,8 +60,9 @@ class Translator(Predictor):
         data = self.config.data
         return (data.source_width or data.max_source_length) - data.source_eos
 
-    def _fill(self) -> int:
-        """What pads a source to ``data.source_width``: the space character."""
+    @property
+    def fill(self) -> int:
+        """What pads a source to ``data.source_width``: the space character (<pad> where there is no width)."""
         if self.config.data.source_width is None:
             return PAD
         return _space(self.source, "source")
