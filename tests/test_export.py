@@ -1,6 +1,7 @@
 """Exports: a seqlab Transformer converted for CTranslate2, or traced into ONNX graphs, decodes as seqlab does."""
 
 import gzip
+import shutil
 from pathlib import Path
 from typing import Any, cast
 
@@ -230,10 +231,10 @@ def test_an_onnx_export_decodes_without_pytorch(date_run, exported):
     assert answer["translated"] == ["", ours.translate(sources[:1])[0]]
 
 
-def test_the_onnx_engine_decodes_one_sentence_by_onnx_runtimes_search(date_run, exported, monkeypatch):
+def test_the_onnx_engine_decodes_one_sentence_by_onnx_runtimes_search(date_run, exported, monkeypatch, tmp_path):
     """One sentence goes to ONNX Runtime's search (the step graphs untouched), with seqlab's outputs; what that
     search cannot do as seqlab does (a length penalty, a minimum length) goes to seqlab's search over the step
-    graphs, and ``OnnxSearch`` itself refuses it in one line."""
+    graphs, and ``OnnxSearch`` itself refuses it in one line, as it does a damaged ``search.json``."""
     pytest.importorskip("onnxruntime", reason=f"onnxruntime is {OPTIONAL}")
     from seqlab.export.onnx import OnnxSeq2seq, load_onnx
     from seqlab.export.onnx_search import OnnxSearch
@@ -256,6 +257,11 @@ def test_the_onnx_engine_decodes_one_sentence_by_onnx_runtimes_search(date_run, 
             assert theirs.translate([source], options) == ours.translate([source], options)
         with pytest.raises(ValueError, match="does not decode with"):
             OnnxSearch(export_dir).search_ids(ours.encode_sources(sources[:1]), options)
+    damaged = tmp_path / "damaged"
+    shutil.copytree(export_dir, damaged)
+    (damaged / "search.json").write_text('{"source_tokenizer": "source_tokenizer.json", ')
+    with pytest.raises(ValueError, match=r"search\.json: not a seqlab search manifest .*export the run again"):
+        OnnxSearch(damaged)
 
 
 def test_an_exported_translation_model_decodes_one_sentence_as_seqlab_does(translation_run, exported):

@@ -364,7 +364,7 @@ class OnnxTranslator(Translator):
         run = RunDir(export_dir)
         source, target = run.tokenizers()
         super().__init__(OnnxSeq2seq(export_dir, threads), source, target, run.config(), CPU_FP32)  # type: ignore[arg-type]
-        self.whole = OnnxSearch(export_dir, threads) if (export_dir / SEARCH).exists() else None  # None: an older export
+        self.search_graph = OnnxSearch(export_dir, threads) if (export_dir / SEARCH).exists() else None  # None: older
 
     def search_ids(
         self, src: Sequence[Sequence[int]], options: DecodeOptions, need_weights: bool = False,
@@ -372,9 +372,9 @@ class OnnxTranslator(Translator):
     ) -> list[list[Hypothesis]]:
         """As ``Translator.search_ids``. ONNX Runtime's search runs to its end once started (at most the length
         limit's steps of one sentence); ``stop`` is asked before it starts (seqlab's search raises ``Cancelled``)."""
-        if self.whole is None or len(src) != 1 or unserved(options, need_weights) or (stop is not None and stop()):
+        if self.search_graph is None or len(src) != 1 or unserved(options, need_weights) or (stop is not None and stop()):
             return super().search_ids(src, options, need_weights, stop)
-        return [[Hypothesis(tokens, score, score) for tokens, score in self.whole.search_ids(src, options)[0]]]
+        return [[Hypothesis(tokens, score, score) for tokens, score in self.search_graph.search_ids(src, options)[0]]]
 
 
 def load_onnx(export_dir: str | Path, threads: int | None = None) -> Translator:

@@ -74,17 +74,21 @@ class OnnxSearch:
         if not path.exists():
             raise FileNotFoundError(f"{export_dir}: no {SEARCH} and {MANIFEST} (an ONNX export of an earlier seqlab, "
                                     "or none: seqlab export RUN --to onnx)")
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-        self.source = Tokenizer.from_json((export_dir / manifest["source_tokenizer"]).read_text(encoding="utf-8"))
-        self.target = Tokenizer.from_json((export_dir / manifest["target_tokenizer"]).read_text(encoding="utf-8"))
-        self.max_source_tokens: int = manifest["max_source_tokens"]
-        self.source_eos: bool = manifest["source_eos"]
-        self.source_width: int | None = manifest["source_width"]
-        self.fill: int = manifest["fill"]
-        self.target_width: int | None = manifest["target_width"]  # the book's answers: that many words, no <eos>
-        self.max_output_length: int = manifest["max_output_length"]
+        try:
+            manifest = json.loads(path.read_text(encoding="utf-8"))
+            self.max_source_tokens: int = manifest["max_source_tokens"]
+            self.source_eos: bool = manifest["source_eos"]
+            self.source_width: int | None = manifest["source_width"]
+            self.fill: int = manifest["fill"]
+            self.target_width: int | None = manifest["target_width"]  # the book's answers: that many words, no <eos>
+            self.max_output_length: int = manifest["max_output_length"]
+            tokenizers = [export_dir / manifest[side] for side in ("source_tokenizer", "target_tokenizer")]
+        except (ValueError, KeyError, TypeError) as exc:  # not UTF-8, not JSON, a key missing
+            raise ValueError(f"{path}: not a seqlab search manifest (damaged or truncated: {exc!r}); "
+                             "export the run again") from None
+        self.source, self.target = (Tokenizer.from_json(p.read_text(encoding="utf-8")) for p in tokenizers)
         options = ort.SessionOptions()
-        options.intra_op_num_threads = threads or len(os.sched_getaffinity(0))
+        options.intra_op_num_threads = threads or _cores()
         options.inter_op_num_threads = 1
         self.session = ort.InferenceSession(str(export_dir / SEARCH), options, providers=["CPUExecutionProvider"])
         vocab = next(i for i in self.session.get_inputs() if i.name == "vocab_mask").shape[0]
@@ -131,6 +135,13 @@ class OnnxSearch:
                  "vocab_mask": self.vocab_mask}
         sequences, scores = self.session.run(None, feeds)  # (1, nbest, limit + 1) from <sos>, PAD after; (1, nbest)
         return [(_words(row[1:]), float(score)) for row, score in zip(sequences[0], scores[0])]
+
+
+def _cores() -> int:
+    """The cores this process may run on (all of the machine's where the system cannot say)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def _words(row: np.ndarray) -> list[int]:
