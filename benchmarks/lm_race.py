@@ -69,10 +69,9 @@ What is measured, and how every system gets the same tokens:
   own process. Model FLOPs counted per token: forward = Σ over layers 2 · gates · H · (E_in + H) (the input and
   recurrent matrix products; gates = 4 for the LSTM) + 2 · H · V (the output layer); a training token = 3 × forward.
   Not counted: the embedding lookup, the gates' element-wise work, softmax, the optimizer. MFU = those FLOP/s over
-  this machine's fp32 and bf16 matmul peaks, measured in a process of its own (n = 1024): per precision the faster of
-  ``torch.mm`` (``throughput.matmul_peak``) and oneDNN's linear layer (``torch.utils.mkldnn``). They differ: on the
-  AMD EPYC here torch's fp32 ``mm`` goes to MKL, which ran at ≈ 200 GFLOP/s where oneDNN (behind torch's LSTM)
-  reached ≈ 440, so against ``mm`` alone the fp32 LSTM step showed an MFU above 100 %.
+  this machine's fp32 and bf16 matmul peaks, measured in a process of its own by ``benchmarks/peaks.py`` (the
+  fastest of ``torch.mm`` and oneDNN's linear layer over its sizes: on the AMD EPYC here torch's fp32 ``mm`` goes to
+  MKL, which ran at ≈ 200 GFLOP/s where oneDNN, behind torch's LSTM, reached ≈ 440).
 * ``--quick``: the first 1,000 train and 100 valid / test lines, 1 epoch of everything, 10 timed steps: a smoke run.
 
 Prints the tables in markdown, records them with every system's numbers in the scoreboard (``--results``,
@@ -109,7 +108,6 @@ import report
 from scoreboard import Result, Table, command
 
 if TYPE_CHECKING:
-    import torch
 
     from seqlab.config import Config
     from seqlab.tokenizer import Tokenizer
@@ -243,38 +241,11 @@ def book_worker(spec: dict[str, Any]) -> dict[str, Any]:
                 numpy=np.__version__, blas=_blas_info(), loadavg=os.getloadavg())
 
 
-def onednn_peak(dtype: torch.dtype, n: int = 1024, seconds: float = 1.0) -> float:
-    """GFLOP/s of an n×n×n product through oneDNN (``torch.utils.mkldnn``'s linear layer), the best of repeated runs:
-    the library behind torch's LSTM, where ``torch.mm`` in fp32 goes to MKL."""
-    import torch
-    import torch.utils.mkldnn
-
-    layer = torch.utils.mkldnn.to_mkldnn(torch.nn.Linear(n, n, bias=False), dtype)
-    a = torch.randn(n, n).to(dtype).to_mkldnn()
-    best = 0.0
-    with torch.no_grad():
-        for _ in range(3):
-            layer(a)
-        deadline = time.perf_counter() + seconds
-        while time.perf_counter() < deadline:
-            start = time.perf_counter()
-            for _ in range(5):
-                layer(a)
-            best = max(best, 5 * 2 * n**3 / (time.perf_counter() - start) / 1e9)
-    return best
-
-
 def peaks_worker(spec: dict[str, Any]) -> dict[str, Any]:
-    """The matmul peaks MFU is taken against: per precision the faster of torch.mm and oneDNN."""
-    import torch
-    from throughput import matmul_peak
+    """The matmul peaks MFU is taken against (``benchmarks/peaks.py``)."""
+    from peaks import measure
 
-    from seqlab import precision
-
-    dtypes = {"fp32": torch.float32} | ({"bf16": torch.bfloat16} if precision.native_bf16() else {})
-    measured = {name: {"torch.mm": matmul_peak(dtype), "onednn": onednn_peak(dtype)} for name, dtype in dtypes.items()}
-    return dict(peaks_gflops={name: max(m.values()) for name, m in measured.items()}, measured=measured,
-                torch_threads=torch.get_num_threads(), loadavg=os.getloadavg())
+    return measure(spec.get("seconds", 1.0)).as_dict() | {"loadavg": os.getloadavg()}
 
 
 def lm_flops_per_token(cell: str, embedding: int, hidden: int, layers: int, vocab: int) -> dict[str, int]:
@@ -605,15 +576,15 @@ def epochs_table(result: dict[str, Any]) -> Table:
 
 def throughput_table(thr: dict[str, Any]) -> tuple[Table, str]:
     """The LSTM LM step's tokens/s, model GFLOP/s and MFU per precision, and what they are of (the matmul peaks)."""
-    peaks = thr["peaks"]["peaks_gflops"]
+    from peaks import Peaks
+
+    measured = Peaks(thr["peaks"]["gflops"], thr["peaks"]["measured"], thr["peaks"]["threads"])
+    peaks = measured.gflops
     f = thr["runs"][0]["flops_per_token"]
-    measured = "; ".join(f"{p}: " + ", ".join(f"{lib} {g:.0f}" for lib, g in m.items())
-                         for p, m in thr["peaks"]["measured"].items())
     about = (f"Training step of the LSTM LM (`StreamLM.loss` + `optimizer_step` on the train stream's "
              f"{thr['batch_shape']} TBPTT batches, {thr['runs'][0]['steps']} steps after {thr['warmup']}). Model "
              f"FLOPs per training token: 3 × ({f['recurrent'] / 1e6:.2f} M LSTM + {f['output'] / 1e6:.2f} M output) "
-             f"= {f['train'] / 1e6:.2f} M. Matmul peaks measured now (n = 1024, GFLOP/s; {measured}); MFU is taken "
-             "against the faster of the two: " + ", ".join(f"{p} {g:.0f} GFLOP/s" for p, g in peaks.items()) + ".")
+             f"= {f['train'] / 1e6:.2f} M. {measured.note()}")
     if len(thr["runs"]) == 2:
         about += f" bf16 / fp32 speed: {thr['runs'][1]['tokens_per_s'] / thr['runs'][0]['tokens_per_s']:.2f}×."
     table = Table("Training step of the LSTM LM",
@@ -718,7 +689,7 @@ def throughput_system(args: argparse.Namespace, run_dir: str, train_stream: str,
     """The matmul peaks, then the LSTM LM's training step in each native precision: a worker each."""
     from seqlab import precision
 
-    peaks = run_worker("peaks", {}, work)
+    peaks = run_worker("peaks", {"seconds": 0.1 if args.quick else 1.0}, work)
     precisions = precision.native_precisions()
     runs = [run_worker("throughput", dict(run_dir=run_dir, precision=p, train_stream=train_stream, steps=args.steps,
                                           warmup=args.warmup), work) for p in precisions]

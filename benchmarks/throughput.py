@@ -7,7 +7,7 @@ fp32 and the row is skipped), and reports target tokens/s and the model FLOP
 utilisation: the FLOPs of the matrix products a training step must do (forward +
 backward = 3 × forward, i.e. 6 · parameters · tokens plus the attention products,
 on padded lengths, as the hardware computes them) divided by the time, as a
-fraction of this machine's fp32 and bf16 matmul peaks measured by the same script.
+fraction of this machine's fp32 and bf16 matmul peaks, measured in the same run by ``benchmarks/peaks.py``.
 
     SEQLAB_DATA=../shared/data python benchmarks/throughput.py configs/book/date-transformer.yaml
 
@@ -23,11 +23,11 @@ import time
 from collections.abc import Callable
 
 import torch
+from peaks import measure as measure_peaks
 from report import add_results_option, machine, markdown, publish
 from scoreboard import Result, Table, command
 from torch.optim.lr_scheduler import LambdaLR
 
-from seqlab import precision
 from seqlab.config import Config, load_config
 from seqlab.data import load_splits, resolve_data_dir
 from seqlab.data.batching import Batch, collate, length_batches
@@ -38,21 +38,6 @@ from seqlab.model.transformer import TransformerConfig
 from seqlab.sections import TrainConfig
 from seqlab.tokenizer import learn_tokenizers
 from seqlab.train.optimizer import build_optimizer, optimizer_step
-
-
-def matmul_peak(dtype: torch.dtype, n: int = 1024, seconds: float = 1.0) -> float:
-    """GFLOP/s of an n×n×n matmul, the best of repeated runs."""
-    a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
-    c = torch.empty(n, n, dtype=dtype)
-    for _ in range(3):
-        torch.mm(a, b, out=c)
-    best, deadline = 0.0, time.perf_counter() + seconds
-    while time.perf_counter() < deadline:
-        start = time.perf_counter()
-        for _ in range(5):
-            torch.mm(a, b, out=c)
-        best = max(best, 5 * 2 * n**3 / (time.perf_counter() - start) / 1e9)
-    return best
 
 
 def step_flops(model: TransformerConfig, batch: Batch, trg_vocab: int) -> float:
@@ -118,7 +103,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("config")
     parser.add_argument("--set", dest="overrides", action="append", default=[], help="config override key=value")
     parser.add_argument("--steps", type=int, default=30)
-    parser.add_argument("--peak-size", type=int, default=1024, help="n of the n×n×n matmul that measures the peaks")
+    parser.add_argument("--peak-seconds", type=float, default=1.0, help="timing per path, size and precision of the "
+                        "matmul peaks (benchmarks/peaks.py)")
     add_results_option(parser)
     args = parser.parse_args(argv)
 
@@ -126,18 +112,17 @@ def main(argv: list[str] | None = None) -> None:
     if not isinstance(cfg.model, TransformerConfig):
         parser.error(f"model.type {cfg.model.type}: the FLOP count is a Transformer's")
     batches, src_vocab, trg_vocab = make_batches(cfg, args.steps)
-    peaks = {p: matmul_peak(dtype, args.peak_size) for p, dtype in (("fp32", torch.float32), ("bf16", torch.bfloat16))}
-    precisions = precision.native_precisions()
+    peaks = measure_peaks(args.peak_seconds)
     m = cfg.model
-    rows = {p: measure(m, batches, src_vocab, trg_vocab, p == "bf16") for p in precisions}
+    rows = {p: measure(m, batches, src_vocab, trg_vocab, p == "bf16") for p in peaks.gflops}
     caption = (f"d_model {m.d_model}, {m.num_layers}+{m.num_layers} layers, d_ff {m.d_ff}, dropout {m.dropout}, "
                f"{rows['fp32']['params']:,} parameters, {len(batches)} batches of ≤{cfg.train.batch_tokens} tokens")
-    peak_note = (f"Matmul peaks of this machine, measured now (n = {args.peak_size}): fp32 {peaks['fp32']:.0f} GFLOP/s, "
-                 f"bf16 {peaks['bf16']:.0f} GFLOP/s.")
+    peak_note = peaks.note()
+    bf16_peak = peaks.gflops.get("bf16")
     table = Table(f"Training throughput: `{args.config}` {' '.join(args.overrides)}".strip(),
                   ["precision", "target tokens/s", "model GFLOP/s", "MFU of the fp32 peak", "MFU of the bf16 peak"],
-                  [[p, f"{r['tokens_per_s']:,.0f}", f"{r['gflops']:.1f}", f"{r['gflops'] / peaks['fp32']:.1%}",
-                    f"{r['gflops'] / peaks['bf16']:.1%}" if precision.native_bf16() else "— (bf16 emulated)"]
+                  [[p, f"{r['tokens_per_s']:,.0f}", f"{r['gflops']:.1f}", f"{r['gflops'] / peaks.gflops['fp32']:.1%}",
+                    f"{r['gflops'] / bf16_peak:.1%}" if bf16_peak else "— (bf16 emulated)"]
                    for p, r in rows.items()])
     if "bf16" in rows:
         ratio = f"bf16 / fp32 speed: {rows['bf16']['tokens_per_s'] / rows['fp32']['tokens_per_s']:.2f}×"
@@ -146,7 +131,7 @@ def main(argv: list[str] | None = None) -> None:
     given = command(__file__, sys.argv[1:] if argv is None else argv)
     print(f"### {table.title}\n\n{datetime.date.today()}, {machine()}; {caption}. Command: `{given}`\n\n{peak_note}\n\n"
           f"{markdown(table)}\n\n{ratio}")
-    runs = [{"precision": p, **r, "peak_gflops": peaks[p], "steps": len(batches)} for p, r in rows.items()]
+    runs = [{"precision": p, **r, "peak_gflops": peaks.gflops[p], "steps": len(batches)} for p, r in rows.items()]
     publish(Result("throughput", table.title, given, [table], runs, notes=[caption, peak_note, ratio]), args.results)
 
 if __name__ == "__main__":

@@ -222,7 +222,6 @@ def small_config(path: Path, config: Path, model: dict[str, Any]) -> Path:
     return path
 
 
-@pytest.mark.filterwarnings("ignore:`torch.jit.script_method` is deprecated")  # torch.utils.mkldnn, for the peaks
 def test_lm_race_runs_end_to_end(bench: Any, in_process_workers: None, tmp_path: Path,
                                  capsys: pytest.CaptureFixture[str]) -> None:
     """Every system but seqlab's Transformer LM, which takes the LSTM's path (``seqlab_system``) with another config

@@ -112,15 +112,30 @@ def test_profile_ops_runs_end_to_end(bench: Bench, what: str, date_config: Path,
     assert "Self CPU time total" in out and "aten::" in out
 
 
+def test_peaks_runs_end_to_end(bench: Bench, capsys: pytest.CaptureFixture[str]) -> None:
+    """The yardstick: per native precision, torch.mm and oneDNN at each size; the peak is the fastest of them."""
+    from seqlab import precision
+
+    peaks = bench("peaks").measure(0.02)
+    assert list(peaks.gflops) == precision.native_precisions()
+    for name, paths in peaks.measured.items():
+        assert sorted(paths) == ["oneDNN n=1024", "oneDNN n=512", "torch.mm n=1024", "torch.mm n=512"]
+        assert all(g > 0 for g in paths.values()) and peaks.gflops[name] == max(paths.values())
+    bench("peaks").main(["--seconds", "0.02"])
+    out = capsys.readouterr().out
+    assert re.match(r"Matmul peaks of this machine, measured now by benchmarks/peaks.py \(n = 512, 1024; torch.mm and "
+                    r"oneDNN; \d+ threads\): fp32 \d+ GFLOP/s", out) and "  fp32: torch.mm n=512 " in out
+
+
 def test_throughput_runs_end_to_end(bench: Bench, date_config: Path, tmp_path: Path,
                                     capsys: pytest.CaptureFixture[str]) -> None:
-    bench("throughput").main([str(date_config), "--set", "train.batch_tokens=200", "--steps", "4", "--peak-size", "64",
+    bench("throughput").main([str(date_config), "--set", "train.batch_tokens=200", "--steps", "4", "--peak-seconds", "0.05",
                               "--results", str(tmp_path)])
     out = capsys.readouterr().out
     rows = table_rows(out)
     assert rows[0][0] == "fp32" and float(rows[0][1].replace(",", "")) > 0
     assert re.fullmatch(r"\d+\.\d%", rows[0][3]) and float(rows[0][3].rstrip("%")) < 100  # MFU of the fp32 peak
-    assert "4 batches of ≤200 tokens" in out and "(n = 64)" in out
+    assert "4 batches of ≤200 tokens" in out and "measured now by benchmarks/peaks.py (n = 512, 1024;" in out
     result = recorded(tmp_path, "throughput")
     assert result.tables[0].rows == rows and result.runs[0]["precision"] == "fp32"
     assert rows[0][1] == f"{result.runs[0]['tokens_per_s']:,.0f}" and result.runs[0]["steps"] == 4
