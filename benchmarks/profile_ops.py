@@ -8,7 +8,9 @@ over one epoch of word2vec.
         [--set train.method=cbow]
 
 ``train``: the config's model on its real batches (as ``throughput.py`` builds them), fused Adam,
-clipping; 3 warm-up steps, then ``--steps`` profiled. ``decode``: the run's test split, sorted and
+clipping; 3 warm-up steps, then ``--steps`` profiled, in ``--precision`` (fp32, or bf16 autocast), with the time
+of each phase of a step (forward and loss, backward, optimizer) and what falls between them.
+``decode``: the run's test split, sorted and
 batched as ``seqlab eval`` does. ``vectors``: the first epoch of a word2vec config on its corpus
 (words, vocabulary and ids made before the profile starts), run once unprofiled for its time. Prints the
 time per step (or in all) and the ops by self CPU time. The write-up of what these showed is in docs/benchmarks.md ("Speed").
@@ -20,7 +22,7 @@ import argparse
 import time
 
 import torch
-from throughput import make_batches, training_step
+from throughput import PHASES, make_batches, training_step
 from torch.profiler import profile
 
 from seqlab.config import load_config
@@ -31,21 +33,27 @@ from seqlab.model import build_model
 from seqlab.predictors.translator import load
 
 
-def profile_training(config: str, overrides: list[str], steps: int) -> profile:
-    """The profile of ``steps`` training steps of the config's model on its batches, after 3 warm-up steps."""
+def profile_training(config: str, overrides: list[str], steps: int, precision: str) -> profile:
+    """The profile of ``steps`` training steps of the config's model on its batches, after 3 warm-up steps, in
+    ``precision`` (fp32, or bf16 autocast); first the steps' phases (``throughput.PHASES``), each's share of the
+    time."""
     cfg = load_config(config, overrides)
     batches, src_vocab, trg_vocab = make_batches(cfg, steps + 3)
     torch.manual_seed(0)
-    step = training_step(build_model(cfg.model, src_vocab, trg_vocab).train())
+    step = training_step(build_model(cfg.model, src_vocab, trg_vocab).train(), precision == "bf16")
     for batch in batches[:3]:
         step(batch)
-    start = time.perf_counter()
     with profile() as prof:
+        start = time.perf_counter()
         for batch in batches[3:]:
             step(batch)
-    seconds = time.perf_counter() - start
+        seconds = time.perf_counter() - start  # the steps, not the profiler's work after them
     tokens = sum(b.num_target_tokens for b in batches[3:])
-    print(f"{seconds / steps * 1000:.0f} ms per step (profiled), {tokens / seconds:,.0f} target tokens/s")
+    print(f"{precision}: {seconds / steps * 1000:.0f} ms per step (profiled), {tokens / seconds:,.0f} target tokens/s")
+    phases = {e.key: e.cpu_time_total / 1e6 for e in prof.key_averages() if e.key in PHASES}
+    print("phases: " + ", ".join(f"{name} {phases.get(name, 0.0) / steps * 1000:.1f} ms "
+                                 f"({phases.get(name, 0.0) / seconds:.0%})" for name in PHASES)
+          + f", between them {(seconds - sum(phases.values())) / steps * 1000:.1f} ms")
     return prof
 
 
@@ -95,6 +103,7 @@ def main(argv: list[str] | None = None) -> None:
     train.add_argument("config")
     train.add_argument("--set", dest="overrides", action="append", default=[])
     train.add_argument("--steps", type=int, default=6)
+    train.add_argument("--precision", choices=["fp32", "bf16"], default="fp32", help="bf16: under bf16 autocast")
     decode = sub.add_parser("decode")
     decode.add_argument("run_dir")
     decode.add_argument("--data-dir")
@@ -108,7 +117,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     if args.what == "train":
-        prof = profile_training(args.config, args.overrides, args.steps)
+        prof = profile_training(args.config, args.overrides, args.steps, args.precision)
     elif args.what == "vectors":
         prof = profile_vectors(args.config, args.overrides)
     else:

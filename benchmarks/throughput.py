@@ -18,15 +18,18 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import hashlib
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import torch
 from peaks import measure as measure_peaks
 from report import add_results_option, machine, markdown, publish
 from scoreboard import Result, Table, command
 from torch.optim.lr_scheduler import LambdaLR
+from torch.profiler import record_function
 
 from seqlab.config import Config, load_config
 from seqlab.data import load_splits, resolve_data_dir
@@ -37,7 +40,7 @@ from seqlab.model import build_model, num_parameters
 from seqlab.model.transformer import TransformerConfig
 from seqlab.sections import TrainConfig
 from seqlab.tokenizer import learn_tokenizers
-from seqlab.train.optimizer import build_optimizer, optimizer_step
+from seqlab.train.optimizer import apply_gradients, build_optimizer
 
 
 def step_flops(model: TransformerConfig, batch: Batch, trg_vocab: int) -> float:
@@ -66,15 +69,22 @@ def make_batches(cfg: Config, steps: int) -> tuple[list[Batch], int, int]:
     return [collate([src[i] for i in ix], [trg[i] for i in ix]) for ix in order], source.vocab_size, target.vocab_size
 
 
+PHASES = ("forward", "backward", "optimizer")  # a step's parts, named for torch.profiler (profile_ops.py)
+
+
 def training_step(model: torch.nn.Module, bf16: bool = False) -> Callable[[Batch], None]:
-    """One training step as the trainer takes it: forward, masked loss, backward, clipping, fused Adam."""
+    """One training step as the trainer takes it: forward and masked loss, backward, then clipping, fused Adam and
+    the schedule (``PHASES``, each a ``record_function`` region)."""
     optimizer = build_optimizer(model, TrainConfig())
     scheduler = LambdaLR(optimizer, lambda step: 1e-4)
 
     def step(batch: Batch) -> None:
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            logits = model(batch.src, batch.trg_in)
-        optimizer_step(model, optimizer, scheduler, token_nll_sum(logits, batch.trg_out) / batch.num_target_tokens, 1.0)
+        with record_function("forward"), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            loss = token_nll_sum(model(batch.src, batch.trg_in), batch.trg_out) / batch.num_target_tokens
+        with record_function("backward"):
+            loss.backward()
+        with record_function("optimizer"):
+            apply_gradients(model, optimizer, scheduler, 1.0)
 
     return step
 
@@ -132,7 +142,14 @@ def main(argv: list[str] | None = None) -> None:
     print(f"### {table.title}\n\n{datetime.date.today()}, {machine()}; {caption}. Command: `{given}`\n\n{peak_note}\n\n"
           f"{markdown(table)}\n\n{ratio}")
     runs = [{"precision": p, **r, "peak_gflops": peaks.gflops[p], "steps": len(batches)} for p, r in rows.items()]
-    publish(Result("throughput", table.title, given, [table], runs, notes=[caption, peak_note, ratio]), args.results)
+    publish(Result(race_name(args.config, args.overrides), table.title, given, [table], runs,
+                   notes=[caption, peak_note, ratio]), args.results)
+
+
+def race_name(config: str, overrides: list[str]) -> str:
+    """One scoreboard entry per config and overrides: throughput-date, throughput-multi30k_de_en-<their hash>."""
+    name = f"throughput-{Path(config).stem}"
+    return f"{name}-{hashlib.sha256(' '.join(overrides).encode()).hexdigest()[:8]}" if overrides else name
 
 if __name__ == "__main__":
     main()

@@ -3,6 +3,7 @@ models and tiny data written into tmp_path, with what it printed, recorded or wr
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import os
@@ -106,7 +107,9 @@ def test_profile_ops_runs_end_to_end(bench: Bench, what: str, date_config: Path,
         argv = ["vectors", str(tmp_path / "vectors.yaml")]
     bench("profile_ops").main(["--rows", "5", *argv])
     out = capsys.readouterr().out
-    expected = {"train": r"\d+ ms per step \(profiled\)", "decode": r"8 sentences in [\d.]+ s \(profiled\)",
+    expected = {"train": r"fp32: \d+ ms per step \(profiled\).*\nphases: forward [\d.]+ ms \(\d+%\), backward [\d.]+ ms "
+                         r"\(\d+%\), optimizer [\d.]+ ms \(\d+%\), between them -?[\d.]+ ms",
+                "decode": r"8 sentences in [\d.]+ s \(profiled\)",
                 "vectors": r"skipgram: one epoch of 240 words in [\d.]+ s \(unprofiled\)"}[what]
     assert re.search(expected, out)
     assert "Self CPU time total" in out and "aten::" in out
@@ -136,7 +139,7 @@ def test_throughput_runs_end_to_end(bench: Bench, date_config: Path, tmp_path: P
     assert rows[0][0] == "fp32" and float(rows[0][1].replace(",", "")) > 0
     assert re.fullmatch(r"\d+\.\d%", rows[0][3]) and float(rows[0][3].rstrip("%")) < 100  # MFU of the fp32 peak
     assert "4 batches of ≤200 tokens" in out and "measured now by benchmarks/peaks.py (n = 512, 1024;" in out
-    result = recorded(tmp_path, "throughput")
+    result = recorded(tmp_path, f"throughput-{date_config.stem}-{hashlib.sha256(b'train.batch_tokens=200').hexdigest()[:8]}")
     assert result.tables[0].rows == rows and result.runs[0]["precision"] == "fp32"
     assert rows[0][1] == f"{result.runs[0]['tokens_per_s']:,.0f}" and result.runs[0]["steps"] == 4
 
