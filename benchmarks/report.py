@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import subprocess
 import sys
 import time
@@ -73,13 +72,9 @@ def emit(text: str, record: str | None) -> None:
 
 def machine() -> str:
     """The CPU, its vector extensions that matter here, threads and torch: one line for a table's caption."""
-    name = platform.processor() or platform.machine()
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        lines = cpuinfo.read_text().splitlines()
-        name = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")), name)
-        vector = cpu_flags(("avx2", "avx512f", "avx512_bf16", "amx_bf16"), cpuinfo)
-        name += f" ({', '.join(vector or []) or 'no AVX2'})"
+    name, vector = precision.cpu_name(), cpu_flags(precision.SPEED_FLAGS)
+    if vector is not None:
+        name += f" ({', '.join(vector) or 'no AVX2'})"
     return f"{name}, {torch.get_num_threads()} threads, torch {torch.__version__}, {precision_note()}"
 
 

@@ -78,6 +78,13 @@ def _not_a_selection_run(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SEQLAB_SELECTION", "0")
 
 
+@pytest.fixture(autouse=True)
+def _own_cache(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """What a run keeps per machine (``auto``'s measured precision: ``seqlab.runtime.choices_file``) goes to the
+    test session's own directory, never the user's ~/.cache."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache"))
+
+
 @pytest.fixture
 def shared_data() -> Path:
     """The real corpora in ``../shared/data`` (dlfs2/, chatbot_ko/, multi30k/); skip loudly where absent."""

@@ -68,8 +68,9 @@ def test_the_numpy_engine_computes_on_the_cpu():
 @pytest.fixture
 def fp16(monkeypatch):
     """What a GPU without bf16 runs, here on the CPU (PyTorch autocasts to float16 and scales gradients there
-    too): every precision but fp32 resolves to fp16."""
+    too): every precision but fp32 resolves to fp16, and ``auto`` is not measured (as on a GPU)."""
     monkeypatch.setattr(precision, "resolve", lambda p, device_type="cpu": "fp32" if p == "fp32" else "fp16")
+    monkeypatch.setattr(precision, "probed", lambda p, device_type="cpu": False)
 
 
 def test_fp16_trains_with_a_scaler_that_the_checkpoint_keeps(tmp_path, fp16, killed_at):

@@ -3,6 +3,7 @@ a ``Runtime`` holds the answer once it is resolved."""
 
 import logging
 import platform
+import re
 import resource
 import sys
 
@@ -73,6 +74,65 @@ def test_the_environment_forces_what_auto_means_on_any_cpu(monkeypatch, cpu_deci
     monkeypatch.setenv(precision.ENV, "fp16")
     with pytest.raises(ConfigError, match="SEQLAB_PRECISION=.fp16.: expected one of fp32, bf16"):
         precision.resolve("auto")
+
+
+@pytest.mark.parametrize(("native", "forced", "measured"), [(True, None, True), (False, None, False),
+                                                            (True, "bf16", False)])
+def test_auto_is_measured_only_where_bf16_is_native_and_nothing_forces_it(monkeypatch, cpu_decides, native, forced,
+                                                                        measured):
+    monkeypatch.setattr(precision, "native_bf16", lambda: native)
+    if forced:
+        monkeypatch.setenv(precision.ENV, forced)
+    assert precision.probed("auto") is measured
+    assert not any([precision.probed("fp32"), precision.probed("bf16"), precision.probed("auto", "cuda")])
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_a_loaded_model_decodes_in_what_auto_chose_when_it_trained(monkeypatch, cpu_decides, native):
+    """Where ``auto`` is measured, a loaded run decodes in the precision it recorded when it trained; a run that
+    recorded none (before seqlab measured), a precision named outright, SEQLAB_PRECISION and a CPU without native
+    bf16 go by the flags as before."""
+    monkeypatch.setattr(precision, "native_bf16", lambda: native)
+    flags = "bf16" if native else "fp32"
+    assert Runtime.for_inference("cpu", "auto", trained="fp32").precision == ("fp32" if native else flags)
+    assert Runtime.for_inference("cpu", "auto", trained=None).precision == flags
+    assert Runtime.for_inference("cpu", "bf16", trained="fp32").precision == flags
+    monkeypatch.setenv(precision.ENV, "bf16")
+    assert Runtime.for_inference("cpu", "auto", trained="fp32").precision == "bf16"
+
+
+def test_the_faster_precision_is_measured_once_per_machine_and_model(monkeypatch, tmp_path):
+    """``measure_precision`` times the step in each precision (a warm-up, then PROBE_STEPS steps), takes the faster
+    per token, and keeps the answer per machine and key in $XDG_CACHE_HOME/seqlab/precision.json: the same key is
+    not measured again, another is; a damaged file is only a cache that is measured again."""
+    import json
+    import time
+
+    from seqlab.runtime import PROBE_STEPS, choices_file, measure_precision
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    calls: list[str] = []
+
+    def step(slow: str):
+        def run(rt: Runtime) -> int:
+            calls.append(rt.precision)
+            time.sleep(0.004 if rt.precision == slow else 0.001)
+            return 10
+        return run
+
+    start = Runtime(torch.device("cpu"), "bf16")
+    chosen = measure_precision(step("bf16"), start, {"model": "a"})
+    assert chosen.precision == "fp32" and calls == ["fp32"] * (1 + PROBE_STEPS) + ["bf16"] * (1 + PROBE_STEPS)
+    assert re.fullmatch(r"auto: bf16 took [2-5]\.\d\d× fp32's time per token on this machine", chosen.reason)
+    calls.clear()
+    again = measure_precision(step("fp32"), start, {"model": "a"})
+    assert calls == [] and again.precision == "fp32" and again.reason.endswith(", measured earlier")
+    assert measure_precision(step("fp32"), start, {"model": "b"}).precision == "bf16" and calls
+    assert choices_file() == tmp_path / "seqlab" / "precision.json"
+    assert [c["precision"] for c in json.loads(choices_file().read_text()).values()] == ["fp32", "bf16"]
+    choices_file().write_text("{", encoding="utf-8")
+    calls.clear()
+    assert measure_precision(step("bf16"), start, {"model": "a"}).precision == "fp32" and calls
 
 
 def test_native_bf16_is_what_the_kernel_lists_for_this_cpu():

@@ -197,6 +197,50 @@ def test_resume_after_a_kill_gives_the_same_next_epoch(tmp_path, killed_at, each
         assert a["valid"]["loss"] == b["valid"]["loss"]
 
 
+def test_auto_measured_on_the_model_leaves_no_trace_and_a_resumed_run_keeps_it(tmp_path, monkeypatch, killed_at,
+                                                                              caplog):
+    """Where bf16 is native (made so here, on either CPU kind), ``auto`` times the model's own training step in
+    fp32 and in bf16 (the timings given here: bf16 twice as slow) and trains in the faster; the first line says
+    which and why. The measurement leaves no trace: the run equals one trained in fp32 from the start, step by step.
+    A resumed run takes the choice from its checkpoint without measuring again."""
+    from seqlab import precision, runtime
+
+    monkeypatch.delenv(precision.ENV, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(precision, "native_bf16", lambda: True)
+    timed: list[str] = []
+
+    def seconds_per_unit(step, rt):  # the step runs, in the runtime given; the timings are the test's
+        assert step(rt) > 0
+        timed.append(rt.precision)
+        return {"fp32": 1.0, "bf16": 2.0}[rt.precision]
+
+    monkeypatch.setattr(runtime, "_seconds_per_unit", seconds_per_unit)
+    auto = parse_config(_reversal_config(tmp_path, epochs=2, precision="auto") | {"seed": 7})
+    auto = auto.model_copy(update={"train": auto.train.model_copy(update={"save_every": 3})})
+    fp32 = auto.model_copy(update={"train": auto.train.model_copy(update={"precision": "fp32"})})
+    Trainer(fp32, tmp_path / "fp32", progress=False).fit()
+    with caplog.at_level(logging.INFO, logger="seqlab"), killed_at(12):  # inside epoch 2, after the step-9 checkpoint
+        Trainer(auto, tmp_path / "auto", progress=False).fit()
+    assert timed == ["fp32", "bf16"]
+    assert "; fp32 (auto: bf16 took 2.00× fp32's time per token on this machine) on" in caplog.text
+
+    def measured_again(*args):
+        raise AssertionError("a resumed run measured again")
+
+    monkeypatch.setattr(runtime, "_seconds_per_unit", measured_again)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="seqlab"):
+        Trainer(auto, tmp_path / "auto", resume=True, progress=False).fit()
+    assert "; fp32 (auto: as the run chose when it started) on" in caplog.text
+    logs = [[json.loads(line) for line in (tmp_path / run / "log.jsonl").read_text().splitlines()]
+            for run in ("fp32", "auto")]
+    assert [(r["step"], r["train_loss"], r["valid"]["loss"]) for r in logs[0]] == \
+           [(r["step"], r["train_loss"], r["valid"]["loss"]) for r in logs[1]]
+    loaded = seqlab.load(tmp_path / "auto").runtime  # decodes as it trained
+    assert (loaded.precision, loaded.reason) == ("fp32", "auto: as the run trained")
+
+
 def test_a_run_is_never_overwritten_and_resume_checks_the_config(tmp_path):
     config = parse_config(_reversal_config(tmp_path, epochs=1))
     Trainer(config, tmp_path / "run", progress=False).fit()
@@ -479,6 +523,7 @@ def test_under_fp16_a_nan_loss_leaves_the_gradient_scaler_as_it_was(tmp_path, po
     from seqlab import precision
 
     monkeypatch.setattr(precision, "resolve", lambda p, device_type="cpu": "fp32" if p == "fp32" else "fp16")
+    monkeypatch.setattr(precision, "probed", lambda p, device_type="cpu": False)  # fp16 is a GPU's: never measured
     config = parse_config(_nonfinite_config("skip"))
     poisoned(config)
     trainer = Trainer(config, tmp_path / "run", progress=False)

@@ -12,10 +12,13 @@ it faster, an Intel Xeon without AMX slower): ``python benchmarks/throughput.py 
 measures both on the machine at hand. On CPUs without native bf16 (AVX2-only machines)
 PyTorch emulates it, many times slower than fp32.
 
-So bf16 runs only where it is native: ``auto`` (the default) and ``bf16`` both mean
-bf16 there and fp32 elsewhere (``bf16`` says so in a warning), ``fp32`` means fp32.
-It is decided on the machine that runs the model, not stored: a run trained in bf16
-decodes in fp32 on a CPU without native bf16, and the other way round.
+So bf16 runs only where it is native: ``bf16`` means bf16 there and fp32 elsewhere (with a warning), ``fp32``
+means fp32, and ``auto`` (the default) means fp32 where bf16 is not native and, where it is, the faster of the two
+for the model at hand: training starts by timing the model's own step in each (``probed``;
+``seqlab.runtime.measure_precision``, kept per machine and model in ~/.cache/seqlab/precision.json), says the
+choice and why in its first line, records it in its checkpoints (a resumed run keeps it) and with the best model
+(a loaded run decodes in it). It is decided on the machine that runs the model: a run trained in bf16 decodes in
+fp32 on a CPU without native bf16.
 
 ``SEQLAB_PRECISION=fp32|bf16`` in the environment replaces the CPU's answer for a whole
 process: ``auto`` and ``bf16`` then mean what it says, emulated bf16 included. The tests
@@ -32,6 +35,7 @@ import contextlib
 import functools
 import logging
 import os
+import platform
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -66,6 +70,18 @@ def cuda_bf16() -> bool:
     """True when the CUDA GPU multiplies bf16 in hardware (Ampere and later); PyTorch's default answer also counts
     emulated bf16, which is slower than fp16 with a scaler."""
     return torch.cuda.is_bf16_supported(including_emulation=False)
+
+
+SPEED_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")  # what decides how fast fp32 and bf16 multiply
+
+
+def cpu_name(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The CPU's model name (the platform's processor where there is no /proc/cpuinfo)."""
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
 
 
 def cpu_flags(wanted: tuple[str, ...] = BF16_FLAGS, cpuinfo: Path = Path("/proc/cpuinfo")) -> list[str] | None:
@@ -112,6 +128,15 @@ def resolve(precision: str, device_type: str = "cpu") -> str:
     if precision == "bf16" and choice == "fp32":
         _warn_not_bf16(forced() is not None)
     return choice
+
+
+def probed(precision: str, device_type: str = "cpu") -> bool:
+    """Whether ``auto`` is decided by measuring the model's training step in fp32 and in bf16
+    (``seqlab.runtime.measure_precision``) rather than by the CPU's flags alone: on a CPU that multiplies bf16
+    natively, where ``SEQLAB_PRECISION`` forces nothing. There bf16 is not always the faster: on a 2-core Xeon with
+    AMX the date model trained at 0.67× fp32's speed in bf16, a d512 6+6 Transformer at 1.80× (benchmarks/
+    throughput.py); elsewhere bf16 is emulated, many times slower, and not measured."""
+    return precision == "auto" and device_type == "cpu" and forced() is None and native_bf16()
 
 
 @functools.cache

@@ -6,9 +6,10 @@ decoding, the server. Nothing below it asks the config again, so a faster way of
 step, a new kernel, another device) plugs in here, in one place.
 
 What ``auto``, ``bf16`` and ``fp32`` mean on a machine is ``seqlab.precision``'s answer (bf16 only where the CPU
-multiplies it natively, ``SEQLAB_PRECISION`` to force it); a model loaded for inference runs where and as its run
-trained unless the caller says otherwise (``seqlab.load(RUN, device=..., precision=..., int8=...)``), on the CPU
-where the GPU it trained on is not there.
+multiplies it natively, ``SEQLAB_PRECISION`` to force it); where bf16 is native, ``auto`` is measured on the model
+(``measure_precision``, which the trainer calls once its model and batches exist). A model loaded for inference
+runs where and as its run trained unless the caller says otherwise (``seqlab.load(RUN, device=..., precision=...,
+int8=...)``), on the CPU where the GPU it trained on is not there.
 """
 
 from __future__ import annotations
@@ -16,16 +17,23 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import functools
+import hashlib
+import json
+import os
 import sys
+import time
 import warnings
-from dataclasses import dataclass
-from typing import TypeVar, cast
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, TypeVar, cast
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from seqlab import precision
+from seqlab.files import atomic_write
 
 M = TypeVar("M", bound=nn.Module)
 
@@ -40,6 +48,7 @@ class Runtime:
     device: torch.device = torch.device("cpu")  # noqa: RUF009 (a frozen, immutable value)
     precision: str = "fp32"
     int8: bool = False
+    reason: str = ""  # how ``auto`` was decided where it was measured (``measure_precision``) or recorded
 
     @classmethod
     def for_training(cls, device: str, precision_name: str, numpy_engine: bool = False) -> Runtime:
@@ -50,14 +59,18 @@ class Runtime:
         return cls(where, precision.resolve(precision_name, where.type))
 
     @classmethod
-    def for_inference(cls, device: str = "auto", precision_name: str = "auto", int8: bool = False) -> Runtime:
+    def for_inference(cls, device: str = "auto", precision_name: str = "auto", int8: bool = False,
+                      trained: str | None = None) -> Runtime:
         """A loaded model's runtime: ``device`` ``cpu``, or ``auto``/``cuda`` for the GPU where PyTorch sees one
         and the CPU elsewhere (a run trained on a GPU decodes on a machine without one); int8 layers compute on
-        the CPU, in fp32 between them."""
+        the CPU, in fp32 between them. ``auto`` where it is measured (``precision.probed``) is the precision the
+        run ``trained`` in, where the run recorded it."""
         keep_freed_memory()
         if int8:
             return cls(torch.device("cpu"), "fp32", True)
         where = precision.device("cpu" if device == "cpu" else "auto")
+        if trained in ("fp32", "bf16") and precision.probed(precision_name, where.type):
+            return cls(where, trained, reason="auto: as the run trained")
         return cls(where, precision.resolve(precision_name, where.type))
 
     def autocast(self) -> contextlib.AbstractContextManager:
@@ -83,6 +96,63 @@ class Runtime:
     def describe(self) -> str:
         """For logs: ``bf16 on cpu``, ``int8 on cpu``."""
         return f"{'int8' if self.int8 else self.precision} on {self.device}"
+
+    def named(self) -> str:
+        """The precision and, where ``auto`` was measured or recorded, why: ``fp32 (auto: ...)``."""
+        return f"{self.precision} ({self.reason})" if self.reason else self.precision
+
+
+PROBE_STEPS, PROBE_SECONDS = 4, 2.0  # per precision, after one warm-up step: at most this many steps, or seconds
+Probe = Callable[[Runtime], int]  # one training step's forward and backward in a runtime -> the units it covered
+
+
+def measure_precision(step: Probe, runtime: Runtime, key: Mapping[str, Any]) -> Runtime:
+    """``auto`` where bf16 is native (``precision.probed``): ``runtime`` in the faster of fp32 and bf16 for this
+    model on this machine. ``step`` is timed in each, one warm-up step and then up to ``PROBE_STEPS`` steps or
+    ``PROBE_SECONDS``, by its time per unit (token); the answer is kept per machine and ``key`` (the model's
+    config and batch size: ``choices_file``), so that a run started again, or the next one of the same model,
+    takes it without measuring."""
+    entry = _entry(key)
+    known = _choices().get(entry)
+    if known is not None:
+        return replace(runtime, precision=known["precision"], reason=f"auto: {known['reason']}, measured earlier")
+    per_unit = {name: _seconds_per_unit(step, replace(runtime, precision=name)) for name in ("fp32", "bf16")}
+    choice = min(per_unit, key=lambda name: per_unit[name])
+    reason = f"bf16 took {per_unit['bf16'] / per_unit['fp32']:.2f}× fp32's time per token on this machine"
+    atomic_write(choices_file(), json.dumps(_choices() | {entry: {"precision": choice, "reason": reason}}, indent=1,
+                                            ensure_ascii=False))
+    return replace(runtime, precision=choice, reason=f"auto: {reason}")
+
+
+def _seconds_per_unit(step: Probe, runtime: Runtime) -> float:
+    step(runtime)  # warm-up: kernels chosen, weights cast
+    units, start = 0, time.perf_counter()
+    for _ in range(PROBE_STEPS):
+        units += step(runtime)
+        if time.perf_counter() - start > PROBE_SECONDS:
+            break
+    return (time.perf_counter() - start) / max(units, 1)
+
+
+def choices_file() -> Path:
+    """Where the measured choices of ``auto`` are kept: $XDG_CACHE_HOME (or ~/.cache)/seqlab/precision.json."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "seqlab" / "precision.json"
+
+
+def _choices() -> dict[str, Any]:
+    """The kept choices; none where the file is missing or unreadable (it is only a cache)."""
+    try:
+        choices = json.loads(choices_file().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return choices if isinstance(choices, dict) else {}
+
+
+def _entry(key: Mapping[str, Any]) -> str:
+    """This machine (its CPU, flags, threads, torch) and ``key``, hashed."""
+    described = json.dumps({"cpu": precision.cpu_name(), "flags": precision.cpu_flags(precision.SPEED_FLAGS),
+                            "threads": torch.get_num_threads(), "torch": torch.__version__, **key}, sort_keys=True)
+    return hashlib.sha256(described.encode("utf-8")).hexdigest()[:16]
 
 
 M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4  # glibc's mallopt parameters (malloc.h)

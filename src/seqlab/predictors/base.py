@@ -69,8 +69,9 @@ class Predictor:
         config = run.config()  # a word-vector run is refused here, saying what to use instead
         expect_kind(run.path, cls.kind)
         train = config.train
+        trained = run.model_info().get("precision")  # what auto measured when the run trained; absent in older runs
         return cls.from_run(run, config, Runtime.for_inference(device or train.device, precision or train.precision,
-                                                               int8))
+                                                               int8, trained))
 
     @classmethod
     def from_run(cls: type[P], run: RunDir, config: Config, runtime: Runtime) -> P:

@@ -20,11 +20,12 @@ does with a step whose gradients overflow), so a resumed run stays exact; the ep
 from __future__ import annotations
 
 import functools
+import itertools
 import logging
 import math
 import time
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +33,10 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from seqlab import precision
 from seqlab.config import Config, ConfigError
 from seqlab.rundir import RunDir
-from seqlab.runtime import Runtime
+from seqlab.runtime import PROBE_STEPS, Runtime, measure_precision
 from seqlab.train.distributed import World, step_groups
 from seqlab.train.family import Family, build_family
 from seqlab.train.numpy_engine import PREFIX as ENGINE_PREFIX
@@ -66,6 +68,7 @@ class Position:
     bad_epochs: int = 0  # epochs since the best, for early stopping
     scaler: dict[str, Any] | None = None  # fp16's gradient scaler (its scale and growth count), on a GPU without bf16
     skipped: int = 0  # this epoch's steps dropped for a loss that was not finite (train.nonfinite: skip)
+    precision: str = ""  # what the run trains in (auto's measured choice kept for resume); "" in older checkpoints
 
 
 class NonFiniteLoss(ValueError):
@@ -102,12 +105,46 @@ class Trainer:
         self.engine = NumpyEngine(config, self.family) if config.train.engine == "numpy" else None
         if resume:
             self._resume()
-        elif self.world.is_main:
-            self.run.save_config(config)
-            self.run.truncate_log(self.position.epoch)  # started again: what it logged before its first checkpoint
+        else:
+            if precision.probed(config.train.precision, self.device.type) and self.engine is None:
+                self._use(self._measured_runtime())
+            if self.world.is_main:
+                self.run.save_config(config)
+                self.run.truncate_log(self.position.epoch)  # started again: what it logged before its first checkpoint
+        self.position.precision = self.runtime.precision
         where = f"on {self.device}" if self.device.type == "cuda" else f"on {torch.get_num_threads()} threads"
-        log.info("%s; %s %s%s", self.family.describe(), self.runtime.precision, where,
+        log.info("%s; %s %s%s", self.family.describe(), self.runtime.named(), where,
                  f" in each of {self.world.size} processes" if self.world.size > 1 else "")
+
+    def _use(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.family.use(runtime)
+
+    def _measured_runtime(self) -> Runtime:
+        """``auto`` where bf16 is native: the faster precision for this model here (``measure_precision``), timed
+        by rank 0 on the first batches of the first epoch (forward and backward, gradients dropped; the random
+        state and a language model's carried state put back) and taken by every process."""
+        measured = None
+        if self.world.is_main:
+            batches = itertools.cycle(self.family.batches(1)[:PROBE_STEPS + 1])
+            carried = self.family.carried()
+
+            def step(runtime: Runtime) -> int:
+                self.family.use(runtime)
+                loss, units = self.family.loss(next(batches))
+                loss.backward()
+                self.model.zero_grad(set_to_none=True)
+                return units
+
+            train = self.config.train
+            key = {"model": self.config.model.model_dump(mode="json"), "batch_tokens": train.batch_tokens,
+                   "batch_sentences": train.batch_sentences, "kind": type(self.family).__name__}
+            with torch.random.fork_rng(devices=[]):
+                measured = measure_precision(step, self.runtime, key)
+            self.family.restore(carried)
+        precision_name, reason = self.world.from_main(None if measured is None else (measured.precision,
+                                                                                     measured.reason))
+        return replace(self.runtime, precision=precision_name, reason=reason)
 
     def _build_family(self, data_dir: str | Path | None, resume: bool) -> Family:
         """Rank 0 builds the family first (it learns and saves the tokenizers); the others then read them back."""
@@ -131,6 +168,9 @@ class Trainer:
             torch.set_rng_state(carried[f"{RANK_RNG}{self.world.rank}"])
         if f"{CUDA_RNG}{self.world.rank}" in carried and self.device.type == "cuda":
             torch.cuda.set_rng_state(carried[f"{CUDA_RNG}{self.world.rank}"], self.device)
+        if pos.precision and precision.probed(self.config.train.precision, self.device.type):
+            # auto measured when the run started: the same choice (on a machine of another kind, its own flags')
+            self._use(replace(self.runtime, precision=pos.precision, reason="auto: as the run chose when it started"))
         if pos.scaler is not None:
             self.scaler.load_state_dict(pos.scaler)
         self.family.restore({k: v for k, v in carried.items() if not k.startswith((ENGINE_PREFIX, RANK_RNG, CUDA_RNG))})
@@ -253,7 +293,8 @@ class Trainer:
         if _better(score, valid["loss"], pos):
             pos.best, pos.best_loss, pos.best_epoch, pos.bad_epochs = score, valid["loss"], pos.epoch, 0
             if self.world.is_main:
-                self.run.save_model(self.model, {"epoch": pos.epoch, "step": pos.step, "valid": valid})
+                self.run.save_model(self.model, {"epoch": pos.epoch, "step": pos.step, "valid": valid,
+                                                 "precision": self.runtime.precision})
         else:
             pos.bad_epochs += 1
             if cfg.schedule == "plateau":

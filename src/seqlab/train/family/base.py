@@ -22,6 +22,9 @@ class Family(Protocol):
     def model(self) -> nn.Module:
         """The model being trained."""
 
+    def use(self, runtime: Runtime) -> None:
+        """Compute in ``runtime`` from now on (what ``auto`` measured, or what a resumed run recorded)."""
+
     def describe(self) -> str:
         """The data and model sizes, for the line training starts with."""
 

@@ -61,6 +61,9 @@ class Classification:
         return cls(config, classifier, LabelledSplit.build(classifier, splits["train"], "train"),
                    LabelledSplit.build(classifier, splits["valid"], "valid"))
 
+    def use(self, runtime: Runtime) -> None:
+        self.classifier.runtime = runtime
+
     def describe(self) -> str:
         counts = np.bincount(self.train_set.labels, minlength=len(self.classifier.labels))
         classes = ", ".join(f"{label} {n}" for label, n in zip(self.classifier.labels, counts))

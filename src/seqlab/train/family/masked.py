@@ -65,6 +65,9 @@ class MaskedLM:
         """The sentences; or the pairs with that epoch's next sentences."""
         return self.mlm.examples(self.train, np.random.default_rng([self.config.seed, epoch]))
 
+    def use(self, runtime: Runtime) -> None:
+        self.mlm.runtime = runtime
+
     def describe(self) -> str:
         what = "pairs (next-sentence prediction)" if self.bert.next_sentence else "sentences"
         return (f"{len(self.train)} train / {len(self.valid.ids)} valid {what}; vocab {self.mlm.tokenizer.vocab_size} "

@@ -50,6 +50,9 @@ class Transduction:
         return cls(config, translator, EncodedSplit.build(translator, splits["train"], "train"),
                    EncodedSplit.build(translator, splits["valid"], "valid"))
 
+    def use(self, runtime: Runtime) -> None:
+        self.translator.runtime = runtime
+
     def describe(self) -> str:
         t = self.translator
         return (f"{len(self.train_set.src)} train / {len(self.valid_set.src)} valid pairs; vocab {t.source.vocab_size} "

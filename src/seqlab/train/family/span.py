@@ -59,6 +59,9 @@ class SpanExtraction:
         return cls(config, answerer, QuestionSplit.build(answerer, splits["train"], "train"),
                    QuestionSplit.build(answerer, splits["valid"], "valid"))
 
+    def use(self, runtime: Runtime) -> None:
+        self.answerer.runtime = runtime
+
     def describe(self) -> str:
         cut = len(self.train_set.rows) - len(self.trainable)
         skipped = f" ({cut} whose answer was cut off are left out)" if cut else ""

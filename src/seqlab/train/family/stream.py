@@ -61,6 +61,9 @@ class StreamLM:
         lm = LanguageModel(LanguageModel.build(config, tokenizer.vocab_size), tokenizer, config, runtime)
         return cls(config, lm, lm.stream(splits["train"]), splits["valid"], parts, share)
 
+    def use(self, runtime: Runtime) -> None:
+        self.lm.runtime = runtime
+
     def describe(self) -> str:
         batches, rows, steps = self.inputs.shape
         return (f"a stream of {batches * rows * steps:,} train tokens in {batches} batches of {rows} × {steps}; "
