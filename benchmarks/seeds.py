@@ -70,10 +70,10 @@ def train_and_score(config: Path, seed: int, precision_name: str, overrides: lis
     start = time.perf_counter()
     subprocess.run(train, check=True, env=os.environ | changes, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - start
-    log = RunDir(run_dir).log()
+    log, info = RunDir(run_dir).log(), RunDir(run_dir).model_info()
     return {"seed": seed, "precision": precision_name,
-            "resolved": precision.resolve("auto") if precision_name == "auto" else precision_name,
-            "best_epoch": RunDir(run_dir).model_info()["epoch"], "epochs": len(log),
+            "resolved": info.get("precision") or precision.resolve(precision_name),  # auto: what the run chose
+            "best_epoch": info["epoch"], "epochs": len(log),
             "train_s": sum(record["train_seconds"] for record in log), "wall_s": wall,
             "valid": _scores(run_dir, "valid", changes), "test": _scores(run_dir, "test", changes)}
 
@@ -90,7 +90,7 @@ def table(runs: list[dict[str, Any]], title: str) -> Table:
     rows = []
     for name in dict.fromkeys(run["precision"] for run in runs):
         mine = [run for run in runs if run["precision"] == name]
-        label = name if name != "auto" else f"auto ({mine[0]['resolved']})"
+        label = name if name != "auto" else f"auto ({' '.join(dict.fromkeys(run['resolved'] for run in mine))})"
         rows.append([label, " ".join(str(run["seed"]) for run in mine),
                      *(spread([run["valid"][key] for run in mine]) for key in scores),
                      *(spread([run["test"][key] for run in mine]) for key in scores),

@@ -102,13 +102,13 @@ def test_a_loaded_model_decodes_in_what_auto_chose_when_it_trained(monkeypatch, 
 
 
 def test_the_faster_precision_is_measured_once_per_machine_and_model(monkeypatch, tmp_path):
-    """``measure_precision`` times the step in each precision (a warm-up, then PROBE_STEPS steps), takes the faster
+    """``measure_precision`` times the step in each precision (warm-up steps, then PROBE_STEPS), takes the faster
     per token, and keeps the answer per machine and key in $XDG_CACHE_HOME/seqlab/precision.json: the same key is
     not measured again, another is; a damaged file is only a cache that is measured again."""
     import json
     import time
 
-    from seqlab.runtime import PROBE_STEPS, choices_file, measure_precision
+    from seqlab.runtime import PROBE_STEPS, PROBE_WARMUP, choices_file, measure_precision
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     calls: list[str] = []
@@ -122,7 +122,8 @@ def test_the_faster_precision_is_measured_once_per_machine_and_model(monkeypatch
 
     start = Runtime(torch.device("cpu"), "bf16")
     chosen = measure_precision(step("bf16"), start, {"model": "a"})
-    assert chosen.precision == "fp32" and calls == ["fp32"] * (1 + PROBE_STEPS) + ["bf16"] * (1 + PROBE_STEPS)
+    timed = PROBE_WARMUP + PROBE_STEPS
+    assert chosen.precision == "fp32" and calls == ["fp32"] * timed + ["bf16"] * timed
     assert re.fullmatch(r"auto: bf16 took [2-5]\.\d\d× fp32's time per token on this machine", chosen.reason)
     calls.clear()
     again = measure_precision(step("fp32"), start, {"model": "a"})

@@ -102,17 +102,20 @@ class Runtime:
         return f"{self.precision} ({self.reason})" if self.reason else self.precision
 
 
-PROBE_STEPS, PROBE_SECONDS = 4, 2.0  # per precision, after one warm-up step: at most this many steps, or seconds
+# per precision: PROBE_WARMUP steps (on as many batches: kernels made for their shapes, weights cast), then at most
+# PROBE_STEPS timed steps over the same batches, or PROBE_SECONDS. Timed on shapes it has not seen, bf16 paid oneDNN's
+# kernel making at every step: 2.68× fp32's time per token on the date model, where whole runs took 1.08×.
+PROBE_WARMUP, PROBE_STEPS, PROBE_SECONDS = 2, 4, 2.0
 Probe = Callable[[Runtime], int]  # one training step's forward and backward in a runtime -> the units it covered
 
 
 def measure_precision(step: Probe, runtime: Runtime, key: Mapping[str, Any]) -> Runtime:
     """``auto`` where bf16 is native (``precision.probed``): ``runtime`` in the faster of fp32 and bf16 for this
-    model on this machine. ``step`` is timed in each, one warm-up step and then up to ``PROBE_STEPS`` steps or
-    ``PROBE_SECONDS``, by its time per unit (token); the answer is kept per machine and ``key`` (the model's
-    config and batch size: ``choices_file``), so that a run started again, or the next one of the same model,
-    takes it without measuring."""
-    entry = _entry(key)
+    model on this machine. ``step`` (which cycles over ``PROBE_WARMUP`` batches) is timed in each, after
+    ``PROBE_WARMUP`` steps, over up to ``PROBE_STEPS`` steps or ``PROBE_SECONDS``, by its time per unit (token);
+    the answer is kept per machine and ``key`` (the model's config and batch size: ``choices_file``), so that a run
+    started again, or the next one of the same model, takes it without measuring."""
+    entry = _entry({**key, "warmup": PROBE_WARMUP, "steps": PROBE_STEPS})
     known = _choices().get(entry)
     if known is not None:
         return replace(runtime, precision=known["precision"], reason=f"auto: {known['reason']}, measured earlier")
@@ -125,7 +128,8 @@ def measure_precision(step: Probe, runtime: Runtime, key: Mapping[str, Any]) -> 
 
 
 def _seconds_per_unit(step: Probe, runtime: Runtime) -> float:
-    step(runtime)  # warm-up: kernels chosen, weights cast
+    for _ in range(PROBE_WARMUP):
+        step(runtime)
     units, start = 0, time.perf_counter()
     for _ in range(PROBE_STEPS):
         units += step(runtime)

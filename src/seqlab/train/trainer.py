@@ -36,7 +36,7 @@ from tqdm import tqdm
 from seqlab import precision
 from seqlab.config import Config, ConfigError
 from seqlab.rundir import RunDir
-from seqlab.runtime import PROBE_STEPS, Runtime, measure_precision
+from seqlab.runtime import PROBE_WARMUP, Runtime, measure_precision
 from seqlab.train.distributed import World, step_groups
 from seqlab.train.family import Family, build_family
 from seqlab.train.numpy_engine import PREFIX as ENGINE_PREFIX
@@ -122,11 +122,11 @@ class Trainer:
 
     def _measured_runtime(self) -> Runtime:
         """``auto`` where bf16 is native: the faster precision for this model here (``measure_precision``), timed
-        by rank 0 on the first batches of the first epoch (forward and backward, gradients dropped; the random
+        by rank 0 on the first two batches of the first epoch (forward and backward, gradients dropped; the random
         state and a language model's carried state put back) and taken by every process."""
         measured = None
         if self.world.is_main:
-            batches = itertools.cycle(self.family.batches(1)[:PROBE_STEPS + 1])
+            batches = itertools.cycle(self.family.batches(1)[:PROBE_WARMUP])  # the timed steps see warm shapes
             carried = self.family.carried()
 
             def step(runtime: Runtime) -> int:
