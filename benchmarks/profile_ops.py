@@ -8,7 +8,8 @@ over one epoch of word2vec.
         [--set train.method=cbow]
 
 ``train``: the config's model on its real batches (as ``throughput.py`` builds them), fused Adam,
-clipping; 3 warm-up steps, then ``--steps`` profiled, in ``--precision`` (fp32, or bf16 autocast), with the time
+clipping; ``--steps`` steps, then the same steps again profiled (their shapes warm, as in a run), in
+``--precision`` (fp32, or bf16 autocast), with the time
 of each phase of a step (forward and loss, backward, optimizer) and what falls between them.
 ``decode``: the run's test split, sorted and
 batched as ``seqlab eval`` does. ``vectors``: the first epoch of a word2vec config on its corpus
@@ -34,21 +35,21 @@ from seqlab.predictors.translator import load
 
 
 def profile_training(config: str, overrides: list[str], steps: int, precision: str) -> profile:
-    """The profile of ``steps`` training steps of the config's model on its batches, after 3 warm-up steps, in
+    """The profile of ``steps`` training steps of the config's model on its batches, after the same steps unprofiled, in
     ``precision`` (fp32, or bf16 autocast); first the steps' phases (``throughput.PHASES``), each's share of the
     time."""
     cfg = load_config(config, overrides)
-    batches, src_vocab, trg_vocab = make_batches(cfg, steps + 3)
+    batches, src_vocab, trg_vocab = make_batches(cfg, steps)
     torch.manual_seed(0)
     step = training_step(build_model(cfg.model, src_vocab, trg_vocab).train(), precision == "bf16")
-    for batch in batches[:3]:
+    for batch in batches:  # warm-up: the shapes of the profiled steps
         step(batch)
     with profile() as prof:
         start = time.perf_counter()
-        for batch in batches[3:]:
+        for batch in batches:
             step(batch)
         seconds = time.perf_counter() - start  # the steps, not the profiler's work after them
-    tokens = sum(b.num_target_tokens for b in batches[3:])
+    tokens = sum(b.num_target_tokens for b in batches)
     print(f"{precision}: {seconds / steps * 1000:.0f} ms per step (profiled), {tokens / seconds:,.0f} target tokens/s")
     phases = {e.key: e.cpu_time_total / 1e6 for e in prof.key_averages() if e.key in PHASES}
     print("phases: " + ", ".join(f"{name} {phases.get(name, 0.0) / steps * 1000:.1f} ms "

