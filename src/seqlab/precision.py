@@ -134,7 +134,7 @@ def probed(precision: str, device_type: str = "cpu") -> bool:
     """Whether ``auto`` is decided by measuring the model's training step in fp32 and in bf16
     (``seqlab.runtime.measure_precision``) rather than by the CPU's flags alone: on a CPU that multiplies bf16
     natively, where ``SEQLAB_PRECISION`` forces nothing. There bf16 is not always the faster: on a 2-core Xeon with
-    AMX the date model trained at 0.67× fp32's speed in bf16, a d512 6+6 Transformer at 1.80× (benchmarks/
+    AMX the date model trained at 0.86× fp32's speed in bf16, a d512 6+6 Transformer at 1.92× (benchmarks/
     throughput.py); elsewhere bf16 is emulated, many times slower, and not measured."""
     return precision == "auto" and device_type == "cpu" and forced() is None and native_bf16()
 
