@@ -72,7 +72,7 @@ def train_and_score(config: Path, seed: int, precision_name: str, overrides: lis
     wall = time.perf_counter() - start
     log, info = RunDir(run_dir).log(), RunDir(run_dir).model_info()
     return {"seed": seed, "precision": precision_name,
-            "resolved": info.get("precision") or precision.resolve(precision_name),  # auto: what the run chose
+            "resolved": info.get("precision", precision_name),  # what the run trained in (auto: what it chose)
             "best_epoch": info["epoch"], "epochs": len(log),
             "train_s": sum(record["train_seconds"] for record in log), "wall_s": wall,
             "valid": _scores(run_dir, "valid", changes), "test": _scores(run_dir, "test", changes)}

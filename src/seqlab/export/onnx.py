@@ -181,14 +181,12 @@ def export_onnx(run_dir: str | Path, out: str | Path, quantization: str = "float
         traced = Path(scratch)
         _trace(model, traced)
         _trace_search(model, traced)
-        for name in (ENCODER, STEP, SEARCH_ENCODER, SEARCH_DECODER):
-            if quantization == "int8":
-                _quantize(traced / name, out / name if name in (ENCODER, STEP) else traced / f"int8-{name}")
-            elif name in (ENCODER, STEP):
-                (traced / name).replace(out / name)
-        prefix = "int8-" if quantization == "int8" else ""
-        _join_search(traced / f"{prefix}{SEARCH_ENCODER}", traced / f"{prefix}{SEARCH_DECODER}", traced / SEARCH)
-        (traced / SEARCH).replace(out / SEARCH)
+        graphs = {name: traced / name for name in (ENCODER, STEP, SEARCH_ENCODER, SEARCH_DECODER)}
+        if quantization == "int8":
+            graphs = {name: _quantize(path) for name, path in graphs.items()}
+        _join_search(graphs[SEARCH_ENCODER], graphs[SEARCH_DECODER], traced / SEARCH)
+        for name, path in ((ENCODER, graphs[ENCODER]), (STEP, graphs[STEP]), (SEARCH, traced / SEARCH)):
+            path.replace(out / name)
     atomic_write(out / MANIFEST, json.dumps(_manifest(translator), indent=1) + "\n")
     RunDir(out).save_model_info(RunDir(run_dir).model_info() | {"engine": "onnxruntime", "quantization": quantization})
     RunDir(run_dir).copy_model_files(RunDir(out))  # the config last: only a whole directory is a model
@@ -203,7 +201,7 @@ def _trace(model: Transformer, out: Path) -> None:
     layers, depth = cfg.num_layers, cfg.d_model // cfg.num_heads
     sources, rows = torch.export.Dim("sources"), torch.export.Dim("rows")
     src_len, steps = torch.export.Dim("src_len"), torch.export.Dim("steps")
-    src = torch.tensor([[4, 5, 6, 2, 0], [7, 8, 9, 10, 2]]).clamp(max=model.encoder.embed.embedding.num_embeddings - 1)
+    src = _example_sources(model)
     past = [torch.zeros(4, cfg.num_heads, 3, depth) for _ in range(2 * layers)]
     with torch.no_grad():
         src_mask, *memory_kv = EncoderGraph(model)(src)
@@ -221,14 +219,18 @@ def _trace(model: Transformer, out: Path) -> None:
                           opset_version=OPSET, dynamo=True, external_data=False, verbose=False)
 
 
+def _example_sources(model: Transformer) -> torch.Tensor:
+    """Two sources of different lengths, one padded (2, 5): example inputs whose sizes stay dynamic in the trace."""
+    return torch.tensor([[4, 5, 6, 2, 0], [7, 8, 9, 10, 2]]).clamp(max=model.encoder.embed.embedding.num_embeddings - 1)
+
+
 def _trace_search(model: Transformer, out: Path) -> None:
     """``SearchEncoder`` and ``SearchDecoder``, traced as ``_trace`` does (batch, src_len, steps dynamic)."""
     cfg = model.cfg
     assert isinstance(cfg, TransformerConfig)
     layers = cfg.num_layers
     batch, src_len, steps = torch.export.Dim("batch"), torch.export.Dim("src_len"), torch.export.Dim("steps")
-    src = torch.tensor([[4, 5, 6, 2, 0], [7, 8, 9, 10, 2]], dtype=torch.int32).clamp(
-        max=model.encoder.embed.embedding.num_embeddings - 1)
+    src = _example_sources(model).int()  # ONNX Runtime's search hands its subgraphs int32 ids
     mask, sos = (src != PAD).int(), torch.full((2, 1), SOS, dtype=torch.int32)
     with torch.no_grad():
         first = SearchEncoder(model)(src, mask, sos)
@@ -307,16 +309,19 @@ def _quiet() -> Any:
             logger.setLevel(level)
 
 
-def _quantize(source: Path, target: Path) -> None:
+def _quantize(source: Path) -> Path:
     """ONNX Runtime's dynamic quantisation: int8 weights per output channel, activations quantised per call;
-    after its pre-processing (shape inference, graph optimisation), as ONNX Runtime asks."""
+    after its pre-processing (shape inference, graph optimisation), as ONNX Runtime asks. Returns the int8 graph's
+    path, beside ``source``."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
     prepared = source.with_suffix(".prepared.onnx")
     with _quiet():
         quant_pre_process(source, prepared, auto_merge=True)
-        quantize_dynamic(prepared, target, weight_type=QuantType.QInt8, per_channel=True)
+        quantize_dynamic(prepared, target := source.with_suffix(".int8.onnx"), weight_type=QuantType.QInt8,
+                         per_channel=True)
+    return target
 
 
 class OnnxSeq2seq:
