@@ -49,6 +49,7 @@ from seqlab.data import Pair
 from seqlab.metrics import exact_match
 from seqlab.model import num_parameters
 from seqlab.predictors.translator import load
+from seqlab.rundir import RunDir
 
 
 def seqlab_runs(data_dir: Path, seeds: list[int]) -> list[dict[str, Any]]:
@@ -60,7 +61,8 @@ def seqlab_runs(data_dir: Path, seeds: list[int]) -> list[dict[str, Any]]:
     for label, overrides in runs:
         for seed in seeds:
             run = run_seqlab("date", "fast", str(data_dir), [*overrides, f"seed={seed}"])
-            run["label"] = f"precision {label}" + (f" = {precision.resolve('auto')}" if label == "auto" else "")
+            chosen = RunDir(run["run_dir"]).model_info().get("precision", precision.resolve(label))  # auto's choice
+            run["label"] = f"precision {label}" + (f" = {chosen}" if label == "auto" else "")
             run["seed"], run["params"] = seed, num_parameters(load(run["run_dir"]).model)
             run["seconds_to_target"] = joey.seconds_to_target(
                 [(e["train_seconds"], e["valid"]["exact_match"]) for e in run["epochs"]])

@@ -99,8 +99,9 @@ def train(python: Path, data: dict[str, Path], overrides: list[str], train_pairs
     while process.poll() is None:
         time.sleep(1)
         rows = epochs(log, validations, steps_per_epoch)
-        if rows and rows[-1]["valid"] >= TARGET:
-            process.terminate()
+        if rows and rows[-1]["valid"] >= TARGET and len(rows) < cfg["training"]["epochs"]:
+            process.terminate()  # its checkpoint was saved before the validation was written; after the last epoch
+            # JoeyNMT stops by itself, writing the checkpoint again, which a signal would cut short
     process.wait()
     rows = epochs(log, validations, steps_per_epoch)
     if not rows:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from scoreboard import RESULTS, Result, Table, record
+from scoreboard import RESULTS, Result, Table, auto_precision, record
 
 from seqlab import precision
 from seqlab.data.splits import SELECTION_ENV
@@ -81,4 +81,4 @@ def machine() -> str:
 def precision_note() -> str:
     """What ``precision: auto`` runs in here, and whether SEQLAB_PRECISION forced it."""
     forced = " (SEQLAB_PRECISION)" if precision.forced() else ""
-    return f"precision auto = {precision.resolve('auto')}{forced}"
+    return f"precision auto = {auto_precision()}{forced}"

@@ -35,7 +35,7 @@ def choice(search: dict[str, Any], results: Path) -> tuple[str, list[dict[str, A
         raise SystemExit(f"{path}: no selection of {search['name']!r} on this kind of CPU: run select_config.py first")
     runs = Result.read(path).runs
     trials = [Trial(r["variant"], r["precision"], r["seed"], r["valid"], r["train_s"]) for r in runs]
-    winner = rank(trials, search["metric"])[0]
+    winner = rank(trials, search["metric"], search.get("target"))[0]
     return winner, [r for r in runs if r["variant"] == winner]
 
 

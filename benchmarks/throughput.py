@@ -8,6 +8,9 @@ utilisation: the FLOPs of the matrix products a training step must do (forward +
 backward = 3 × forward, i.e. 6 · parameters · tokens plus the attention products,
 on padded lengths, as the hardware computes them) divided by the time, as a
 fraction of this machine's fp32 and bf16 matmul peaks, measured in the same run by ``benchmarks/peaks.py``.
+``--compile`` adds each precision's row with the forward pass and loss compiled by ``torch.compile`` (inductor's CPU
+backend, dynamic shapes, as the batches' lengths vary); every row also gives the seconds of its first pass over the
+batches, which hold the compilation for the compiled rows.
 
     SEQLAB_DATA=../shared/data python benchmarks/throughput.py configs/book/date-transformer.yaml
 
@@ -72,15 +75,21 @@ def make_batches(cfg: Config, steps: int) -> tuple[list[Batch], int, int]:
 PHASES = ("forward", "backward", "optimizer")  # a step's parts, named for torch.profiler (profile_ops.py)
 
 
-def training_step(model: torch.nn.Module, bf16: bool = False) -> Callable[[Batch], None]:
+def training_step(model: torch.nn.Module, bf16: bool = False, compiled: bool = False) -> Callable[[Batch], None]:
     """One training step as the trainer takes it: forward and masked loss, backward, then clipping, fused Adam and
-    the schedule (``PHASES``, each a ``record_function`` region)."""
+    the schedule (``PHASES``, each a ``record_function`` region); ``compiled``: the forward pass and loss through
+    ``torch.compile`` (backward too, as AOTAutograd traces it)."""
     optimizer = build_optimizer(model, TrainConfig())
     scheduler = LambdaLR(optimizer, lambda step: 1e-4)
 
+    def summed_loss(src: torch.Tensor, trg_in: torch.Tensor, trg_out: torch.Tensor) -> torch.Tensor:
+        return token_nll_sum(model(src, trg_in), trg_out)
+
+    forward = torch.compile(summed_loss, dynamic=True) if compiled else summed_loss
+
     def step(batch: Batch) -> None:
         with record_function("forward"), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            loss = token_nll_sum(model(batch.src, batch.trg_in), batch.trg_out) / batch.num_target_tokens
+            loss = forward(batch.src, batch.trg_in, batch.trg_out) / batch.num_target_tokens
         with record_function("backward"):
             loss.backward()
         with record_function("optimizer"):
@@ -90,22 +99,25 @@ def training_step(model: torch.nn.Module, bf16: bool = False) -> Callable[[Batch
 
 
 def measure(config: TransformerConfig, batches: list[Batch], src_vocab: int, trg_vocab: int,
-            bf16: bool) -> dict[str, float]:
+            bf16: bool, compiled: bool = False) -> dict[str, float]:
     """Target tokens/s and model GFLOP/s of training steps on ``batches`` (after a warm-up pass over the same
-    batches: a training run meets its batch shapes again and again, so oneDNN's kernels for them are made once), and the
-    model's parameters."""
+    batches: a training run meets its batch shapes again and again, so oneDNN's kernels for them are made once, and a
+    compiled step compiles then), the warm-up pass's seconds, and the model's parameters."""
     torch.manual_seed(0)
     model = build_model(config, src_vocab, trg_vocab).train()
-    step = training_step(model, bf16)
+    step = training_step(model, bf16, compiled)
+    start = time.perf_counter()
     for batch in batches:  # warm-up
         step(batch)
+    first_pass = time.perf_counter() - start
     start = time.perf_counter()
     for batch in batches:
         step(batch)
     seconds = time.perf_counter() - start
     tokens = sum(b.num_target_tokens for b in batches)
     flops = sum(step_flops(config, b, trg_vocab) for b in batches)
-    return {"tokens_per_s": tokens / seconds, "gflops": flops / seconds / 1e9, "params": num_parameters(model)}
+    return {"tokens_per_s": tokens / seconds, "gflops": flops / seconds / 1e9, "params": num_parameters(model),
+            "first_pass_s": first_pass}
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -116,6 +128,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--peak-seconds", type=float, default=1.0, help="timing per path, size and precision of the "
                         "matmul peaks (benchmarks/peaks.py)")
+    parser.add_argument("--compile", action="store_true", help="also time each precision with the forward pass and "
+                        "loss compiled (torch.compile)")
     add_results_option(parser)
     args = parser.parse_args(argv)
 
@@ -125,15 +139,17 @@ def main(argv: list[str] | None = None) -> None:
     batches, src_vocab, trg_vocab = make_batches(cfg, args.steps)
     peaks = measure_peaks(args.peak_seconds)
     m = cfg.model
-    rows = {p: measure(m, batches, src_vocab, trg_vocab, p == "bf16") for p in peaks.gflops}
+    rows = {f"{p} compiled" if compiled else p: measure(m, batches, src_vocab, trg_vocab, p == "bf16", compiled)
+            for p in peaks.gflops for compiled in ([False, True] if args.compile else [False])}
     caption = (f"d_model {m.d_model}, {m.num_layers}+{m.num_layers} layers, d_ff {m.d_ff}, dropout {m.dropout}, "
                f"{rows['fp32']['params']:,} parameters, {len(batches)} batches of ≤{cfg.train.batch_tokens} tokens")
     peak_note = peaks.note()
     bf16_peak = peaks.gflops.get("bf16")
     table = Table(f"Training throughput: `{args.config}` {' '.join(args.overrides)}".strip(),
-                  ["precision", "target tokens/s", "model GFLOP/s", "MFU of the fp32 peak", "MFU of the bf16 peak"],
+                  ["precision", "target tokens/s", "model GFLOP/s", "MFU of the fp32 peak", "MFU of the bf16 peak",
+                   "first pass s"],
                   [[p, f"{r['tokens_per_s']:,.0f}", f"{r['gflops']:.1f}", f"{r['gflops'] / peaks.gflops['fp32']:.1%}",
-                    f"{r['gflops'] / bf16_peak:.1%}" if bf16_peak else "— (bf16 emulated)"]
+                    f"{r['gflops'] / bf16_peak:.1%}" if bf16_peak else "— (bf16 emulated)", f"{r['first_pass_s']:.1f}"]
                    for p, r in rows.items()])
     if "bf16" in rows:
         ratio = f"bf16 / fp32 speed: {rows['bf16']['tokens_per_s'] / rows['fp32']['tokens_per_s']:.2f}×"
@@ -142,7 +158,8 @@ def main(argv: list[str] | None = None) -> None:
     given = command(__file__, sys.argv[1:] if argv is None else argv)
     print(f"### {table.title}\n\n{datetime.date.today()}, {machine()}; {caption}. Command: `{given}`\n\n{peak_note}\n\n"
           f"{markdown(table)}\n\n{ratio}")
-    runs = [{"precision": p, **r, "peak_gflops": peaks.gflops[p], "steps": len(batches)} for p, r in rows.items()]
+    runs = [{"precision": p.split()[0], "compiled": p.endswith("compiled"), **r, "peak_gflops": peaks.gflops[p.split()[0]],
+             "steps": len(batches)} for p, r in rows.items()]
     publish(Result(race_name(args.config, args.overrides), table.title, given, [table], runs,
                    notes=[caption, peak_note, ratio]), args.results)
 

@@ -232,8 +232,8 @@ def test_select_joeynmt_runs_end_to_end(tiny_fast: dict[str, Any], data_dir: Pat
                          "--results", str(tmp_path)])
     printed = capsys.readouterr().out
     rows = table_rows(printed)
-    assert [row[0] for row in rows] == ["S (chosen)", "A"]  # S reaches 99.9 % valid (the stand-in: lr 1e-3)
-    assert rows[0][1:4] == ["training.learning_rate=0.001, training.batch_size=61", "100.00", "0.5"]
+    assert [row[0] for row in rows] == ["S (chosen)", "A"]  # S reaches 99.9 % valid (the stand-in: lr 2e-3)
+    assert rows[0][1:4] == ["training.learning_rate=0.002, training.batch_size=122", "100.00", "0.5"]
     assert rows[1][2:4] == ["50.00", "not reached"]
     assert "Chosen on valid: **S**" in printed and "--joey-best S" in printed
     result = recorded(tmp_path, "select_joeynmt")

@@ -3,6 +3,7 @@ models and tiny data written into tmp_path, with what it printed, recorded or wr
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import json
@@ -16,6 +17,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+import torch
 import yaml
 from conftest import small_date_config
 from smoke import recorded, table_rows
@@ -142,6 +144,24 @@ def test_throughput_runs_end_to_end(bench: Bench, date_config: Path, tmp_path: P
     result = recorded(tmp_path, f"throughput-{date_config.stem}-{hashlib.sha256(b'train.batch_tokens=200').hexdigest()[:8]}")
     assert result.tables[0].rows == rows and result.runs[0]["precision"] == "fp32"
     assert rows[0][1] == f"{result.runs[0]['tokens_per_s']:,.0f}" and result.runs[0]["steps"] == 4
+
+
+def test_throughput_times_the_compiled_step_where_asked(bench: Bench, date_config: Path, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """``--compile``: each precision's row again with the forward pass through torch.compile, its first pass holding
+    the compilation (against milliseconds for the eager pass over the same two batches). Here in fp32 alone and with
+    AOTAutograd's eager backend, which traces forward and backward as inductor does but generates no C++ (inductor
+    took 80 s of the suite for this)."""
+    monkeypatch.setenv("SEQLAB_PRECISION", "fp32")
+    monkeypatch.setattr(torch, "compile", functools.partial(torch.compile, backend="aot_eager"))
+    bench("throughput").main([str(date_config), "--set", "train.batch_tokens=200", "--steps", "2", "--peak-seconds",
+                              "0.05", "--compile", "--results", str(tmp_path)])
+    rows = {row[0]: row for row in table_rows(capsys.readouterr().out)}
+    assert list(rows) == ["fp32", "fp32 compiled"] and float(rows["fp32 compiled"][1].replace(",", "")) > 0
+    assert float(rows["fp32 compiled"][5]) > float(rows["fp32"][5])
+    runs = recorded(tmp_path, f"throughput-{date_config.stem}-{hashlib.sha256(b'train.batch_tokens=200').hexdigest()[:8]}").runs
+    assert [(run["precision"], run["compiled"]) for run in runs] == [("fp32", False), ("fp32", True)]
 
 
 def test_ddp_throughput_runs_end_to_end(bench: Bench, date_config: Path, tmp_path: Path,

@@ -50,6 +50,24 @@ def test_a_search_ranks_a_variant_by_its_worst_seed(monkeypatch):
     assert rank(by_loss, "loss") == ["low-loss", "high-loss"]  # the worst loss decides: 0.2 against 0.3
 
 
+def test_a_search_with_a_target_ranks_the_variants_that_reach_it_by_their_time(monkeypatch):
+    """select_config.py, a search's ``target``: of the variants whose every run reaches it, the fastest (median
+    training seconds) wins; a faster variant that misses it in one run ranks below them all."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    from select_config import Trial, rank
+
+    def trials(variant, scores, seconds):
+        return [Trial(variant, "fp32", seed, {"exact_match": s, "loss": 0.1}, t)
+                for seed, (s, t) in enumerate(zip(scores, seconds, strict=True), 1)]
+
+    slow = trials("slow", [100.0, 100.0, 100.0], [90.0, 80.0, 85.0])
+    quick = trials("quick", [99.95, 100.0, 99.9], [40.0, 70.0, 45.0])  # median 45 s
+    quicker_but_short = trials("short", [100.0, 99.85, 100.0], [20.0, 20.0, 20.0])
+    runs = slow + quick + quicker_but_short
+    assert rank(runs, "exact_match", 99.9) == ["quick", "slow", "short"]
+    assert rank(runs, "exact_match") == ["slow", "quick", "short"]  # without a target: the worst score
+
+
 def test_every_benchmark_script_has_a_smoke_test_in_the_suite() -> None:
     """Each script in benchmarks/ (helpers and peers' workers too) is run end to end by a test named
     ``test_<script>_runs_end_to_end``, so that none can rot; report.py is the scripts' shared library."""
