@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from scoreboard import RESULTS, Result, Table, auto_precision, record
+from scoreboard import AVX2_LIMITS, EMULATED_AVX2, RESULTS, Result, Table, auto_precision, record
+from scoreboard import machine as scoreboard_machine
 
 from seqlab import precision
 from seqlab.data.splits import SELECTION_ENV
@@ -75,6 +76,8 @@ def machine() -> str:
     name, vector = precision.cpu_name(), cpu_flags(precision.SPEED_FLAGS)
     if vector is not None:
         name += f" ({', '.join(vector) or 'no AVX2'})"
+    if scoreboard_machine()["kind"] == EMULATED_AVX2:
+        name += f" held to AVX2 by {', '.join(AVX2_LIMITS)}"
     return f"{name}, {torch.get_num_threads()} threads, torch {torch.__version__}, {precision_note()}"
 
 

@@ -30,6 +30,11 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 DOC = ROOT / "docs" / "results.md"
 FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
+# A machine of the AVX2 kind emulated on a newer one: PyTorch's own kernels, oneDNN's (bf16 then emulated) and MKL's
+# fp32 products held to AVX2, e.g. `ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2
+# python benchmarks/seeds.py ...`; its results are kept apart from both real kinds'
+AVX2_LIMITS = ("ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_ENABLE_INSTRUCTIONS")
+EMULATED_AVX2 = "avx2_emulated"
 
 HEADER = """# Results
 
@@ -81,8 +86,11 @@ def machine() -> dict[str, Any]:
     name = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")),
                 platform.processor() or platform.machine())
     flags = precision.cpu_flags(FLAGS, cpuinfo) or []
-    return {"cpu": name, "flags": flags, "kind": "avx512_bf16" if "avx512_bf16" in flags else "avx2",
-            "threads": torch.get_num_threads(), "torch": torch.__version__,
+    kind = "avx512_bf16" if "avx512_bf16" in flags else "avx2"
+    limited = {name: os.environ.get(name, "").upper() == "AVX2" for name in AVX2_LIMITS}
+    if kind != "avx2" and all(limited.values()):
+        kind = EMULATED_AVX2
+    return {"cpu": name, "flags": flags, "kind": kind, "threads": torch.get_num_threads(), "torch": torch.__version__,
             "precision_auto": auto_precision(), "forced": precision.forced(),
             "load_average": [round(load, 2) for load in os.getloadavg()]}
 
@@ -150,7 +158,8 @@ def _markdown(table: Table) -> str:
 
 def _section(result: Result) -> str:
     m = result.machine
-    where = (f"{m['cpu']} ({', '.join(m['flags']) or 'no AVX2'}), {m['threads']} threads, torch {m['torch']}, "
+    held = f" held to AVX2 by {', '.join(AVX2_LIMITS)}" if m["kind"] == EMULATED_AVX2 else ""
+    where = (f"{m['cpu']} ({', '.join(m['flags']) or 'no AVX2'}){held}, {m['threads']} threads, torch {m['torch']}, "
              f"precision auto = {m['precision_auto']}" + (f" (forced: {m['forced']})" if m.get("forced") else "")
              + (f"; load average at the end {' / '.join(map(str, m['load_average']))} (1 / 5 / 15 min)"
                 if "load_average" in m else ""))

@@ -143,6 +143,21 @@ def test_native_bf16_is_what_the_kernel_lists_for_this_cpu():
     assert precision.native_bf16() == bool(flags)
 
 
+def test_onednn_held_to_an_isa_without_bf16_makes_bf16_not_native(monkeypatch):
+    """``ONEDNN_MAX_CPU_ISA=AVX2`` (how a machine of the AVX2 kind is emulated on a newer one): oneDNN then emulates
+    bf16, so ``auto`` trains in fp32 without timing bf16, as on an AVX2 machine; a limit that keeps bf16 changes
+    nothing."""
+    monkeypatch.delenv(precision.ENV, raising=False)  # the CPU decides, not SEQLAB_PRECISION
+    precision.native_bf16.cache_clear()
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "avx2")
+    assert not precision.native_bf16() and precision.resolve("auto") == "fp32" and not precision.probed("auto")
+    precision.native_bf16.cache_clear()
+    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX512_CORE_AMX")
+    assert precision.native_bf16() == bool(precision.cpu_flags())
+    precision.native_bf16.cache_clear()
+    monkeypatch.delenv("ONEDNN_MAX_CPU_ISA")
+
+
 def test_cpu_flags_are_read_from_cpuinfo(tmp_path, monkeypatch, cpu_decides):
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text("processor\t: 0\nflags\t\t: fpu sse avx2 avx512f avx512_bf16 amx_tile\n"

@@ -112,3 +112,20 @@ def test_seeds_runs_end_to_end(scoreboard: ModuleType, tmp_path: Path, monkeypat
     test = [run["test"]["exact_match"] for run in result.runs]
     assert row["test exact match %"] == scoreboard.spread(test) and row["seeds"] == "1 2"
     assert result.command.startswith("python benchmarks/seeds.py ") and result.command.endswith("--results " + str(tmp_path))
+
+
+def test_a_machine_held_to_avx2_keeps_its_results_apart(scoreboard: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    """PyTorch, oneDNN and MKL all held to AVX2 on a CPU with AVX-512 BF16 (an emulated machine of the AVX2 kind) file
+    their results as ``avx2_emulated``, neither real kind's; two of the three limits emulate nothing."""
+    from seqlab import precision
+
+    real = scoreboard.machine()["kind"]
+    for name in scoreboard.AVX2_LIMITS[:2]:
+        monkeypatch.setenv(name, "AVX2")
+    assert scoreboard.machine()["kind"] == real
+    monkeypatch.setenv(scoreboard.AVX2_LIMITS[2], "AVX2")
+    precision.native_bf16.cache_clear()
+    held = scoreboard.machine()
+    precision.native_bf16.cache_clear()
+    assert held["kind"] == ("avx2" if real == "avx2" else "avx2_emulated")
+    assert held["precision_auto"] == (precision.forced() or "fp32")  # bf16 emulated: auto trains in fp32

@@ -51,9 +51,17 @@ PRECISIONS = ("fp32", "bf16")
 BF16_FLAGS = ("avx512_bf16", "amx_bf16", "amx_tile")
 
 
+# oneDNN's instruction sets without bf16 products: ``ONEDNN_MAX_CPU_ISA`` set to one of them (as when a machine of
+# the AVX2 kind is emulated on a newer one) leaves oneDNN, behind bf16 autocast's products, to emulate bf16
+ISAS_WITHOUT_BF16 = ("SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX512_CORE", "AVX512_CORE_VNNI")
+
+
 @functools.cache
 def native_bf16() -> bool:
-    """True when this CPU multiplies bf16 in hardware (AVX-512 BF16 or AMX), as PyTorch detects it."""
+    """True when this CPU multiplies bf16 in hardware (AVX-512 BF16 or AMX), as PyTorch detects it, and oneDNN may
+    use it (``ONEDNN_MAX_CPU_ISA`` does not hold it to an instruction set without bf16)."""
+    if os.environ.get("ONEDNN_MAX_CPU_ISA", "").upper() in ISAS_WITHOUT_BF16:
+        return False
     cpu = torch.cpu
     checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
     return any(getattr(cpu, name, lambda: False)() for name in checks)
