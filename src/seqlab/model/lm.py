@@ -27,6 +27,7 @@ from pydantic import Field, model_validator
 from torch import nn
 
 from seqlab.config import Config, ModelSection
+from seqlab.model.dropout import keep_mask
 from seqlab.model.init import Initialisation, book_init
 from seqlab.model.masks import example_ids
 from seqlab.precision import recurrent_kernels
@@ -90,12 +91,12 @@ class RNNLM(nn.Module):
         self.variational = variational
 
     def drop(self, x: torch.Tensor) -> torch.Tensor:
-        """Inverted dropout of (B, T, F) activations in training; with ``variational``, one mask per sequence."""
+        """Inverted dropout of (B, T, F) activations in training; with ``variational``, one mask per sequence
+        (``dropout.keep_mask``: two elements decided by each 32-bit random draw)."""
         if not self.training or self.dropout == 0:
             return x
-        shape = (x.size(0), 1, x.size(2)) if self.variational else x.shape
-        keep = 1.0 - self.dropout
-        return x * x.new_empty(shape).bernoulli_(keep).div_(keep)
+        shape = torch.Size((x.size(0), 1, x.size(2))) if self.variational else x.shape
+        return x * keep_mask(shape, self.dropout, x.dtype, x.device)
 
     def example_inputs(self) -> tuple[torch.Tensor, ...]:
         """What ``forward`` takes, at a small size: traced by ``seqlab plot model``."""
