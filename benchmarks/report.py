@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from scoreboard import AVX2_LIMITS, EMULATED_AVX2, RESULTS, Result, Table, auto_precision, record
-from scoreboard import machine as scoreboard_machine
+from scoreboard import AVX2_LIMITS, EMULATED_AVX2, RESULTS, Result, Table, cpu_kind, record
 
 from seqlab import precision
 from seqlab.data.splits import SELECTION_ENV
@@ -76,7 +75,7 @@ def machine() -> str:
     name, vector = precision.cpu_name(), cpu_flags(precision.SPEED_FLAGS)
     if vector is not None:
         name += f" ({', '.join(vector) or 'no AVX2'})"
-    if scoreboard_machine()["kind"] == EMULATED_AVX2:
+    if cpu_kind() == EMULATED_AVX2:
         name += f" held to AVX2 by {', '.join(AVX2_LIMITS)}"
     return f"{name}, {torch.get_num_threads()} threads, torch {torch.__version__}, {precision_note()}"
 
@@ -84,4 +83,4 @@ def machine() -> str:
 def precision_note() -> str:
     """What ``precision: auto`` runs in here, and whether SEQLAB_PRECISION forced it."""
     forced = " (SEQLAB_PRECISION)" if precision.forced() else ""
-    return f"precision auto = {auto_precision()}{forced}"
+    return f"precision auto = {precision.auto_meaning()}{forced}"

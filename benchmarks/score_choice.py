@@ -30,18 +30,13 @@ from select_config import Trial, rank
 
 def choice(search: dict[str, Any], results: Path) -> tuple[str, list[dict[str, Any]]]:
     """The chosen variant of ``search`` and its runs, from the selection's result on this machine's kind."""
-    path = results / f"select_config-{search['name']}.{_kind()}.json"
+    path = results / f"select_config-{search['name']}.{scoreboard.cpu_kind()}.json"
     if not path.exists():
         raise SystemExit(f"{path}: no selection of {search['name']!r} on this kind of CPU: run select_config.py first")
     runs = Result.read(path).runs
     trials = [Trial(r["variant"], r["precision"], r["seed"], r["valid"], r["train_s"]) for r in runs]
     winner = rank(trials, search["metric"], search.get("target"))[0]
     return winner, [r for r in runs if r["variant"] == winner]
-
-
-def _kind() -> str:
-    """This machine's kind of CPU, as the scoreboard names its results."""
-    return str(scoreboard.machine()["kind"])
 
 
 def evaluate(run_dir: Path, data_dir: str | None) -> dict[str, Any]:
@@ -64,7 +59,7 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit("score_choice.py scores test: it does not run inside a selection (SEQLAB_SELECTION=1)")
     search = yaml.safe_load(args.search.read_text(encoding="utf-8"))
     winner, runs = choice(search, args.results)
-    done = args.results / f"score_choice-{search['name']}.{_kind()}.json"
+    done = args.results / f"score_choice-{search['name']}.{scoreboard.cpu_kind()}.json"
     scored_before = Result.read(done).runs if done.exists() else []
     if scored_before and scored_before[0]["variant"] == winner:
         raise SystemExit(f"{done}: {winner!r} was scored on test already (once per final choice)")

@@ -17,7 +17,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -29,7 +28,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 DOC = ROOT / "docs" / "results.md"
-FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_bf16")
 # A machine of the AVX2 kind emulated on a newer one: PyTorch's own kernels, oneDNN's (bf16 then emulated) and MKL's
 # fp32 products held to AVX2, e.g. `ATEN_CPU_CAPABILITY=avx2 ONEDNN_MAX_CPU_ISA=AVX2 MKL_ENABLE_INSTRUCTIONS=AVX2
 # python benchmarks/seeds.py ...`; its results are kept apart from both real kinds'
@@ -76,31 +74,25 @@ class Result:
 
 
 def machine() -> dict[str, Any]:
-    """The CPU's name and the flags that matter here, threads, torch, and what ``precision: auto`` runs in."""
+    """The CPU's name and the flags that matter here, its kind, threads, torch, and what ``precision: auto`` runs in."""
     import torch
 
     from seqlab import precision
 
-    cpuinfo = Path("/proc/cpuinfo")
-    lines = cpuinfo.read_text().splitlines() if cpuinfo.exists() else []
-    name = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")),
-                platform.processor() or platform.machine())
-    flags = precision.cpu_flags(FLAGS, cpuinfo) or []
-    kind = "avx512_bf16" if "avx512_bf16" in flags else "avx2"
-    limited = {name: os.environ.get(name, "").upper() == "AVX2" for name in AVX2_LIMITS}
-    if kind != "avx2" and all(limited.values()):
-        kind = EMULATED_AVX2
-    return {"cpu": name, "flags": flags, "kind": kind, "threads": torch.get_num_threads(), "torch": torch.__version__,
-            "precision_auto": auto_precision(), "forced": precision.forced(),
-            "load_average": [round(load, 2) for load in os.getloadavg()]}
+    return {"cpu": precision.cpu_name(), "flags": precision.cpu_flags(precision.SPEED_FLAGS) or [], "kind": cpu_kind(),
+            "threads": torch.get_num_threads(), "torch": torch.__version__, "precision_auto": precision.auto_meaning(),
+            "forced": precision.forced(), "load_average": [round(load, 2) for load in os.getloadavg()]}
 
 
-def auto_precision() -> str:
-    """What ``precision: auto`` runs in here: the faster of fp32 and bf16, measured per model, where bf16 is native
-    (``seqlab.precision.probed``); else what the CPU's flags (or SEQLAB_PRECISION) make it."""
+def cpu_kind() -> str:
+    """The kind of CPU a result is filed under: ``avx512_bf16`` where it has AVX-512 BF16, ``avx2`` elsewhere, and
+    ``avx2_emulated`` where all of ``AVX2_LIMITS`` hold an AVX-512 BF16 CPU to AVX2."""
     from seqlab import precision
 
-    return "fp32 or bf16, measured per model" if precision.probed("auto") else precision.resolve("auto")
+    if "avx512_bf16" not in (precision.cpu_flags(precision.SPEED_FLAGS) or []):
+        return "avx2"
+    held = all(os.environ.get(limit, "").upper() == "AVX2" for limit in AVX2_LIMITS)
+    return EMULATED_AVX2 if held else "avx512_bf16"
 
 
 def commit() -> str:

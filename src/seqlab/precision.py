@@ -142,7 +142,7 @@ def probed(precision: str, device_type: str = "cpu") -> bool:
     """Whether ``auto`` is decided by measuring the model's training step in fp32 and in bf16
     (``seqlab.runtime.measure_precision``) rather than by the CPU's flags alone: on a CPU that multiplies bf16
     natively, where ``SEQLAB_PRECISION`` forces nothing. There bf16 is not always the faster: on a 2-core Xeon with
-    AMX the date model trained at 0.86× fp32's speed in bf16, a d512 6+6 Transformer at 1.92× (benchmarks/
+    AMX the main job's date model trained at 0.93× fp32's speed in bf16, a d512 6+6 Transformer at 1.92× (benchmarks/
     throughput.py); elsewhere bf16 is emulated, many times slower, and not measured."""
     return precision == "auto" and device_type == "cpu" and forced() is None and native_bf16()
 
@@ -180,12 +180,18 @@ def _without_onednn() -> Iterator[None]:
         torch.backends.mkldnn.enabled = saved
 
 
+def auto_meaning() -> str:
+    """What ``auto`` trains in here: ``fp32 or bf16, measured per model`` where it is measured (``probed``), else
+    what the CPU's flags (or ``SEQLAB_PRECISION``) make it."""
+    return "fp32 or bf16, measured per model" if probed("auto") else resolve("auto")
+
+
 def describe() -> str:
-    """One line for logs and test headers: the CPU's bf16 flags and what ``auto`` resolves to, and why."""
+    """One line for logs and test headers: the CPU's bf16 flags and what ``auto`` means here, and why."""
     flags = cpu_flags()
     listed = "unknown (no /proc/cpuinfo)" if flags is None else ", ".join(flags) or "none"
     why = f"forced by {ENV}" if forced() else ("native bf16" if native_bf16() else "no native bf16")
-    return f"CPU bf16 flags: {listed}; precision auto -> {resolve('auto')} ({why})"
+    return f"CPU bf16 flags: {listed}; precision auto -> {auto_meaning()} ({why})"
 
 
 @functools.cache
