@@ -52,3 +52,24 @@ def test_a_cache_of_tensors_under_autograd_passes_gradients_through_append_and_s
     assert k.grad is not None and v.grad is not None
     assert torch.equal(k.grad[1], torch.full((1, 3, 4), 2.0)) and torch.equal(k.grad[0], torch.zeros(1, 3, 4))
     assert torch.equal(v.grad[1], torch.full((1, 3, 4), 4.0))
+
+
+def test_attention_over_the_window_equals_attention_over_the_filled_positions():
+    """The window reads whole blocks: the positions after the filled ones are zeros (never uninitialised memory,
+    which may hold a NaN) and masked, so they take no weight; after appends, moves and selects alike."""
+    from seqlab.model.attention import one_query_attention
+    from seqlab.model.cache import BLOCK
+
+    cache = KVCache.of(torch.zeros(3, 2, 0, 4), torch.zeros(3, 2, 0, 4))
+    rows = torch.tensor([2, 0, 1])
+    for step, (k, v) in enumerate(_positions(BLOCK + 5)):
+        cache = cache.append(k, v)
+        if step % 3 == 0:
+            cache = cache.select(rows)
+        keys, values, bias = cache.window()
+        assert keys.size(2) % BLOCK == 0 and keys.size(2) >= cache.length
+        assert torch.equal(keys[:, :, cache.length:], torch.zeros_like(keys[:, :, cache.length:]))
+        assert (bias is None) == (keys.size(2) == cache.length)
+        q = torch.randn(3, 8)  # (rows, heads · depth)
+        expected = one_query_attention(q, cache.keys, cache.values, None)[0]
+        torch.testing.assert_close(one_query_attention(q, keys, values, bias)[0], expected)

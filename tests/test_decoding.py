@@ -430,6 +430,24 @@ def test_the_beams_of_a_source_share_its_cross_attention_keys_and_values():
     torch.testing.assert_close(again.selected_past()[1].values, after.past[1].values[[0, 0, 2, 11, 10, 9]])
 
 
+def test_the_memory_in_whole_blocks_steps_as_the_sources_length():
+    """``start`` pads the cross-attention K, V to whole blocks of positions (the CPU's vectorised softmax); the
+    step masks the padding, so its logits and weights are those of the memory at the source's length."""
+    from seqlab.model.cache import BLOCK
+
+    model, src = _model("transformer"), _sources(6)
+    padded, exact = model.start(src), model.start(src, padded=False)
+    assert padded.memory_kv[0][0].size(2) % BLOCK == 0 and padded.memory_kv[0][0].size(2) > src.size(1)
+    assert exact.memory_kv[0][0].size(2) == src.size(1)
+    ids = torch.randint(3, 9, (6,))
+    with torch.no_grad():
+        logits, _, weights = model.step(ids, padded, need_weights=True)
+        logits_exact, _, weights_exact = model.step(ids, exact, need_weights=True)
+    torch.testing.assert_close(logits, logits_exact)
+    assert weights is not None and weights.shape == (6, 2, 2, src.size(1))
+    torch.testing.assert_close(weights, weights_exact)
+
+
 def test_the_constraints_change_a_steps_logits_as_their_definitions_say():
     """min_length: <eos> out while too short; no_repeat_ngram_size n: the word that would complete a repeated
     n-gram out; repetition_penalty θ: a used word's logit x becomes x / θ (x > 0) or x · θ (x ≤ 0)."""

@@ -101,7 +101,7 @@ class EncoderGraph(nn.Module):
         self.model = model
 
     def forward(self, src: torch.Tensor) -> tuple[torch.Tensor, ...]:  # src: (sources, src_len)
-        state = self.model.start(src)
+        state = self.model.start(src, padded=False)
         return state.src_mask, *_flat(state.memory_kv)  # (sources, 1, 1, src_len), each (sources, heads, src_len, d)
 
 
@@ -134,7 +134,7 @@ class SearchEncoder(nn.Module):
 
     def forward(self, encoder_input_ids: torch.Tensor, encoder_attention_mask: torch.Tensor,
                 decoder_input_ids: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        state = self.model.start(encoder_input_ids.long())
+        state = self.model.start(encoder_input_ids.long(), padded=False)
         logits, state, _ = self.model.step(decoder_input_ids[:, 0].long(), state)
         hidden = encoder_attention_mask[:, :, None].float()  # (batch, src_len, 1): the placeholder
         return logits[:, None, :], hidden, *_cached(state.past), *_flat(state.memory_kv)

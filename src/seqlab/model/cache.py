@@ -7,6 +7,13 @@ into buffers twice as long: a step copies one position, where ``torch.cat`` copi
 ``select`` (beam search's reordering, sentences leaving the batch) copies the filled positions of the rows it
 keeps, once.
 
+Attention reads a ``window()`` of whole blocks of ``BLOCK`` positions, the filled ones and zeros after them, and
+masks the zeros (``bias``): on the CPU, PyTorch's softmax over a last dimension shorter than 16 runs a scalar loop
+(about 12 ns an element against 1, ``benchmarks/profile_ops.py decode``), and its batched product of matrices with
+fewer than 400 multiply-adds a naive one, so a date's eleven positions read as sixteen take a third of the time.
+The positions past ``length`` are therefore kept finite (zeros) in every buffer: a zero key gives a finite logit
+that the bias removes, where uninitialised memory could hold a NaN that no mask removes.
+
 A cache stays valid as what its first ``length`` positions hold: ``append`` writes at position ``length`` only,
 so an earlier step's cache still reads the same. Two appends to one cache write the same position: a search
 that continues two branches of one state must ``select`` them apart first (beam search and sampling do).
@@ -21,12 +28,20 @@ from dataclasses import dataclass
 
 import torch
 
-MIN_CAPACITY = 16  # positions: the first buffers hold the short outputs (dates, most sentences) without moving
+from seqlab.model.attention import MASK_VALUE
+
+BLOCK = 16  # positions: attention reads whole blocks (16 fp32 values fill one AVX-512 vector)
+MIN_CAPACITY = BLOCK  # the first buffers hold the short outputs (dates, most sentences) without moving
+
+
+def blocks(positions: int) -> int:
+    """``positions`` rounded up to whole blocks."""
+    return -(-positions // BLOCK) * BLOCK
 
 
 @dataclass(frozen=True)
 class KVCache:
-    k: torch.Tensor  # (rows, heads, capacity, depth): positions [0, length) filled
+    k: torch.Tensor  # (rows, heads, capacity, depth): positions [0, length) filled, zeros after them
     v: torch.Tensor
     length: int
     spare: bool = True  # grow with room to spare; False: exactly by each appended position
@@ -35,6 +50,16 @@ class KVCache:
     def of(cls, k: torch.Tensor, v: torch.Tensor, spare: bool = True) -> KVCache:
         """The cache of the positions in k, v (rows, heads, positions, depth), already computed (a prompt)."""
         return cls(k, v, k.size(2), spare)
+
+    def window(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """What attention reads: K, V of the filled positions and the zeros after them up to a whole block, or to
+        the capacity (rows, heads, window, depth), and the bias (1, 1, 1, window) that masks the zeros (None where
+        there are none)."""
+        window = min(blocks(self.length), self.k.size(2)) if self.spare else self.length
+        if window == self.length:
+            return self.keys, self.values, None
+        bias = (torch.arange(window, device=self.k.device) >= self.length).to(self.k.dtype) * MASK_VALUE
+        return self.k[:, :, :window], self.v[:, :, :window], bias.view(1, 1, 1, window)
 
     @property
     def keys(self) -> torch.Tensor:  # (rows, heads, length, depth)
@@ -49,26 +74,29 @@ class KVCache:
         if not self.spare:
             return KVCache(torch.cat([self.k, k[:, :, None]], 2), torch.cat([self.v, v[:, :, None]], 2),
                            self.length + 1, spare=False)
-        cache = self if self.length < self.k.size(2) else self._moved(max(MIN_CAPACITY, 2 * (self.length + 1)))
+        cache = self if self.length < self.k.size(2) else self._moved(max(MIN_CAPACITY, blocks(2 * (self.length + 1))))
         cache.k[:, :, self.length] = k
         cache.v[:, :, self.length] = v
         return KVCache(cache.k, cache.v, self.length + 1)
 
     def select(self, rows: torch.Tensor) -> KVCache:
-        """Row i of the result is row ``rows[i]`` (rows,): the filled positions copied into new buffers."""
+        """Row i of the result is row ``rows[i]`` (rows,): the window's positions copied into new buffers."""
         if not self.spare:
             return KVCache(self.k.index_select(0, rows), self.v.index_select(0, rows), self.length, spare=False)
         k, v = (x.new_empty(rows.numel(), *x.shape[1:]) for x in (self.k, self.v))
-        for new, old in ((k, self.keys), (v, self.values)):
+        window = self.window()
+        for new, old in ((k, window[0]), (v, window[1])):
             if old.requires_grad:  # a step under autograd (outside the searches): out= cannot record it
-                new[:, :, : self.length] = old.index_select(0, rows)
+                new[:, :, : old.size(2)] = old.index_select(0, rows)
             else:
-                torch.index_select(old, 0, rows, out=new[:, :, : self.length])
+                torch.index_select(old, 0, rows, out=new[:, :, : old.size(2)])
+            if old.size(2) < new.size(2):
+                new[:, :, old.size(2):] = 0
         return KVCache(k, v, self.length)
 
     def _moved(self, capacity: int) -> KVCache:
-        """The filled positions in buffers of ``capacity`` positions."""
+        """The filled positions in buffers of ``capacity`` positions, zeros after them."""
         rows, heads, _, depth = self.k.shape
-        k, v = (x.new_empty(rows, heads, capacity, depth) for x in (self.k, self.v))
+        k, v = (x.new_zeros(rows, heads, capacity, depth) for x in (self.k, self.v))
         k[:, :, : self.length], v[:, :, : self.length] = self.keys, self.values
         return KVCache(k, v, self.length)

@@ -27,7 +27,7 @@ from torch import nn
 
 from seqlab.config import Config, ModelSection
 from seqlab.model.attention import MASK_VALUE, LinearMap, MultiHeadAttention, Projection, fixed, one_query_attention
-from seqlab.model.cache import KVCache
+from seqlab.model.cache import KVCache, blocks
 from seqlab.model.dropout import Dropout
 from seqlab.model.masks import example_ids, look_ahead_mask, padding_mask
 from seqlab.model.positional import PositionalEncoding
@@ -243,7 +243,7 @@ class DecoderLayer(nn.Module):
         rows, heads, depth = x.size(0), self.self_attn.num_heads, self.self_attn.depth
         q, k, v = projections.qkv(self.self_block.before(x))  # each (rows, d_model)
         past = past.append(k.view(rows, heads, depth), v.view(rows, heads, depth))  # (rows, heads, steps + 1, depth)
-        x = self.self_block.after(x, projections.self_out(one_query_attention(q, past.keys, past.values, None)[0]))
+        x = self.self_block.after(x, projections.self_out(one_query_attention(q, *past.window())[0]))
         weights = None
         if self.cross_block is not None:
             assert memory_kv is not None and projections.cross_query is not None and projections.cross_out is not None
@@ -381,13 +381,15 @@ class Decoder(nn.Module):
         cache with this position."""
         past = state.selected_past()
         x = self.embed(ids[:, None], past[0].length)[:, 0]  # (rows, d_model)
-        cross_bias = state.src_mask.to(x.dtype) * MASK_VALUE  # once for every layer: (sources, 1, 1, src_len)
+        src_len, padded_len = state.src_mask.size(-1), state.memory_kv[0][0].size(2)  # padded: ``Transformer.start``
+        cross_bias = F.pad(state.src_mask.to(x.dtype) * MASK_VALUE, (0, padded_len - src_len),
+                           value=MASK_VALUE)  # once for every layer: (sources, 1, 1, padded_len)
         weights, present = [], []
         for layer, cache, memory_kv, projections in zip(self.layers, past, state.memory_kv, state.projections):
             x, w, cache = cast(DecoderLayer, layer).extend(x, cache, memory_kv, cross_bias, projections, need_weights)
             present.append(cache)
             if w is not None:
-                weights.append(w)
+                weights.append(w[..., :src_len])
         return self.final_norm(x), weights, present
 
 
@@ -428,11 +430,17 @@ class Transformer(nn.Module):
 
     # --- incremental decoding: the step contract of seqlab.decoding ---------------------------------
 
-    def start(self, src: torch.Tensor) -> TransformerState:
-        """Encode src (batch, src_len) once and project it for every layer's cross-attention; no target yet."""
+    def start(self, src: torch.Tensor, padded: bool = True) -> TransformerState:
+        """Encode src (batch, src_len) once and project it for every layer's cross-attention; no target yet.
+
+        ``padded``: the memory K, V in whole blocks of positions, zeros after the source that the step masks
+        (``seqlab.model.cache.BLOCK``: the CPU's softmax and batched products run vectorised over them); the
+        exported graphs keep the source's length (False)."""
         memory, src_mask = self.encode(src)
+        extra = blocks(src.size(1)) - src.size(1) if padded else 0
         # contiguous once here, or the plain attention path copies them at every step
-        memory_kv = [(k.contiguous(), v.contiguous()) for k, v in self.decoder.memory_kv(memory)]
+        memory_kv = [(F.pad(k, (0, 0, 0, extra)).contiguous(), F.pad(v, (0, 0, 0, extra)).contiguous())
+                     for k, v in self.decoder.memory_kv(memory)]  # each (batch, heads, src_len + extra, depth)
         empty = memory_kv[0][0][:, :, :0]  # (batch, heads, 0, depth)
         return TransformerState(src_mask, memory_kv, [KVCache.of(empty, empty)] * len(memory_kv),
                                 self.decoder.projections())
