@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import torch
 import yaml
@@ -275,6 +276,84 @@ def test_date_race_runs_end_to_end(tiny_fast: dict[str, Any], data_dir: Path, bo
     assert race.runs == ([{"system": "seqlab", **r} for r in ours] + [{"system": "joeynmt", **r} for r in joeys]
                          + [{"system": "book", **r} for r in books])
     assert [t.rows for t in race.tables] == [summary, runs]
+
+
+def _aligned_config(tmp_path: Path) -> Path:
+    """A toy Transformer config reading train/valid/test files of generated dates (in ``tmp_path/aligned``)."""
+    folder = tmp_path / "aligned"
+    folder.mkdir()
+    pairs = generate_task("date", 80, seed=5)
+    for name, rows in (("train", pairs[:60]), ("valid", pairs[60:70]), ("test", pairs[70:])):
+        (folder / f"{name}.src").write_text("".join(s + "\n" for s, _ in rows), encoding="utf-8")
+        (folder / f"{name}.trg").write_text("".join(t + "\n" for _, t in rows), encoding="utf-8")
+    config = {
+        "seed": 1,
+        "data": {**{name: {"format": "aligned", "source": f"aligned/{name}.src", "target": f"aligned/{name}.trg"}
+                    for name in ("train", "valid", "test")}, "max_source_length": 40, "max_target_length": 16},
+        "tokens": {"shared": True, "source": {"level": "bpe", "vocab_size": 60}},
+        "model": {"d_model": 16, "num_layers": 1, "num_heads": 2, "d_ff": 32, "max_length": 64, "tie_output": True},
+        "train": {"epochs": 3, "batch_tokens": 256, "label_smoothing": 0.1},
+        "eval": {"max_output_length": 12},
+    }
+    path = tmp_path / "aligned.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return path
+
+
+def test_joeynmt_speed_runs_end_to_end(peer_venv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """seqlab and JoeyNMT take turns for one epoch of the first pairs on the same pieces and model sizes; the table
+    gives each system's tokens/s and its ratio to JoeyNMT's."""
+    import joeynmt_speed
+
+    monkeypatch.setenv("SEQLAB_PRECISION", "fp32")  # one seqlab row on every CPU kind
+    config = _aligned_config(tmp_path)
+    joeynmt_speed.main([str(config), "--data-dir", str(tmp_path), "--pairs", "40", "--rounds", "2",
+                        "--peer-venv", str(peer_venv), "--results", str(tmp_path)])
+    rows = table_rows(capsys.readouterr().out)
+    own, theirs = "JoeyNMT 2.3.0 (float32, its own batches (random order))", \
+        "JoeyNMT 2.3.0 (float32, seqlab's batches (the pairs in their order))"
+    assert [row[:2] for row in rows] == [["seqlab (auto = fp32)", "2"], [own, "2"], [theirs, "2"]]
+    [work] = (tmp_path / "tmp").glob("joeynmt-speed-*")
+    for batches, shuffled in (("own", True), ("seqlab", False)):
+        joey = yaml.safe_load((work / batches / "config.yaml").read_text(encoding="utf-8"))
+        assert joey["model"]["encoder"]["hidden_size"] == 16 and joey["model"]["tied_softmax"] is True
+        assert (joey["training"]["batch_type"], joey["training"]["epochs"]) == ("token", 1)
+        assert joey["training"]["shuffle"] is shuffled
+    own_targets = (work / "own" / "train.trg").read_text(encoding="utf-8").splitlines()
+    assert len(own_targets) == 40  # --pairs
+    assert sorted(own_targets) == sorted((work / "seqlab" / "train.trg").read_text(encoding="utf-8").splitlines())
+    speed = sum(map(len, own_targets)) / 0.5  # the stand-in's log: its tokens (characters here) in 0.5 s
+    assert rows[1][2] == f"{speed:,.0f} ± 0 ({speed:,.0f}–{speed:,.0f})"
+    result = recorded(tmp_path, "joeynmt_speed-aligned")
+    assert [run["system"] for run in result.runs] == ["seqlab (auto = fp32)", own, theirs] * 2
+    ours = [run["tokens_per_s"] for run in result.runs[::3]]
+    assert rows[0][3].startswith(f"{sum(ours) / len(ours) / speed:.2f}×")
+
+
+def test_joeynmt_budget_matches_seqlabs_mean_target_tokens_per_batch() -> None:
+    """The smallest JoeyNMT budget whose batches hold at least as many target tokens on average as seqlab's."""
+    import joeynmt_speed
+
+    from seqlab.data.batching import length_batches
+
+    rng = torch.Generator().manual_seed(0)
+    data = [(["s"] * int(torch.randint(3, 30, (), generator=rng)), ["t"] * int(torch.randint(3, 30, (), generator=rng)))
+            for _ in range(500)]
+    order = np.random.default_rng(0).permutation(len(data))
+    budget = joeynmt_speed.joey_budget(data, 600, order)
+    trg = [len(t) + 1 for _, t in data]
+    ours = sum(trg) / len(length_batches([len(s) for s, _ in data], [len(t) for _, t in data], 600, seed=0))
+
+    def mean(b: int) -> float:  # JoeyNMT's TokenBatchSampler over the same order
+        batches, longest, size = 0, 0, 0
+        for i in order:
+            longest, size = max(longest, len(data[i][0]) + 1, trg[i]), size + 1
+            if longest * size >= b:
+                batches, longest, size = batches + 1, 0, 0
+        return sum(trg) / (batches + (size > 0))
+
+    assert mean(budget) >= ours > mean(budget - 1)
 
 
 # --- decoding next to the peers -------------------------------------------------------------------------------------

@@ -8,9 +8,9 @@ into buffers twice as long: a step copies one position, where ``torch.cat`` copi
 keeps, once.
 
 Attention reads a ``window()`` of whole blocks of ``BLOCK`` positions, the filled ones and zeros after them, and
-masks the zeros (``bias``): on the CPU, PyTorch's softmax over a last dimension shorter than 16 runs a scalar loop
-(about 12 ns an element against 1, ``benchmarks/profile_ops.py decode``), and its batched product of matrices with
-fewer than 400 multiply-adds a naive one, so a date's eleven positions read as sixteen take a third of the time.
+masks the zeros (``bias``): on the CPU, PyTorch's softmax over a last dimension shorter than 16 runs a scalar loop,
+and its batched product of matrices with fewer than 400 multiply-adds a naive one, so a date's eleven positions
+read as sixteen take less time than as eleven.
 The positions past ``length`` are therefore kept finite (zeros) in every buffer: a zero key gives a finite logit
 that the bias removes, where uninitialised memory could hold a NaN that no mask removes.
 
