@@ -24,6 +24,7 @@ that continues two branches of one state must ``select`` them apart first (beam 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -58,8 +59,8 @@ class KVCache:
         window = min(blocks(self.length), self.k.size(2)) if self.spare else self.length
         if window == self.length:
             return self.keys, self.values, None
-        bias = (torch.arange(window, device=self.k.device) >= self.length).to(self.k.dtype) * MASK_VALUE
-        return self.k[:, :, :window], self.v[:, :, :window], bias.view(1, 1, 1, window)
+        return self.k[:, :, :window], self.v[:, :, :window], _zeros_bias(window, self.length, self.k.dtype,
+                                                                          self.k.device)
 
     @property
     def keys(self) -> torch.Tensor:  # (rows, heads, length, depth)
@@ -100,3 +101,11 @@ class KVCache:
         k, v = (x.new_zeros(rows, heads, capacity, depth) for x in (self.k, self.v))
         k[:, :, : self.length], v[:, :, : self.length] = self.keys, self.values
         return KVCache(k, v, self.length)
+
+
+@functools.lru_cache(maxsize=64)
+def _zeros_bias(window: int, length: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """(1, 1, 1, window): 0 for the filled positions, the mask value for the zeros after them; made once per
+    (window, length), not at every step of every layer (a step of one sentence is its number of ops)."""
+    bias = (torch.arange(window, device=device) >= length).to(dtype) * MASK_VALUE
+    return bias.view(1, 1, 1, window)
