@@ -8,7 +8,7 @@ take turns: seqlab in the precision ``auto`` picks, seqlab in fp32 where ``auto`
 spell of the machine falls on all of them). seqlab runs ``seqlab train CONFIG`` as a user does, the pairs written to
 a data directory of their own; its training seconds and target tokens per second come from its log (validation
 excluded). JoeyNMT (installed into ``--peer-venv`` as ``peer_decoding.py`` does) reads the pieces of seqlab's
-tokenizers from the first run, on both sides, as words, with one vocabulary; its model has the config's sizes
+tokenizers from the first run as words, each side with seqlab's vocabulary; its model has the config's sizes
 (layers, d_model, heads, d_ff, pre-/post-LN, dropout, tied embeddings, label smoothing) and trains in float32 with
 Adam; its seconds and target tokens come from its log's line for the epoch ("num. of tokens", which counts
 <eos> as seqlab does). Batches: seqlab sorts by length and cuts at its token budget (``length_batches``). JoeyNMT
@@ -51,7 +51,7 @@ def write_data(cfg: Config, data_dir: Path, pairs: int, out: Path) -> list[str]:
     """The config's splits, its training pairs cut to ``pairs``, as plain aligned files in ``out``; the ``--set``
     overrides that point a run of the config at them."""
     splits = load_splits(cfg.data, data_dir)
-    overrides = []
+    overrides = ["data.corpus=null"]  # the splits as made from a corpus, now files of their own
     for name, split in splits.items():
         rows = split[:pairs] if name == "train" and pairs else split
         for side, column in (("source", 0), ("target", 1)):
@@ -75,9 +75,24 @@ def run_seqlab(config: str, data: list[str], label: str, extra: list[str]) -> di
             "tokens_per_s": epoch["train_tokens_per_s"]}
 
 
-def pieces(tokenizer: Tokenizer, split: list[Pair]) -> list[tuple[list[str], list[str]]]:
-    """Each pair as the pieces seqlab's (shared) tokenizer makes of its two sides."""
-    return [(tokenizer.tokens(s), tokenizer.tokens(t)) for s, t in split]
+Tokenizers = tuple[Tokenizer, Tokenizer]  # a run's source and target tokenizers
+
+
+def words(tokenizer: Tokenizer, text: str) -> list[str]:
+    """The pieces seqlab's tokenizer makes of ``text``, a space (a character-level piece) written "▁": JoeyNMT
+    reads pieces as words between spaces."""
+    return [piece if piece.strip() else "▁" for piece in tokenizer.tokens(text)]
+
+
+def pieces(tokenizers: Tokenizers, split: list[Pair]) -> list[tuple[list[str], list[str]]]:
+    """Each pair as the pieces seqlab's tokenizers make of its two sides."""
+    return [(words(tokenizers[0], s), words(tokenizers[1], t)) for s, t in split]
+
+
+def vocabulary(tokenizer: Tokenizer) -> str:
+    """seqlab's ordinary pieces, one a line (JoeyNMT adds its four specials): the same embedding sizes."""
+    ordinary = tokenizer.tokens_from_ids(range(tokenizer.first_ordinary_id, tokenizer.vocab_size))
+    return "".join(p + "\n" for p in dict.fromkeys(p if p.strip() else "▁" for p in ordinary))
 
 
 def joey_budget(data: list[tuple[list[str], list[str]]], batch_tokens: int, order: np.ndarray) -> int:
@@ -104,13 +119,13 @@ def joey_budget(data: list[tuple[list[str], list[str]]], batch_tokens: int, orde
 
 
 def joey_config(cfg: Config, work: Path, batches: str, budget: int) -> dict[str, Any]:
-    """The date race's JoeyNMT template with this config's model, one vocabulary of pieces read as words on both
-    sides, ``batches`` (``BATCHES``) at ``budget`` tokens, one epoch and no validation before its end."""
+    """The date race's JoeyNMT template with this config's model, seqlab's vocabulary of pieces on each side (read
+    as words), ``batches`` (``BATCHES``) at ``budget`` tokens, one epoch and no validation before its end."""
     m = cfg.model
     assert isinstance(m, TransformerConfig)
     joey = yaml.safe_load(TEMPLATE.read_text(encoding="utf-8"))
     for side in ("src", "trg"):
-        joey["data"][side] |= {"level": "word", "voc_file": str(work / "vocab.txt"), "max_length": m.max_length}
+        joey["data"][side] |= {"level": "word", "voc_file": str(work / f"vocab.{side}"), "max_length": m.max_length}
     joey["data"] |= {"train": str(work / batches / "train"), "dev": str(work / "dev")}
     for side in ("encoder", "decoder"):
         joey["model"][side] |= {"num_layers": m.num_layers, "num_heads": m.num_heads, "hidden_size": m.d_model,
@@ -127,17 +142,16 @@ def joey_config(cfg: Config, work: Path, batches: str, budget: int) -> dict[str,
 BATCHES = {"own": "its own batches (random order)", "seqlab": "seqlab's batches (the pairs in their order)"}
 
 
-def prepare_joey(cfg: Config, splits: dict[str, list[Pair]], tokenizer: Tokenizer, work: Path) -> dict[str, int]:
+def prepare_joey(cfg: Config, splits: dict[str, list[Pair]], tokenizers: Tokenizers, work: Path) -> dict[str, int]:
     """JoeyNMT's files in ``work``: the dev pieces, seqlab's vocabulary, and per ``BATCHES`` the training pieces
     and config.yaml; the budget of each."""
-    train = pieces(tokenizer, splits["train"])
+    train = pieces(tokenizers, splits["train"])
     lengths = [len(s) for s, _ in train], [len(t) for _, t in train]
     orders = {"own": np.arange(len(train)),  # JoeyNMT shuffles: its budget below for a random order
               "seqlab": np.concatenate(length_batches(*lengths, cfg.train.batch_tokens, seed=cfg.seed))}
-    write_pieces(work / "dev", pieces(tokenizer, splits["valid"][:100]))
-    ordinary = tokenizer.tokens_from_ids(range(tokenizer.first_ordinary_id, tokenizer.vocab_size))
-    vocabulary = list(dict.fromkeys(ordinary))  # seqlab's pieces (JoeyNMT adds its four specials): the same sizes
-    (work / "vocab.txt").write_text("".join(p + "\n" for p in vocabulary), encoding="utf-8")
+    write_pieces(work / "dev", pieces(tokenizers, splits["valid"][:100]))
+    for side, tokenizer in zip(("src", "trg"), tokenizers):
+        (work / f"vocab.{side}").write_text(vocabulary(tokenizer), encoding="utf-8")
     budgets = {}
     for name, order in orders.items():
         (work / name).mkdir()
@@ -194,8 +208,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     cfg = load_config(args.config)
-    if not isinstance(cfg.model, TransformerConfig) or cfg.data.train is None:
-        raise SystemExit(f"{args.config}: this race takes a Transformer with data.train/valid/test files")
+    if not isinstance(cfg.model, TransformerConfig):
+        raise SystemExit(f"{args.config}: JoeyNMT races seqlab's Transformer, not a {type(cfg.model).__name__}")
     work = Path(tempfile.mkdtemp(prefix="joeynmt-speed-"))
     data = write_data(cfg, args.data_dir.resolve(), args.pairs, work)
     labels: list[tuple[str, list[str]]] = [("auto", [])]
@@ -206,7 +220,8 @@ def main(argv: list[str] | None = None) -> None:
     for _ in range(args.rounds):
         runs += [run_seqlab(args.config, data, label, extra) for label, extra in labels]
         if not budgets:  # JoeyNMT reads the pieces of the first run's tokenizer
-            budgets = prepare_joey(cfg, splits, load(runs[0]["run_dir"]).source, work)
+            first = load(runs[0]["run_dir"])
+            budgets = prepare_joey(cfg, splits, (first.source, first.target), work)
         runs += [run_joey(python, work, batches) for batches in BATCHES]
     name = Path(args.config).stem
     title = f"Training speed next to JoeyNMT: `{args.config}`, one epoch of {len(splits['train']):,} pairs"
