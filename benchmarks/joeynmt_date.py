@@ -65,15 +65,20 @@ def write_split(work: Path, name: str, pairs: list[Pair], tokenizer: Tokenizer) 
     return work / name
 
 
-def joey_config(data: dict[str, Path], overrides: list[str], train_pairs: int, model_dir: Path) -> dict[str, Any]:
-    """The template, the model sizes of date-fast.yaml, then the recipe's overrides; one validation per epoch."""
-    m = model_sizes()
+def sized_template(m: TransformerConfig) -> dict[str, Any]:
+    """The JoeyNMT template with the model sizes of ``m`` (layers, heads, d_model, d_ff, dropout, pre-/post-LN)."""
     cfg = yaml.safe_load(TEMPLATE.read_text(encoding="utf-8"))
-    cfg["data"] |= {name: str(prefix) for name, prefix in data.items()}
     for side in ("encoder", "decoder"):
         cfg["model"][side] |= {"num_layers": m.num_layers, "num_heads": m.num_heads, "hidden_size": m.d_model,
                                "ff_size": m.d_ff, "dropout": m.dropout, "layer_norm": m.norm}
         cfg["model"][side]["embeddings"]["embedding_dim"] = m.d_model
+    return cfg
+
+
+def joey_config(data: dict[str, Path], overrides: list[str], train_pairs: int, model_dir: Path) -> dict[str, Any]:
+    """The template, the model sizes of date-fast.yaml, then the recipe's overrides; one validation per epoch."""
+    cfg = sized_template(model_sizes())
+    cfg["data"] |= {name: str(prefix) for name, prefix in data.items()}
     for item in overrides:
         key, value = item.split("=", 1)
         *path, last = key.split(".")

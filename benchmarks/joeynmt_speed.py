@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 import yaml
+from joeynmt_date import sized_template
 from peer_decoding import peer_python
 from report import add_results_option, machine, markdown, publish
 from scoreboard import Result, Table, command, ratio_range, spread
@@ -44,22 +45,20 @@ from seqlab.predictors.translator import load
 from seqlab.rundir import RunDir
 from seqlab.tokenizer import Tokenizer
 
-TEMPLATE = Path(__file__).resolve().parent / "peers" / "joeynmt_date.yaml"  # the date race's JoeyNMT template
 
-
-def write_data(cfg: Config, data_dir: Path, pairs: int, out: Path) -> list[str]:
-    """The config's splits, its training pairs cut to ``pairs``, as plain aligned files in ``out``; the ``--set``
-    overrides that point a run of the config at them."""
-    splits = load_splits(cfg.data, data_dir)
+def write_data(cfg: Config, data_dir: Path, pairs: int, out: Path) -> tuple[list[str], dict[str, list[Pair]]]:
+    """The config's splits, its training pairs cut to ``pairs``, as plain aligned files in ``out``: the ``--set``
+    overrides that point a run of the config at them, and the splits as written."""
+    splits = {name: split[:pairs] if name == "train" and pairs else split
+              for name, split in load_splits(cfg.data, data_dir).items()}
     overrides = ["data.corpus=null"]  # the splits as made from a corpus, now files of their own
-    for name, split in splits.items():
-        rows = split[:pairs] if name == "train" and pairs else split
+    for name, rows in splits.items():
         for side, column in (("source", 0), ("target", 1)):
             path = out / f"{name}.{side}"
             path.write_text("".join(pair[column] + "\n" for pair in rows), encoding="utf-8")
             overrides.append(f"data.{name}.{side}={path}")
         overrides.append(f"data.{name}.format=aligned")
-    return overrides
+    return overrides, splits
 
 
 def run_seqlab(config: str, data: list[str], label: str, extra: list[str]) -> dict[str, Any]:
@@ -123,14 +122,10 @@ def joey_config(cfg: Config, work: Path, batches: str, budget: int) -> dict[str,
     as words), ``batches`` (``BATCHES``) at ``budget`` tokens, one epoch and no validation before its end."""
     m = cfg.model
     assert isinstance(m, TransformerConfig)
-    joey = yaml.safe_load(TEMPLATE.read_text(encoding="utf-8"))
+    joey = sized_template(m)
     for side in ("src", "trg"):
         joey["data"][side] |= {"level": "word", "voc_file": str(work / f"vocab.{side}"), "max_length": m.max_length}
     joey["data"] |= {"train": str(work / batches / "train"), "dev": str(work / "dev")}
-    for side in ("encoder", "decoder"):
-        joey["model"][side] |= {"num_layers": m.num_layers, "num_heads": m.num_heads, "hidden_size": m.d_model,
-                                "ff_size": m.d_ff, "dropout": m.dropout, "layer_norm": m.norm}
-        joey["model"][side]["embeddings"]["embedding_dim"] = m.d_model
     joey["model"] |= {"tied_embeddings": False, "tied_softmax": m.tie_output}  # one table a side, as seqlab
     joey["testing"]["eval_metrics"] = ["bleu"]
     joey["training"] |= {"batch_type": "token", "batch_size": budget, "label_smoothing": cfg.train.label_smoothing,
@@ -155,9 +150,10 @@ def prepare_joey(cfg: Config, splits: dict[str, list[Pair]], tokenizers: Tokeniz
     budgets = {}
     for name, order in orders.items():
         (work / name).mkdir()
-        write_pieces(work / name / "train", [train[i] for i in order])
+        ordered = [train[i] for i in order]
+        write_pieces(work / name / "train", ordered)
         visits = np.random.default_rng(0).permutation(len(train)) if name == "own" else np.arange(len(train))
-        budgets[name] = joey_budget([train[i] for i in order], cfg.train.batch_tokens, visits)
+        budgets[name] = joey_budget(ordered, cfg.train.batch_tokens, visits)
         config = joey_config(cfg, work, name, budgets[name])
         (work / name / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     return budgets
@@ -211,12 +207,11 @@ def main(argv: list[str] | None = None) -> None:
     if not isinstance(cfg.model, TransformerConfig):
         raise SystemExit(f"{args.config}: JoeyNMT races seqlab's Transformer, not a {type(cfg.model).__name__}")
     work = Path(tempfile.mkdtemp(prefix="joeynmt-speed-"))
-    data = write_data(cfg, args.data_dir.resolve(), args.pairs, work)
+    data, splits = write_data(cfg, args.data_dir.resolve(), args.pairs, work)
     labels: list[tuple[str, list[str]]] = [("auto", [])]
     if precision.resolve("auto") != "fp32":
         labels.append(("fp32", ["train.precision=fp32"]))
     python, runs, budgets = peer_python(args.peer_venv), [], dict[str, int]()
-    splits = dict(load_splits(load_config(args.config, data).data, work))
     for _ in range(args.rounds):
         runs += [run_seqlab(args.config, data, label, extra) for label, extra in labels]
         if not budgets:  # JoeyNMT reads the pieces of the first run's tokenizer
