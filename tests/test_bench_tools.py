@@ -220,6 +220,21 @@ def test_select_config_runs_end_to_end(bench: Bench, date_config: Path, date_run
     assert {f"{run['valid']['exact_match']:.2f}" for run in result.runs} == {row[3] for row in rows}
 
 
+@pytest.mark.parametrize("search", sorted(p.name for p in (BENCHMARKS / "searches").glob("*.yaml")
+                                           if p.name != "joeynmt-date.yaml"))  # JoeyNMT's, select_joeynmt.py's
+def test_every_variant_of_a_shipped_search_is_a_config(search: str) -> None:
+    """A search file of select_config.py is written before its runs: a misspelt key or a refused value shows here,
+    not hours in."""
+    from seqlab.config import load_config
+
+    spec = yaml.safe_load((BENCHMARKS / "searches" / search).read_text(encoding="utf-8"))
+    assert spec["name"] == search.removesuffix(".yaml") and spec["metric"] in ("exact_match", "bleu", "loss",
+                                                                                "macro_f1")
+    for name, overrides in spec["variants"].items():
+        config = load_config(BENCHMARKS.parent / spec["config"], overrides)
+        assert config.model is not None, name
+
+
 def test_score_choice_runs_end_to_end(bench: Bench, date_config: Path, date_run: Path, tmp_path: Path,
                                       monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """The choice of a finished search (two seeds of each variant, copies of date_run) scored on test once: each

@@ -13,6 +13,7 @@ from conftest import counting_corpus, resumes_exactly
 from seqlab.config import ConfigError
 from seqlab.data.stream import tbptt_batches
 from seqlab.loss import token_nll_sum
+from seqlab.model.dropout import keep_mask
 from seqlab.model.lm import RNNLM
 
 
@@ -78,6 +79,41 @@ def test_dropout_only_between_layers_and_off_in_eval(variational):  # S45, S46
     if variational:  # one mask per sequence, the same at every time step
         assert torch.equal(dropped, dropped[:, :1].expand_as(dropped))
     assert 0.3 < (dropped == 0).float().mean() < 0.7 and set(dropped.unique().tolist()) <= {0.0, 2.0}
+
+
+@pytest.mark.parametrize("cell", ["lstm", "gru"])
+def test_weight_drop_runs_each_layer_through_its_masked_recurrent_weights(cell):  # AWD-LSTM's DropConnect
+    model = _lm(cell, dropout=0.0, weight_drop=0.5).train()
+    text = torch.randint(0, 11, (3, 7))
+    torch.manual_seed(5)
+    logits, _ = model(text)
+    torch.manual_seed(5)  # the same draws, in the same order: one mask per layer
+    masks = [keep_mask(layer.weight_hh_l0.shape, 0.5, torch.float32) for layer in model.layers]
+    reference = _lm(cell, dropout=0.0).train()  # the same weights (seed 0), its W_h multiplied by the masks
+    with torch.no_grad():
+        for layer, mask in zip(reference.layers, masks):
+            layer.weight_hh_l0.mul_(mask)
+    torch.testing.assert_close(logits, reference(text)[0])
+    logits.sum().backward()
+    for layer, mask in zip(model.layers, masks):  # the parameter itself learns, through the kept weights only
+        assert layer.weight_hh_l0.grad is not None and float(layer.weight_hh_l0.grad[mask == 0].abs().max()) == 0.0
+    model.eval()
+    torch.testing.assert_close(model(text)[0], _lm(cell, dropout=0.0).eval()(text)[0])  # evaluation drops nothing
+
+
+def test_embedding_dropout_drops_whole_words():  # AWD-LSTM's embedding dropout
+    model = _lm(dropout=0.0, embedding_dropout=0.5).train()
+    text = torch.arange(11).repeat(5, 2)  # every word ten times
+    dropped = torch.stack([model.embed(text) for _ in range(20)])  # (draws, 5, 22, 6)
+    embedded = model.embedding(text)
+    zero = (dropped == 0).all(-1)  # (draws, 5, 22): the word's whole vector
+    for word in range(11):
+        where = zero[:, text == word]  # (draws, occurrences): one decision per word and draw
+        assert torch.equal(where, where[:, :1].expand_as(where))
+    assert 0.3 < zero.float().mean() < 0.7
+    torch.testing.assert_close(dropped[~zero], (embedded * 2).expand_as(dropped)[~zero])
+    model.eval()
+    assert torch.equal(model.embed(text), embedded)
 
 
 def test_an_all_zero_lstm_halves_its_cell():  # S42: f = i = o = 0.5, g = 0

@@ -211,3 +211,23 @@ def test_attention_seq2seq_learns_to_copy():
         optimizer.step()
     assert float(loss.detach()) < 0.05
     assert torch.equal(logits.argmax(-1), trg_out)
+
+
+def test_source_dropout_drops_the_encoders_embeddings_in_training_only():
+    # model.source_dropout: the encoder's input embeddings are dropped (as the decoder's are by model.dropout);
+    # a zero row of the embedding is what a dropped position looks like to the first layer.
+    torch.manual_seed(0)
+    encoder = RNNEncoder(20, 64, 12, cell="gru", source_dropout=0.5)
+    src = torch.randint(4, 20, (8, 9))
+    embedded = encoder.embedding(src)
+    dropped = encoder.source_dropout(embedded)
+    kept = dropped != 0
+    assert 0.4 < kept.float().mean().item() < 0.6
+    torch.testing.assert_close(dropped[kept], embedded[kept] * 2)  # kept elements scaled by 1 / (1 - p)
+    torch.manual_seed(1)
+    training = encoder(src)[0]
+    torch.manual_seed(2)
+    assert not torch.allclose(training, encoder(src)[0])  # another mask, other states
+    plain = RNNEncoder(20, 64, 12, cell="gru")
+    plain.load_state_dict(encoder.state_dict())
+    torch.testing.assert_close(encoder.eval()(src)[0], plain.eval()(src)[0])  # evaluation drops nothing

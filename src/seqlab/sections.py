@@ -94,6 +94,10 @@ class TrainConfig(Section):
     save_every: int = Field(0, ge=0, description="also checkpoint every N steps inside an epoch; 0 = epoch ends only")
     keep_checkpoints: int = Field(
         0, ge=0, description="keep the weights of the last N epochs (RUN/epochs/) for seqlab average; 0 = none")
+    nt_asgd: int = Field(
+        0, ge=0, description="NT-AvSGD (AWD-LSTM's nonmono): after the first epoch whose valid loss is worse than the "
+                             "best of those more than N epochs before, the weights are averaged over every later step, "
+                             "and validation and the saved model use the mean; 0 = off")
     nonfinite: Literal["stop", "skip"] = Field(
         "stop", description="a step whose loss is NaN or infinite: stop training with an error naming it (the last "
                             "checkpoint is kept), or skip its update (no Adam step; the schedule moves on) and count it "
@@ -120,6 +124,12 @@ class TrainConfig(Section):
         if self.weight_decay and (self.optimizer != "adam" or self.engine != "torch"):
             raise ValueError("train.weight_decay is decoupled Adam's (AdamW): it needs train.optimizer adam and "
                              "train.engine torch")
+        return self
+
+    @model_validator(mode="after")
+    def _average_needs_torch(self) -> TrainConfig:
+        if self.nt_asgd and self.engine != "torch":
+            raise ValueError("train.nt_asgd averages the weights PyTorch's steps make: it needs train.engine torch")
         return self
 
     @model_validator(mode="after")

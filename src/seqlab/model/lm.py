@@ -6,6 +6,10 @@
 * Layers are stacked single-layer torch RNNs, so dropout sits only **between** them, in depth, never along
   time (S45: noise along time accumulates). ``variational`` draws one mask per sequence and keeps it for
   every time step (Gal & Ghahramani 2016), the variant the seed names as making dropout along time work.
+* ``weight_drop`` (AWD-LSTM, Merity et al. 2018): DropConnect on each layer's hidden-to-hidden weights W_h, one
+  mask per forward call, so the recurrence itself is regularised while the fused kernel still runs the layer.
+* ``embedding_dropout`` (Gal & Ghahramani 2016, AWD-LSTM): whole words dropped, one decision per word of the
+  vocabulary per forward call: every occurrence of a dropped word reads a zero vector, the rest 1 / (1 − p) of theirs.
 * ``tie_weights``: the output Affine's weight *is* the embedding matrix (S45): one tensor, whose gradient
   sums both uses, and V · H fewer parameters; it needs ``embedding_size == hidden_size``.
 * The state is carried between calls (S35 "stateful"): one entry per layer, ``h`` (1, B, H) or, for the
@@ -25,6 +29,8 @@ from typing import Literal
 import torch
 from pydantic import Field, model_validator
 from torch import nn
+from torch.func import functional_call
+from torch.nn import functional as F
 
 from seqlab.config import Config, ModelSection
 from seqlab.model.dropout import keep_mask
@@ -48,6 +54,9 @@ class LMConfig(ModelSection):
     num_layers: int = Field(2, gt=0)
     dropout: float = Field(0.5, ge=0, lt=1, description="before, between and after the RNN layers, never along time")
     variational: bool = Field(False, description="one dropout mask per sequence, the same at every time step")
+    weight_drop: float = Field(0.0, ge=0, lt=1, description="DropConnect on the hidden-to-hidden weights (AWD-LSTM)")
+    embedding_dropout: float = Field(0.0, ge=0, lt=1, description="whole words of the vocabulary dropped from the "
+                                                                  "input embedding (AWD-LSTM)")
     tie_weights: bool = Field(True, description="the output layer's weight is the embedding matrix")
     init: Initialisation = "torch"
 
@@ -65,7 +74,9 @@ class LMConfig(ModelSection):
         return f"{self.cell.upper()} language model, {self.num_layers} × {self.hidden_size}"
 
     def numpy_needs(self) -> list[str]:
-        return []
+        """The book's Rnnlm and BetterRnnlm in seqlab.scratch have no AWD-LSTM regularisers."""
+        return [why for bad, why in [(self.weight_drop > 0, "model.weight_drop 0"),
+                                     (self.embedding_dropout > 0, "model.embedding_dropout 0")] if bad]
 
     def build(self, vocab_size: int) -> RNNLM:
         model = RNNLM.from_config(self, vocab_size)
@@ -77,7 +88,7 @@ class LMConfig(ModelSection):
 class RNNLM(nn.Module):
     def __init__(self, vocab_size: int, cell: Literal["rnn", "gru", "lstm"] = "lstm", embedding_size: int = 650,
                  hidden_size: int = 650, num_layers: int = 2, dropout: float = 0.5, variational: bool = False,
-                 tie_weights: bool = True) -> None:
+                 tie_weights: bool = True, weight_drop: float = 0.0, embedding_dropout: float = 0.0) -> None:
         super().__init__()
         if tie_weights and embedding_size != hidden_size:
             raise ValueError(f"tying needs embedding_size == hidden_size (got {embedding_size} and {hidden_size})")
@@ -89,6 +100,8 @@ class RNNLM(nn.Module):
             self.output.weight = self.embedding.weight  # (V, H): the same memory, one gradient
         self.dropout = dropout
         self.variational = variational
+        self.weight_drop = weight_drop
+        self.embedding_dropout = embedding_dropout
 
     def drop(self, x: torch.Tensor) -> torch.Tensor:
         """Inverted dropout of (B, T, F) activations in training; with ``variational``, one mask per sequence
@@ -98,17 +111,35 @@ class RNNLM(nn.Module):
         shape = torch.Size((x.size(0), 1, x.size(2))) if self.variational else x.shape
         return x * keep_mask(shape, self.dropout, x.dtype, x.device)
 
+    def embed(self, ids: torch.Tensor) -> torch.Tensor:
+        """ids (B, T) -> (B, T, E); in training with ``embedding_dropout``, the rows of dropped words are zero."""
+        if not self.training or self.embedding_dropout == 0:
+            return self.embedding(ids)
+        weight = self.embedding.weight  # (V, E)
+        rows = keep_mask(torch.Size((weight.size(0), 1)), self.embedding_dropout, weight.dtype, weight.device)
+        return F.embedding(ids, weight * rows)
+
+    def recur(self, i: int, x: torch.Tensor, state: LayerState | None) -> tuple[torch.Tensor, LayerState]:
+        """Layer i over x (B, T, F) from ``state``; in training with ``weight_drop``, through W_h · mask."""
+        layer = self.layers[i]
+        with recurrent_kernels():
+            if not self.training or self.weight_drop == 0:
+                return layer(x, state)
+            weights: dict[str, torch.Tensor] = dict(layer.named_parameters())
+            w_h = weights["weight_hh_l0"]  # (gates × H, H)
+            weights["weight_hh_l0"] = w_h * keep_mask(w_h.shape, self.weight_drop, w_h.dtype, w_h.device)
+            return functional_call(layer, weights, (x, state))
+
     def example_inputs(self) -> tuple[torch.Tensor, ...]:
         """What ``forward`` takes, at a small size: traced by ``seqlab plot model``."""
         return (example_ids(self.embedding.num_embeddings),)
 
     def forward(self, ids: torch.Tensor, state: LMState | None = None) -> tuple[torch.Tensor, LMState]:
         """ids (B, T), the state left by the previous call (or None) -> logits (B, T, V), the state after T."""
-        x = self.drop(self.embedding(ids))  # (B, T, E)
+        x = self.drop(self.embed(ids))  # (B, T, E)
         carried: LMState = []
-        for i, layer in enumerate(self.layers):
-            with recurrent_kernels():
-                x, layer_state = layer(x, None if state is None else state[i])  # (B, T, H)
+        for i in range(len(self.layers)):
+            x, layer_state = self.recur(i, x, None if state is None else state[i])  # (B, T, H)
             carried.append(layer_state)
             x = self.drop(x)
         return self.output(x), carried
@@ -116,7 +147,7 @@ class RNNLM(nn.Module):
     @classmethod
     def from_config(cls, cfg: LMConfig, vocab_size: int) -> RNNLM:
         return cls(vocab_size, cfg.cell, cfg.embedding_size, cfg.hidden_size, cfg.num_layers, cfg.dropout,
-                   cfg.variational, cfg.tie_weights)
+                   cfg.variational, cfg.tie_weights, cfg.weight_drop, cfg.embedding_dropout)
 
     def start(self, src: torch.Tensor) -> LMDecoderState:
         """src (B, P): each row a prompt (``<eos>`` then its words), padded with PAD at the end. Each prompt is

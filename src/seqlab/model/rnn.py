@@ -63,7 +63,10 @@ class RNNConfig(ModelSection):
     embedding_size: int = Field(16, gt=0)
     hidden_size: int = Field(128, gt=0)
     num_layers: int = Field(1, gt=0)
-    dropout: float = Field(0.0, ge=0, lt=1)
+    dropout: float = Field(0.0, ge=0, lt=1, description="on the decoder's input embeddings and output layer's input, "
+                                                      "and between stacked layers")
+    source_dropout: float = Field(0.0, ge=0, lt=1, description="on the encoder's input embeddings (JoeyNMT's "
+                                                             "emb_dropout, Bentrevett's tutorials' dropout)")
     bidirectional: bool = Field(False, description="encoder only: forward and backward states concatenated")
     skip: bool = Field(False, description="encoder only: residual connections between stacked layers")
     reverse: bool = Field(False, description="the Reverse trick: read each source backwards")
@@ -101,7 +104,8 @@ class RNNConfig(ModelSection):
         """The book's seq2seq models in seqlab.scratch: one LSTM layer, no dropout, plain or with its attention."""
         return [why for bad, why in [
             (self.cell != "lstm", "model.cell lstm"), (self.num_layers != 1, "model.num_layers 1"),
-            (self.dropout > 0, "model.dropout 0"), (self.bidirectional, "no model.bidirectional"),
+            (self.dropout > 0, "model.dropout 0"),
+            (self.source_dropout > 0, "model.source_dropout 0"), (self.bidirectional, "no model.bidirectional"),
             (self.skip, "no model.skip"), (self.attention not in ("none", "dot"), "model.attention none or dot"),
             (self.attention == "dot" and self.head != "book", "model.head book with attention"),
             (self.attention == "dot" and self.peeky, "no model.peeky with attention"),
@@ -152,6 +156,7 @@ class RNNEncoder(nn.Module):
         dropout: float = 0.0,
         bidirectional: bool = False,
         skip: bool = False,
+        source_dropout: float = 0.0,
     ) -> None:
         super().__init__()
         if cell not in CELLS:
@@ -168,12 +173,13 @@ class RNNEncoder(nn.Module):
             for i in range(num_layers)
         )
         self.dropout = Dropout(dropout)
+        self.source_dropout = Dropout(source_dropout)
 
     def forward(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """src (batch, src_len) -> states (batch, src_len, output_size), zero at padding, and the top
         layer's final h (batch, output_size): its state after the last real token."""
         lengths = (src != PAD).sum(dim=1)  # (batch,)
-        x = self.embedding(src)  # (batch, src_len, embedding)
+        x = self.source_dropout(self.embedding(src))  # (batch, src_len, embedding)
         for i, layer in enumerate(self.layers):
             inputs = x if i == 0 else self.dropout(x)
             # (batch, src_len, output_size), (batch, output_size)
@@ -313,7 +319,7 @@ class RNNSeq2seq(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.encoder = RNNEncoder(src_vocab, cfg.embedding_size, cfg.hidden_size, cfg.cell, cfg.num_layers,
-                                  cfg.dropout, cfg.bidirectional, cfg.skip)
+                                  cfg.dropout, cfg.bidirectional, cfg.skip, cfg.source_dropout)
         self.decoder = RNNDecoder(trg_vocab, cfg.embedding_size, cfg.hidden_size, self.encoder.output_size,
                                   cfg.cell, cfg.num_layers, cfg.dropout, cfg.peeky, cfg.attention, cfg.head)
         if not cfg.hidden_bias:

@@ -37,6 +37,8 @@ from seqlab import precision
 from seqlab.config import Config, ConfigError
 from seqlab.rundir import RunDir
 from seqlab.runtime import PROBE_WARMUP, Runtime, measure_precision
+from seqlab.train.averaged_sgd import PREFIX as AVERAGE_PREFIX
+from seqlab.train.averaged_sgd import NTAverage
 from seqlab.train.distributed import World, step_groups
 from seqlab.train.family import Family, build_family
 from seqlab.train.numpy_engine import PREFIX as ENGINE_PREFIX
@@ -103,6 +105,7 @@ class Trainer:
         steps = len(step_groups(self.family.batches(1), self.parts))
         self.scheduler = build_schedule(self.optimizer, config, config.train.epochs * steps)
         self.engine = NumpyEngine(config, self.family) if config.train.engine == "numpy" else None
+        self.average = NTAverage(config.train.nt_asgd)
         if resume:
             self._resume()
         else:
@@ -173,7 +176,9 @@ class Trainer:
             self._use(replace(self.runtime, precision=pos.precision, reason="auto: as the run chose when it started"))
         if pos.scaler is not None:
             self.scaler.load_state_dict(pos.scaler)
-        self.family.restore({k: v for k, v in carried.items() if not k.startswith((ENGINE_PREFIX, RANK_RNG, CUDA_RNG))})
+        ours = (ENGINE_PREFIX, RANK_RNG, CUDA_RNG, AVERAGE_PREFIX)
+        self.family.restore({k: v for k, v in carried.items() if not k.startswith(ours)})
+        self.average.restore({k: v for k, v in carried.items() if k.startswith(AVERAGE_PREFIX)})
         if self.engine is not None:
             self.engine.restore(carried)
         if self.world.is_main:
@@ -208,6 +213,7 @@ class Trainer:
             return 0.0, 0
         apply_gradients(self.model, self.optimizer, self.scheduler, self.config.train.clip_norm,
                         self.scaler if self.scaler.is_enabled() else None)
+        self.average.update(self.model)
         return total, count
 
     def _check_loss(self, loss: float) -> bool:
@@ -277,6 +283,17 @@ class Trainer:
         pos, cfg = self.position, self.config.train
         if self.engine is not None:
             self.engine.sync()  # the PyTorch twin validates and is saved
+        with self.average.applied(self.model):  # NT-AvSGD: the mean is validated and kept, once averaging started
+            record = self._validate_and_keep()
+        if self.average.observe(self.model, record["valid"]["loss"]):
+            log.info("valid loss %.4f is worse than the best of the epochs before the last %d: averaging the weights "
+                     "from now on (train.nt_asgd)", record["valid"]["loss"], cfg.nt_asgd)
+        pos.epoch, pos.batch, pos.loss_sum, pos.tokens, pos.seconds, pos.skipped = pos.epoch + 1, 0, 0.0, 0, 0.0, 0
+        self.save_checkpoint()
+
+    def _validate_and_keep(self) -> dict[str, Any]:
+        """The epoch's valid scores, its log record, the best model and the kept epochs (``end_epoch``)."""
+        pos, cfg = self.position, self.config.train
         valid = self.world.from_main(self.family.validate() if self.world.is_main else None)  # one decision for all
         loss_sum, tokens = self.world.sum([pos.loss_sum, pos.tokens])
         record = {
@@ -301,6 +318,8 @@ class Trainer:
                 log.info("valid %s not the best: learning rate now %g", metric,
                          reduce_on_plateau(self.scheduler, cfg.plateau_factor))
         record["best_epoch"] = pos.best_epoch
+        if self.average.count:
+            record["averaged_steps"] = self.average.count  # NT-AvSGD: validated (and kept) is their mean
         if cfg.nonfinite == "skip":
             record["skipped"] = pos.skipped
         if self.world.is_main:
@@ -311,8 +330,7 @@ class Trainer:
         if cfg.keep_checkpoints and self.world.is_main:  # before the checkpoint: a resumed epoch writes it again
             self.run.keep_epoch(self.model, {"epoch": pos.epoch, "step": pos.step, "valid": valid},
                                 cfg.keep_checkpoints)
-        pos.epoch, pos.batch, pos.loss_sum, pos.tokens, pos.seconds, pos.skipped = pos.epoch + 1, 0, 0.0, 0, 0.0, 0
-        self.save_checkpoint()
+        return record
 
     def save_checkpoint(self) -> None:
         """Every process takes part (what they carry is gathered); rank 0 writes."""
@@ -322,6 +340,7 @@ class Trainer:
             carried.update(self.engine.carried())
         rngs = self.world.gather(torch.get_rng_state())
         carried.update({f"{RANK_RNG}{rank}": rng for rank, rng in enumerate(rngs) if rank > 0})
+        carried.update(self.average.carried())
         if self.device.type == "cuda":
             cuda_rngs = self.world.gather(torch.cuda.get_rng_state(self.device))
             carried.update({f"{CUDA_RNG}{rank}": rng for rank, rng in enumerate(cuda_rngs)})
