@@ -457,3 +457,20 @@ def test_lines_reader_errors_name_the_file(tmp_path):
 def test_pair_corpora_give_both_sides_as_sentences(tmp_path):
     (tmp_path / "pairs.tsv").write_text("hallo welt\thello world\nein hund\ta dog\n")
     assert read_sentences(TsvCorpus(path="pairs.tsv"), tmp_path) == ["hallo welt", "ein hund", "hello world", "a dog"]
+
+
+def test_a_split_by_source_keeps_every_source_text_in_one_split():
+    # ChatbotData asks the same question with other answers: by source, no valid or test question is a training one
+    pairs = [(f"q{i % 37}", f"a{i}") for i in range(100)]  # 37 questions, asked 2 or 3 times each
+    split = SplitConfig(valid=10, test=20, seed=3, by="source")
+    parts = split_pairs(pairs, split, lambda pair: pair[0])
+    questions = {name: {q for q, _ in part} for name, part in parts.items()}
+    assert not questions["train"] & questions["valid"] and not questions["train"] & questions["test"]
+    assert not questions["valid"] & questions["test"]
+    assert sorted(pair for part in parts.values() for pair in part) == sorted(pairs)  # complete
+    assert len(parts["test"]) in (20, 21, 22) and len(parts["valid"]) in (10, 11, 12)  # a cut moves back a group
+    assert parts == split_pairs(pairs, split, lambda pair: pair[0])  # seeded
+    by_item = split_pairs(pairs, split.model_copy(update={"by": "item"}))
+    shared = {q for q, _ in by_item["train"]} & {q for q, _ in by_item["test"]}
+    assert shared  # what the default does with repeated questions
+    assert by_item == split_pairs(pairs, SplitConfig(valid=10, test=20, seed=3))  # item is the default, as before

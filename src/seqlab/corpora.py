@@ -99,6 +99,10 @@ class SplitConfig(Section):
     valid: float = Field(0.05, ge=0, description="a count if >= 1, else a fraction of the corpus")
     test: float = Field(0.1, ge=0, description="a count if >= 1, else a fraction of the corpus")
     seed: int = 1984
+    by: Literal["item", "source"] = Field(
+        "item", description="item: the corpus's items shuffled one by one (the book's split); source: every item "
+                            "with the same source text (a question, a sentence) in one split, so that no valid or "
+                            "test source is also a training one (valid and test may then hold a few more items)")
 
 
 class DataConfig(Section):

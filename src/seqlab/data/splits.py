@@ -85,35 +85,59 @@ def _size(value: float, n: int, name: str) -> int:
     return math.floor(round(value * n, 9))  # round first: 0.29 * 100 is 28.999999999999996
 
 
-def split_pairs(pairs: list[Item], split: SplitConfig) -> dict[str, list[Item]]:
+def split_pairs(items: list[Item], split: SplitConfig,
+                source: Callable[[Item], str] | None = None) -> dict[str, list[Item]]:
     """Shuffle indices with ``RandomState(split.seed)``; test is the last ``test``, valid the ``valid`` before it.
 
     ``{valid: 0, test: 5000, seed: 1984}`` on the book's date.txt is the book's split
-    (``numpy.random.seed(1984); numpy.random.shuffle(indices)``, 45,000 train, 5,000 test). In a selection run the
-    test items are not taken out of the corpus at all (the dict has no ``test``).
+    (``numpy.random.seed(1984); numpy.random.shuffle(indices)``, 45,000 train, 5,000 test). With ``split.by:
+    source`` the items of one ``source`` text are put together where the first of them fell, and a cut inside
+    such a group moves to its start, so the whole group goes to the later split. In a selection run the test
+    items are not taken out of the corpus at all (the dict has no ``test``).
     """
-    n = len(pairs)
+    n = len(items)
     n_valid, n_test = _size(split.valid, n, "valid"), _size(split.test, n, "test")
-    n_train = n - n_valid - n_test
-    if n_train <= 0:
-        raise DataError(
-            f"data.split: valid {n_valid} + test {n_test} pairs leave no training data from a corpus of {n} pairs"
-        )
     idx = np.arange(n)
     np.random.RandomState(split.seed).shuffle(idx)
-    parts = {"train": idx[:n_train], "valid": idx[n_train:n - n_test], "test": idx[n - n_test:]}
+    cuts = [n - n_valid - n_test, n - n_test]
+    if split.by == "source":
+        assert source is not None, "split.by source needs the items' source text"
+        keys = [source(item) for item in items]
+        idx = _grouped(idx, keys)
+        cuts = [_group_start(cut, idx, keys) for cut in cuts]
+    if cuts[0] <= 0:
+        raise DataError(
+            f"data.split: valid {n_valid} + test {n_test} items leave no training data from a corpus of {n} items"
+        )
+    parts = {"train": idx[:cuts[0]], "valid": idx[cuts[0]:cuts[1]], "test": idx[cuts[1]:]}
     if selection_run():
         del parts["test"]
-    return {name: [pairs[i] for i in part] for name, part in parts.items()}
+    return {name: [items[i] for i in part] for name, part in parts.items()}
 
 
-def _shuffled(read: Callable[[], list[Item]], split: SplitConfig) -> Splits[Item]:
-    """The splits of one corpus cut by ``data.split``: the corpus is read (and cut) once, when a split is asked for."""
+def _grouped(order: np.ndarray, keys: list[str]) -> np.ndarray:
+    """``order`` with the items of each key together, at the place of the key's first item (stable within)."""
+    first: dict[str, int] = {}
+    for rank, i in enumerate(order.tolist()):
+        first.setdefault(keys[i], rank)
+    return np.array(sorted(order.tolist(), key=lambda i: first[keys[i]]), dtype=order.dtype)
+
+
+def _group_start(cut: int, order: np.ndarray, keys: list[str]) -> int:
+    """``cut`` moved back to the start of the group it falls in (unchanged at a group's boundary)."""
+    while 0 < cut < len(order) and keys[order[cut - 1]] == keys[order[cut]]:
+        cut -= 1
+    return cut
+
+
+def _shuffled(read: Callable[[], list[Item]], split: SplitConfig, source: Callable[[Item], str]) -> Splits[Item]:
+    """The splits of one corpus cut by ``data.split`` (``source``: an item's source text, for ``split.by: source``):
+    the corpus is read (and cut) once, when a split is asked for."""
     parts: dict[str, list[Item]] = {}
 
     def part(name: str) -> list[Item]:
         if not parts:
-            parts.update(split_pairs(read(), split))
+            parts.update(split_pairs(read(), split, source))
         return parts[name]
 
     return Splits(part)
@@ -133,7 +157,7 @@ def load_splits(cfg: DataConfig, data_dir: Path) -> Splits[Pair]:
         return read_corpus(cast(Corpus, spec), data_dir, cfg.skip_bad_lines)
 
     if cfg.corpus is not None:
-        return _shuffled(lambda: read(cfg.corpus), cfg.split)
+        return _shuffled(lambda: read(cfg.corpus), cfg.split, lambda pair: pair[0])
     return _explicit(cfg, read)
 
 
@@ -147,7 +171,7 @@ def load_sentence_splits(cfg: DataConfig, data_dir: Path) -> Splits[str]:
         return read_sentences(cast(TextCorpus, spec), data_dir, cfg.skip_bad_lines)
 
     if cfg.corpus is not None:
-        return _shuffled(lambda: read(cfg.corpus), cfg.split)
+        return _shuffled(lambda: read(cfg.corpus), cfg.split, lambda sentence: sentence)
     return _explicit(cfg, read)
 
 
@@ -170,5 +194,5 @@ def load_question_splits(cfg: DataConfig, data_dir: Path) -> Splits[Question]:
         return read_questions(cast(SquadCorpus, spec), data_dir, cfg.skip_bad_lines)
 
     if cfg.corpus is not None:
-        return _shuffled(lambda: read(cfg.corpus), cfg.split)
+        return _shuffled(lambda: read(cfg.corpus), cfg.split, lambda question: question.question)
     return _explicit(cfg, read)
