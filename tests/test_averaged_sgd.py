@@ -88,3 +88,9 @@ def test_a_run_averages_after_the_trigger_keeps_the_mean_and_resumes_exactly(tmp
 def test_nt_asgd_needs_pytorchs_steps():
     with pytest.raises(ConfigError, match="train.nt_asgd .* needs train.engine torch"):
         parse_config({"model": {"type": "lm"}, "train": {"nt_asgd": 5, "engine": "numpy"}})
+
+
+def test_a_run_without_averaging_carries_nothing_of_it():
+    average = NTAverage(0)
+    average.observe(nn.Linear(2, 2), 1.0)
+    assert average.carried() == {}

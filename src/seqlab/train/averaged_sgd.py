@@ -71,7 +71,10 @@ class NTAverage:
                 torch._foreach_copy_(params, trained)
 
     def carried(self) -> dict[str, torch.Tensor]:
-        """What a checkpoint keeps: the valid losses, and once averaging has started its count and mean."""
+        """What a checkpoint keeps (nothing where ``interval`` is 0): the valid losses, and once averaging has
+        started its count and mean."""
+        if not self.interval:
+            return {}
         carried = {f"{PREFIX}losses": torch.tensor(self.losses, dtype=torch.float64)}
         if self.mean is not None:
             carried[f"{PREFIX}count"] = torch.tensor(self.count)
