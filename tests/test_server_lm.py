@@ -60,7 +60,8 @@ def test_info_says_lm(served, lm_run, lm):
     info = response.json()
     assert info["kind"] == "lm" and info["run"] == "run"
     assert info["model"] == {"type": "lm", "cell": "lstm", "embedding_size": 16, "hidden_size": 16, "num_layers": 2,
-                             "dropout": 0.1, "variational": False, "tie_weights": True, "init": "torch"}
+                             "dropout": 0.1, "variational": False, "weight_drop": 0.0, "embedding_dropout": 0.0,
+                             "tie_weights": True, "init": "torch"}
     assert info["shape"] == "LSTM language model, 2 × 16"  # the page's heading
     assert info["parameters"] == sum(p.numel() for p in lm.model.parameters())
     assert info["tokens"] == {"level": "word", "vocab_size": lm.tokenizer.vocab_size, "lowercase": False}
