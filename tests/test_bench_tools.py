@@ -22,7 +22,7 @@ import yaml
 from conftest import small_date_config
 from smoke import recorded, table_rows
 
-from seqlab.config import parse_config
+from seqlab.config import load_config, parse_config
 from seqlab.rundir import RunDir
 from seqlab.train.trainer import Trainer
 
@@ -225,8 +225,6 @@ def test_select_config_runs_end_to_end(bench: Bench, date_config: Path, date_run
 def test_every_variant_of_a_shipped_search_is_a_config(search: str) -> None:
     """A search file of select_config.py is written before its runs: a misspelt key or a refused value shows here,
     not hours in."""
-    from seqlab.config import load_config
-
     spec = yaml.safe_load((BENCHMARKS / "searches" / search).read_text(encoding="utf-8"))
     assert spec["name"] == search.removesuffix(".yaml") and spec["metric"] in ("exact_match", "bleu", "loss",
                                                                                 "macro_f1")
