@@ -1,6 +1,6 @@
 """Text classification on ChatbotData's labels: seqlab's encoder against scikit-learn's TF-IDF + logistic regression.
 
-    python benchmarks/classify_race.py --data-dir ../shared/data [--features F --C C] [--seeds 1 2 3] \\
+    python benchmarks/classify_race.py --data-dir ../shared/data [--features F --C C] [--seeds 1 2 3 4 5] \\
         [--set KEY=VALUE ...] [--json FILE] [--results DIR]
 
 One command, one machine, one split, one scoring:
@@ -20,6 +20,10 @@ One command, one machine, one split, one scoring:
 * **Scores**: accuracy and macro-F1 (``seqlab.metrics.classification_scores``, equal to scikit-learn's, tested
   in tests/test_classifier.py) of both systems on the same test pairs, each scored once; seqlab's spread over the
   seeds (mean ± sd and range). The tables and every run go to the scoreboard (benchmarks/results/).
+* **Significance**: a paired bootstrap over the test questions (Koehn 2004; 10,000 resamples of the questions
+  with replacement, the same resample for both systems): the difference of seqlab's mean macro-F1 over its seeds
+  and scikit-learn's on each resample, its 95 % interval, and the one-sided p-value, the share of resamples on
+  which seqlab is not ahead. With ``data.split.by: source`` in the config no test question occurs in training.
 """
 
 from __future__ import annotations
@@ -49,6 +53,37 @@ from seqlab.rundir import RunDir
 
 ROOT = Path(__file__).resolve().parents[1]
 CHOSEN_FEATURES, CHOSEN_C = "char 2-4", 3.0  # benchmarks/select_tfidf.py's choice on valid (docs/results.md)
+BOOTSTRAP_SAMPLES = 10_000
+
+
+def resampled_macro_f1(true: np.ndarray, predicted: np.ndarray, index: np.ndarray, classes: int) -> np.ndarray:
+    """Macro-F1 in percent of ``predicted`` against ``true`` (class ids, shape (n,)) on each row of ``index``
+    (resamples × n positions): F1 = 2TP / (2TP + FP + FN) per class, as ``classification_scores`` computes it
+    (0 for a class with no TP, FP or FN), averaged over the classes."""
+    t, p = true[index], predicted[index]  # (resamples, n)
+    f1 = np.zeros((index.shape[0], classes))
+    for c in range(classes):
+        tp = ((t == c) & (p == c)).sum(1)
+        wrong = (t == c).sum(1) + (p == c).sum(1) - 2 * tp  # FP + FN
+        f1[:, c] = np.divide(2 * tp, 2 * tp + wrong, out=np.zeros(len(tp)), where=2 * tp + wrong > 0)
+    return 100 * f1.mean(1)
+
+
+def paired_bootstrap(true: list[int], ours: list[list[int]], theirs: list[int], classes: int,
+                     samples: int = BOOTSTRAP_SAMPLES, seed: int = 0) -> dict[str, float]:
+    """Koehn's (2004) paired bootstrap of ``ours`` (the predictions of several seeds, their macro-F1 averaged) against
+    ``theirs`` on the same questions: the observed difference, its 95 % interval over the resamples, and the
+    one-sided p-value (the share of resamples where ours is not ahead)."""
+    truth = np.asarray(true)
+    index = np.random.default_rng(seed).integers(0, len(truth), (samples, len(truth)))
+    whole = np.arange(len(truth))[None]  # (1, n): the test split itself
+    ours_f1 = [resampled_macro_f1(truth, np.asarray(run), index, classes) for run in ours]
+    difference = np.mean(ours_f1, axis=0) - resampled_macro_f1(truth, np.asarray(theirs), index, classes)
+    observed = (np.mean([resampled_macro_f1(truth, np.asarray(run), whole, classes)[0] for run in ours])
+                - resampled_macro_f1(truth, np.asarray(theirs), whole, classes)[0])
+    low, high = np.percentile(difference, [2.5, 97.5])
+    return {"difference": float(observed), "low": float(low), "high": float(high),
+            "p": float((difference <= 0).mean()), "samples": samples}
 
 
 def sklearn_run(splits: Mapping[str, list[tuple[str, str]]], labels: list[str], features: str, c: float) -> dict[str, Any]:
@@ -58,13 +93,17 @@ def sklearn_run(splits: Mapping[str, list[tuple[str, str]]], labels: list[str], 
     start = time.perf_counter()
     model = tfidf_model(features, c).fit(train_x, train_y)
     fit_s = time.perf_counter() - start
+    predicted = model.predict(test_x).tolist()
     return {"features": features, "C": c, "fit_s": fit_s,
             "valid": classification_scores(valid_y, model.predict(valid_x).tolist(), labels),
-            "test": classification_scores(test_y, model.predict(test_x).tolist(), labels)}
+            "test": classification_scores(test_y, predicted, labels), "test_predicted": predicted}
 
 
-def seqlab_run(config: Path, seed: int, extra: list[str], data_dir: str, work: Path) -> dict[str, Any]:
-    """``seqlab train`` and ``seqlab eval --split test`` of one seed, as a user runs them."""
+def seqlab_run(config: Path, seed: int, extra: list[str], data_dir: str, work: Path,
+               labels: list[str]) -> dict[str, Any]:
+    """``seqlab train`` and ``seqlab eval --split test`` of one seed, as a user runs them, with the predicted class
+    of every test question as an index into ``labels`` (for the bootstrap) and their macro-F1 (eval's unless
+    batching changed a prediction)."""
     run_dir = work / f"seed{seed}"
     env = os.environ | {"SEQLAB_DATA": data_dir}
     overrides = [x for item in [*extra, f"seed={seed}"] for x in ("--set", item)]
@@ -78,13 +117,17 @@ def seqlab_run(config: Path, seed: int, extra: list[str], data_dir: str, work: P
     classifier = load_classifier(run_dir)
     splits = load_splits(classifier.config.data, Path(data_dir))
     tokens_per_text = float(np.mean([len(ids) for ids in classifier.encode([t for t, _ in splits["train"]])]))
+    test_x, test_y = labelled(splits["test"], labels)
+    predicted = [labels.index(label) for label in classifier.predict(test_x)]
     return {"seed": seed, "run_dir": str(run_dir), "train_s": train_s, "best_epoch": run.model_info()["epoch"],
             "epochs": len(log), "valid": run.model_info()["valid"], "test": test, "texts_per_s": texts / train_s,
-            "tokens_per_s": texts / train_s * tokens_per_text}
+            "tokens_per_s": texts / train_s * tokens_per_text, "test_predicted": predicted,
+            "test_predicted_macro_f1": classification_scores(test_y, predicted, labels)["macro_f1"]}
 
 
-def tables(config: Path, sk: dict[str, Any], ours: list[dict[str, Any]]) -> list[Table]:
-    """Every run of both systems, then each system's test scores and times over its runs (seqlab's seeds)."""
+def tables(config: Path, sk: dict[str, Any], ours: list[dict[str, Any]], paired: dict[str, float]) -> list[Table]:
+    """Every run of both systems, each system's test scores and times over its runs (seqlab's seeds), and the paired
+    bootstrap of the difference."""
     shown = config.relative_to(ROOT) if config.is_relative_to(ROOT) else config
     runs = Table("Text classification on ChatbotData's labels: seqlab's encoder vs TF-IDF + logistic regression",
                  ["system", "chosen on valid", "valid macro-F1", "**test macro-F1**", "test accuracy", "training s",
@@ -101,7 +144,11 @@ def tables(config: Path, sk: dict[str, Any], ours: list[dict[str, Any]]) -> list
          spread([sk["fit_s"]], 1)],
         [f"seqlab `{shown}`", str(len(ours)), spread([run["test"]["macro_f1"] for run in ours]),
          spread([run["test"]["accuracy"] for run in ours]), spread([run["train_s"] for run in ours], 1)]])
-    return [runs, spreads]
+    bootstrap = Table("Paired bootstrap over the test questions", [
+        "seqlab's mean macro-F1 − scikit-learn's", "95 % interval", "p (seqlab not ahead)", "resamples"],
+        [[f"{paired['difference']:+.2f}", f"{paired['low']:+.2f} to {paired['high']:+.2f}", f"{paired['p']:.4f}",
+          f"{paired['samples']:,}"]])
+    return [runs, spreads, bootstrap]
 
 def main(argv: list[str] | None = None) -> None:
     """Fit scikit-learn's model and train seqlab's for each seed on the same split, print the tables and record them."""
@@ -110,7 +157,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--config", type=Path, default=ROOT / "configs" / "chatbot_ko_labels.yaml")
     parser.add_argument("--features", choices=sorted(FEATURES), default=CHOSEN_FEATURES)
     parser.add_argument("--C", type=float, default=CHOSEN_C)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3, 4, 5])
     parser.add_argument("--set", dest="extra", action="append", default=[],
                         help="an override of the config, for the split and every seqlab run")
     parser.add_argument("--json", help="also write every number here")
@@ -123,16 +170,20 @@ def main(argv: list[str] | None = None) -> None:
     labels = class_labels([label for _, label in splits["train"]])
     sk = sklearn_run(splits, labels, args.features, args.C)
     work = Path(tempfile.mkdtemp(prefix="classify-race-"))
-    ours = [seqlab_run(config, seed, args.extra, data_dir, work) for seed in args.seeds]
+    ours = [seqlab_run(config, seed, args.extra, data_dir, work, labels) for seed in args.seeds]
+    true = labelled(splits["test"], labels)[1]
+    paired = paired_bootstrap(true, [run["test_predicted"] for run in ours], sk["test_predicted"], len(labels))
     given = command(__file__, sys.argv[1:] if argv is None else argv)
-    made = tables(config, sk, ours)
+    made = tables(config, sk, ours, paired)
     print(f"#### {made[0].title}\n\n{time.strftime('%Y-%m-%d')}, {machine()}. Command: `{given}`\n\n"
           + "\n\n".join(markdown(table) for table in made) + "\n")
-    publish(Result("classify_race", made[0].title, given, made, [{"system": "sklearn", **sk}, *ours],
+    publish(Result("classify_race", made[0].title, given, made,
+                   [{"system": "sklearn", **sk}, *ours, {"system": "paired bootstrap", **paired}],
                    notes=["scikit-learn's features and C chosen on valid by benchmarks/select_tfidf.py; timed: its fit",
                           "seqlab timed: training seconds from the run's log, validation excluded"]), args.results)
     if args.json:
-        Path(args.json).write_text(json.dumps({"sklearn": sk, "seqlab": ours}, indent=1), encoding="utf-8")
+        Path(args.json).write_text(json.dumps({"sklearn": sk, "seqlab": ours, "paired": paired}, indent=1),
+                                   encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -1,14 +1,15 @@
 """Score a search's choice on test, once: the runs that ``select_config.py`` trained for the variant it chose.
 
     python benchmarks/score_choice.py benchmarks/searches/date-attention-tokens.yaml --data-dir ../shared/data \
-        [--runs runs/search] [--results DIR]
+        [--beam N --length-penalty A] [--runs runs/search] [--results DIR]
 
 The choice is read from the search's result on the scoreboard (``select_config-<name>.<kind>.json``, this
 machine's kind): the variant that ranks first there, by the worst valid score over its precisions and seeds
 (``select_config.rank``). Each of its runs is scored on test with ``seqlab eval RUN --split test --json`` as a user
-scores it, and the scores are reported as they come: per run, then their mean ± sd and range, beside the valid
-score that chose them. A choice is scored once: a second scoring of the same choice is refused (delete its result
-to score a new choice of the same search).
+scores it (greedy, or beam search with ``--beam`` and the length penalty that ``select_decoding.py`` chose on
+valid for these runs), and the scores are reported as they come: per run, then their mean ± sd and range, beside
+the valid score that chose them (BLEU also lower-cased, as sacreBLEU's ``-lc``). A choice is scored once: a second
+scoring of the same choice is refused (delete its result to score a new choice of the same search).
 """
 
 from __future__ import annotations
@@ -39,9 +40,10 @@ def choice(search: dict[str, Any], results: Path) -> tuple[str, list[dict[str, A
     return winner, [r for r in runs if r["variant"] == winner]
 
 
-def evaluate(run_dir: Path, data_dir: str | None) -> dict[str, Any]:
-    """``seqlab eval RUN_DIR --split test --json``: the run's test metrics."""
-    args = ["seqlab", "eval", str(run_dir), "--split", "test", "--json"] + (["--data-dir", data_dir] if data_dir else [])
+def evaluate(run_dir: Path, data_dir: str | None, decoding: list[str]) -> dict[str, Any]:
+    """``seqlab eval RUN_DIR --split test --json`` with the options ``decoding``: the run's test metrics."""
+    args = (["seqlab", "eval", str(run_dir), "--split", "test", "--json", *decoding]
+            + (["--data-dir", data_dir] if data_dir else []))
     output = subprocess.run(args, check=True, capture_output=True, text=True).stdout
     return dict(json.loads(output[output.index("{"):]))
 
@@ -52,6 +54,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("search", type=Path, help="the search file select_config.py chose from")
     parser.add_argument("--data-dir", help="the data directory (default: seqlab's)")
     parser.add_argument("--runs", type=Path, default=Path("runs/search"), help="where select_config.py kept the runs")
+    parser.add_argument("--beam", type=int, help="beam search of this width (default: greedy)")
+    parser.add_argument("--length-penalty", type=float, default=0.0,
+                        help="the beam's length penalty α, chosen on valid by select_decoding.py")
     add_results_option(parser)
     given = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(given)
@@ -64,21 +69,29 @@ def main(argv: list[str] | None = None) -> None:
     if scored_before and scored_before[0]["variant"] == winner:
         raise SystemExit(f"{done}: {winner!r} was scored on test already (once per final choice)")
     metric = search["metric"]
+    decoding = ["--beam", str(args.beam), "--length-penalty", str(args.length_penalty)] if args.beam else []
+    decoded = f"beam {args.beam}, α {args.length_penalty}" if args.beam else "greedy"
     scored = []
     for run in runs:
         name = winner if run["seed"] is None else f"{winner}-seed{run['seed']}"
-        test = evaluate(args.runs / search["name"] / run["precision"] / name, args.data_dir)
+        test = evaluate(args.runs / search["name"] / run["precision"] / name, args.data_dir, decoding)
         scored.append({"variant": winner, "precision": run["precision"], "seed": run["seed"], "valid": run["valid"],
-                       "test": test})
+                       "decoding": decoded, "test": test})
         print(f"{name}: test {metric} {test[metric]}", flush=True)
-    rows = [[str(r["seed"]), r["precision"], f"{r['valid'][metric]:.2f}", f"{r['test'][metric]:.2f}",
+    lowered = [f"test {metric}, lower-cased"] if metric == "bleu" else []  # sacreBLEU -lc beside the cased score
+
+    def lower(run: dict[str, Any]) -> list[str]:
+        return [f"{run['test']['bleu_lowercase']:.2f}"] if lowered else []
+
+    rows = [[str(r["seed"]), r["precision"], f"{r['valid'][metric]:.2f}", f"{r['test'][metric]:.2f}", *lower(r),
              f"{r['test']['loss']:.4f}"] for r in scored]
-    per_run = Table(f"`{search['config']}`, variant **{winner}** chosen on valid: each run on test, once",
-                    ["seed", "precision", f"valid {metric}", f"test {metric}", "test loss"], rows)
-    summary = Table(f"`{search['config']}`, variant **{winner}**: test over {len(scored)} runs",
-                    ["variant", f"valid {metric}", f"**test {metric}**"],
+    per_run = Table(f"`{search['config']}`, variant **{winner}** chosen on valid: each run on test, once ({decoded})",
+                    ["seed", "precision", f"valid {metric}", f"test {metric}", *lowered, "test loss"], rows)
+    summary = Table(f"`{search['config']}`, variant **{winner}**: test over {len(scored)} runs ({decoded})",
+                    ["variant", f"valid {metric}", f"**test {metric}**", *lowered],
                     [[winner, spread([r["valid"][metric] for r in scored], 2),
-                      spread([r["test"][metric] for r in scored], 2)]])
+                      spread([r["test"][metric] for r in scored], 2),
+                      *([spread([r["test"]["bleu_lowercase"] for r in scored], 2)] if lowered else [])]])
     print(f"{machine()}.\n\n{markdown(summary)}\n\n{markdown(per_run)}\n")
     notes = [f"the choice of select_config-{search['name']} (ranked on valid), scored on test once, as it came"]
     publish(Result(f"score_choice-{search['name']}", summary.title, command(__file__, given), [summary, per_run],

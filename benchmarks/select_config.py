@@ -10,7 +10,9 @@ scores come from the run's best model (``RunDir.model_info``), its training seco
 ranked by their worst valid score over the precisions and seeds (the search's ``metric``), so that a recipe wins
 that learns from every start, then by their mean valid loss; a search that names a ``target`` score ranks the variants
 that reach it in every run first, by their median training seconds. With several seeds a cell is the spread over them
-(mean ± sd and range). The table and every trial go to the scoreboard (benchmarks/results/).
+(mean ± sd and range). ``--variants`` trains only those; the finished runs of the others (an earlier invocation's)
+are ranked with them, a variant with fewer runs than asked for by the ones it has, marked "(fewer runs)" (more runs
+can only lower its worst score). The table and every trial go to the scoreboard (benchmarks/results/).
 
 This script never loads the test split. It ends with the winner and the one command that scores it on
 test; that score is reported as it comes, once per final choice.
@@ -60,6 +62,29 @@ def _finished(run_dir: Path, config: Path, overrides: list[str]) -> bool:
     return run.has_log() and len(run.log()) == saved.train.epochs
 
 
+def trial_of(run_dir: Path, variant: str, precision: str, seed: int | None) -> Trial:
+    """The best valid scores and training seconds of a finished run."""
+    run = RunDir(run_dir)
+    return Trial(variant, precision, seed, run.model_info()["valid"], sum(e["train_seconds"] for e in run.log()))
+
+
+def earlier_trials(search: dict[str, Any], runs: Path, skip: list[str], precisions: list[str],
+                   seeds: list[int] | None) -> list[Trial]:
+    """The finished runs of the search's other variants (not in ``skip``), as an earlier invocation with
+    ``--variants`` left them: a search trained in parts is ranked whole, a variant with fewer runs by the ones it
+    has (more runs can only lower its worst)."""
+    config = ROOT / search["config"]
+    each_seed: list[int | None] = [*seeds] if seeds else [None]
+    found = []
+    for name, overrides in search["variants"].items():
+        for p in precisions if name not in skip else []:
+            for seed in each_seed:
+                run_dir = runs / search["name"] / p / (name if seed is None else f"{name}-seed{seed}")
+                if _finished(run_dir, config, overrides + ([] if seed is None else [f"seed={seed}"])):
+                    found.append(trial_of(run_dir, name, p, seed))
+    return found
+
+
 def train(config: Path, variant: str, overrides: list[str], precision: str, seed: int | None, run_dir: Path,
           data_dir: str | None) -> Trial:
     """``seqlab train`` one variant in one precision and seed (resumed where a run was stopped); its best valid
@@ -74,8 +99,7 @@ def train(config: Path, variant: str, overrides: list[str], precision: str, seed
         if run_dir.exists():
             command.append("--resume")
         subprocess.run(command, check=True, env=os.environ | {"SEQLAB_PRECISION": precision})
-    run = RunDir(run_dir)
-    return Trial(variant, precision, seed, run.model_info()["valid"], sum(e["train_seconds"] for e in run.log()))
+    return trial_of(run_dir, variant, precision, seed)
 
 
 def rank(trials: list[Trial], metric: str, target: float | None = None) -> list[str]:
@@ -111,7 +135,9 @@ def table(search: dict[str, Any], trials: list[Trial], order: list[str], precisi
         cells.setdefault((trial.variant, trial.precision), []).append(trial)
     rows = []
     for place, name in enumerate(order, 1):
-        row = [f"{place}", f"**{name}**" if place == 1 else name,
+        partial = sum(len(cells.get((name, p), [])) for p in precisions) < len(precisions) * seeds
+        shown_name = name + (" (fewer runs)" if partial else "")
+        row = [f"{place}", f"**{shown_name}**" if place == 1 else shown_name,
                ", ".join(f"`{o}`" for o in search["variants"][name]) or "(the base config)"]
         for p in precisions:
             runs = cells[name, p]
@@ -154,6 +180,7 @@ def main(argv: list[str] | None = None) -> None:
                 trials.append(trial)
                 print(f"{name} {p}{'' if seed is None else f' seed {seed}'}: valid {search['metric']} "
                       f"{trial.valid[search['metric']]}, {trial.train_s:.1f} s training", flush=True)
+    trials += earlier_trials(search, args.runs, names, args.precisions, args.seeds)
     order = rank(trials, search["metric"], search.get("target"))
     winner = order[0]
     rerun = command(__file__, given)

@@ -29,6 +29,7 @@ import numpy as np
 import pytest
 import yaml
 from conftest import CLASS_TOPICS, ENDINGS, FILLERS
+from sklearn.metrics import f1_score
 from smoke import recorded, table_rows
 
 from seqlab.data.splits import SELECTION_ENV
@@ -294,12 +295,38 @@ def test_classify_race_runs_end_to_end(bench: Any, tmp_path: Path, capsys: pytes
     assert sk["features"] == "char 2-4" and sk["test"]["macro_f1"] >= 90
     assert ours["seed"] == 3 and ours["epochs"] == 2 and ours["texts_per_s"] > 0
     assert sum(map(sum, ours["test"]["confusion"])) == 30  # the test split of the overrides, scored by seqlab eval
-    assert [row[0] for row in rows] == ["scikit-learn TF-IDF + LR", "seqlab `configs/chatbot_ko_labels.yaml`, seed 3",
-                                        "scikit-learn TF-IDF + LR", "seqlab `configs/chatbot_ko_labels.yaml`"]
+    assert [row[0] for row in rows[:4]] == ["scikit-learn TF-IDF + LR", "seqlab `configs/chatbot_ko_labels.yaml`, seed 3",
+                                            "scikit-learn TF-IDF + LR", "seqlab `configs/chatbot_ko_labels.yaml`"]
     assert rows[1][3] == f"**{ours['test']['macro_f1']:.2f}**"
+    assert len(ours["test_predicted"]) == 30 and ours["test_predicted_macro_f1"] == ours["test"]["macro_f1"]
+    paired = result["paired"]
+    assert paired["difference"] == pytest.approx(ours["test"]["macro_f1"] - sk["test"]["macro_f1"])
+    assert paired["low"] <= paired["high"] and 0 <= paired["p"] <= 1
+    assert rows[4] == [f"{paired['difference']:+.2f}", f"{paired['low']:+.2f} to {paired['high']:+.2f}",
+                       f"{paired['p']:.4f}", "10,000"]
     recorded_race = recorded(tmp_path, "classify_race")
-    assert recorded_race.runs == [{"system": "sklearn", **sk}, ours]
+    assert recorded_race.runs == [{"system": "sklearn", **sk}, ours, {"system": "paired bootstrap", **paired}]
     assert recorded_race.tables[1].rows[1][2] == f"{ours['test']['macro_f1']:.2f} (1 run)" == rows[3][2]
+
+
+def test_paired_bootstrap_scores_as_scikit_learn_and_tells_a_real_lead(bench: Any) -> None:
+    race = bench("classify_race")
+    rng = np.random.default_rng(3)
+    true = rng.integers(0, 3, 400)
+    good = np.where(rng.random(400) < 0.10, (true + 1) % 3, true)
+    poor = np.where(rng.random(400) < 0.25, (true + 2) % 3, true)
+    index = rng.integers(0, 400, (5, 400))
+    for row in index:  # every resample's macro-F1 is scikit-learn's on that resample
+        expected = 100 * f1_score(true[row], poor[row], average="macro", labels=[0, 1, 2], zero_division=0)
+        assert race.resampled_macro_f1(true, poor, row[None], 3)[0] == pytest.approx(expected)
+    lead = race.paired_bootstrap(true.tolist(), [good.tolist(), good.tolist()], poor.tolist(), 3, samples=2000)
+    assert lead["p"] < 0.001 and 0 < lead["low"] < lead["difference"] < lead["high"]
+    assert lead["difference"] == pytest.approx(100 * (f1_score(true, good, average="macro")
+                                                      - f1_score(true, poor, average="macro")))
+    same = race.paired_bootstrap(true.tolist(), [poor.tolist()], poor.tolist(), 3, samples=2000)
+    assert same == {"difference": 0.0, "low": 0.0, "high": 0.0, "p": 1.0, "samples": 2000}  # never ahead
+    behind = race.paired_bootstrap(true.tolist(), [poor.tolist()], good.tolist(), 3, samples=2000)
+    assert behind["p"] > 0.999
 
 
 def test_pretrain_race_runs_end_to_end(bench: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -218,6 +218,10 @@ def test_select_config_runs_end_to_end(bench: Bench, date_config: Path, date_run
     result = recorded(tmp_path, "select_config-tiny")
     assert result.tables[0].rows == rows and sorted(run["variant"] for run in result.runs) == ["base", "one-epoch"]
     assert {f"{run['valid']['exact_match']:.2f}" for run in result.runs} == {row[3] for row in rows}
+    bench("select_config").main([str(tmp_path / "search.yaml"), "--runs", str(runs), "--results", str(tmp_path),
+                                 "--variants", "one-epoch"])  # trains nothing new, ranks the whole search again
+    assert table_rows(capsys.readouterr().out) == rows
+    assert recorded(tmp_path, "select_config-tiny").runs == result.runs[::-1]  # one-epoch's, then the finished base
 
 
 @pytest.mark.parametrize("search", sorted(p.name for p in (BENCHMARKS / "searches").glob("*.yaml")
@@ -264,6 +268,13 @@ def test_score_choice_runs_end_to_end(bench: Bench, date_config: Path, date_run:
     assert [run["variant"] for run in result.runs] == [winner, winner] and "--split" not in result.command
     with pytest.raises(SystemExit, match="scored on test already"):
         bench("score_choice").main(arguments)
+    next(tmp_path.glob("score_choice-tiny.*.json")).unlink()  # a new choice of the same search: beam search with its penalty
+    capsys.readouterr()
+    bench("score_choice").main([*arguments, "--beam", "2", "--length-penalty", "0.6"])
+    out = capsys.readouterr().out
+    beam = recorded(tmp_path, "score_choice-tiny")
+    assert beam.title.endswith("test over 2 runs (beam 2, α 0.6)") and table_rows(out)[0][0] == winner
+    assert [run["decoding"] for run in beam.runs] == ["beam 2, α 0.6"] * 2
 
 
 def test_same_training_runs_end_to_end(bench: Bench, date_config: Path, tmp_path: Path,
@@ -310,6 +321,11 @@ def test_select_decoding_runs_end_to_end(bench: Bench, date_run: Path, tmp_path:
     result = recorded(tmp_path, "select_decoding-run")
     assert result.tables[0].rows == rows and [run["length_penalty"] for run in result.runs] == [0.0, 1.0]
     assert [f"{run['valid']['exact_match']:.2f}" for run in result.runs] == [row[3] for row in rows]
+    bench("select_decoding").main([str(date_run), str(date_run), "--beam", "2", "--length-penalties", "0",
+                                   "--name", "seeds", "--results", str(tmp_path)])  # the seeds of one config
+    (row,) = table_rows(capsys.readouterr().out)
+    assert row[3] == f"{result.runs[0]['valid']['exact_match']:.2f} ± 0.00 ({row[3].split()[0]}–{row[3].split()[0]})"
+    assert len(recorded(tmp_path, "select_decoding-seeds").runs) == 2
 
 
 def test_load_runs_end_to_end(bench: Bench, date_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
