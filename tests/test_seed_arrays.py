@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from seqlab.model.attention import MultiHeadAttention, scaled_dot_product_attention
-from seqlab.model.transformer import PositionwiseFeedForward
+from seqlab.model.dropout import keep_mask
+from seqlab.model.transformer import PositionwiseFeedForward, TransformerConfig
 from seqlab.scratch.layers import Affine, MatMul
 
 # --- S1: broadcasting, dot and the shape rule, through the framework's MatMul and Affine -------------------
@@ -69,6 +70,25 @@ def test_ffn_zeroes_negative_pre_activations(ffn):
     hidden = ffn.w_1(x)[..., :128]
     assert (hidden < 0).any() and (hidden > 0).any()
     torch.testing.assert_close(ffn(x), hidden.clamp(min=0))
+
+
+def test_activation_dropout_drops_hidden_units_in_training_only():
+    """``model.activation_dropout``: max(0, x W_1 + b_1) masked and scaled by 1 / (1 - p) before W_2, in training;
+    the same map as without it at evaluation; every layer of the Transformer gets it from its config."""
+    torch.manual_seed(0)
+    ffn, x = PositionwiseFeedForward(8, 32, dropout=0.5), torch.randn(3, 4, 8)
+    plain = PositionwiseFeedForward(8, 32)
+    plain.load_state_dict(ffn.state_dict())
+    torch.manual_seed(1)
+    mask = keep_mask(torch.Size([3, 4, 32]), 0.5, torch.float32)
+    torch.manual_seed(1)
+    torch.testing.assert_close(ffn.train()(x), ffn.w_2(torch.relu(ffn.w_1(x)) * mask))
+    assert set(mask.unique().tolist()) == {0.0, 2.0} and not torch.allclose(ffn(x), plain(x))
+    torch.testing.assert_close(ffn.eval()(x), plain(x))
+    config = TransformerConfig(d_model=16, num_layers=2, num_heads=2, d_ff=32, activation_dropout=0.3)
+    model = config.build(20, 20)
+    rates = [m.dropout.p for m in model.modules() if isinstance(m, PositionwiseFeedForward)]
+    assert rates == [0.3] * 4  # 2 encoder and 2 decoder layers
 
 
 # --- S95: view against transpose, 3-D products and q·kᵀ ---------------------------------------------------

@@ -50,6 +50,9 @@ class TransformerShape(ModelSection):
     attention_dropout: float = Field(
         0.0, ge=0, lt=1, description="dropout on the attention weights before they weigh V (seed 001, S76); 0 as "
                                      "seed 000 and the paper")
+    activation_dropout: float = Field(
+        0.0, ge=0, lt=1, description="dropout on the FFN's hidden units after the activation (fairseq's "
+                                     "activation_dropout, of the small-data Transformer recipes); 0 as the seeds")
     norm: Literal["post", "pre"] = "pre"
     max_length: int = Field(512, gt=0, description="positions of the positional table: the longest sequence")
     embedding_init: Literal["normal", "keras"] = Field(
@@ -112,16 +115,18 @@ def init_linear_layers(model: nn.Module) -> None:
 
 class PositionwiseFeedForward(nn.Module):
     """FFN(x) = max(0, x W_1 + b_1) W_2 + b_2, the same at every position; BERT's uses GELU(x) = x Φ(x)
-    (S100: gelu(0) = 0, gelu(1) ≈ 0.8413) in place of max(0, x)."""
+    (S100: gelu(0) = 0, gelu(1) ≈ 0.8413) in place of max(0, x). ``dropout``: on max(0, x W_1 + b_1) in
+    training (``model.activation_dropout``)."""
 
-    def __init__(self, d_model: int, d_ff: int, activation: str = "relu") -> None:
+    def __init__(self, d_model: int, d_ff: int, activation: str = "relu", dropout: float = 0.0) -> None:
         super().__init__()
         self.w_1 = nn.Linear(d_model, d_ff)
         self.w_2 = nn.Linear(d_ff, d_model)
         self.activation = F.gelu if activation == "gelu" else torch.relu
+        self.dropout = Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.w_2(self.activation(self.w_1(x)))
+        return self.w_2(self.dropout(self.activation(self.w_1(x))))  # (..., d_ff) inside
 
     def fixed(self) -> LinearMap:
         """The same map with its weights fixed for one search (``attention.fixed``)."""
@@ -157,7 +162,7 @@ class EncoderLayer(nn.Module):
         super().__init__()
         pre = cfg.norm == "pre"
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.num_heads, cfg.attention_dropout)
-        self.ffn = PositionwiseFeedForward(cfg.d_model, cfg.d_ff, cfg.ffn_activation())
+        self.ffn = PositionwiseFeedForward(cfg.d_model, cfg.d_ff, cfg.ffn_activation(), cfg.activation_dropout)
         self.attn_block = Residual(cfg.d_model, cfg.dropout, pre)
         self.ffn_block = Residual(cfg.d_model, cfg.dropout, pre)
 
@@ -190,7 +195,7 @@ class DecoderLayer(nn.Module):
         pre = cfg.norm == "pre"
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.num_heads, cfg.attention_dropout)
         self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.num_heads, cfg.attention_dropout) if cross else None
-        self.ffn = PositionwiseFeedForward(cfg.d_model, cfg.d_ff)
+        self.ffn = PositionwiseFeedForward(cfg.d_model, cfg.d_ff, dropout=cfg.activation_dropout)
         self.self_block = Residual(cfg.d_model, cfg.dropout if self_dropout is None else self_dropout, pre)
         self.cross_block = Residual(cfg.d_model, cfg.dropout, pre) if cross else None
         self.ffn_block = Residual(cfg.d_model, cfg.dropout, pre)
