@@ -128,8 +128,8 @@ def table(search: dict[str, Any], trials: list[Trial], order: list[str], precisi
     seeds = len({t.seed for t in trials})
     shown = f"valid {metric}" + (f" over {seeds} seeds" if seeds > 1 else "")
     columns = ["rank", "variant", "overrides"]
-    for p in precisions:
-        columns += [f"{p} {shown}", f"{p} valid loss", f"{p} training s"]
+    for p in precisions:  # the valid loss beside the metric, unless the metric is the loss
+        columns += [f"{p} {shown}", *([] if metric == "loss" else [f"{p} valid loss"]), f"{p} training s"]
     cells: dict[tuple[str, str], list[Trial]] = {}
     for trial in trials:
         cells.setdefault((trial.variant, trial.precision), []).append(trial)
@@ -142,11 +142,11 @@ def table(search: dict[str, Any], trials: list[Trial], order: list[str], precisi
         for p in precisions:
             runs = cells[name, p]
             scores = [t.valid[metric] for t in runs]
-            score = (f"{scores[0]:.2e}" if metric == "loss" else f"{scores[0]:.2f}") if len(runs) == 1 else \
-                spread(scores, 4 if metric == "loss" else 2)
+            digits = 4 if metric == "loss" else 2
+            score = f"{scores[0]:.{digits}f}" if len(runs) == 1 else spread(scores, digits)
             seconds = [t.train_s for t in runs]
-            row += [score, f"{sum(t.valid['loss'] for t in runs) / len(runs):.2e}",
-                    f"{seconds[0]:.1f}" if len(runs) == 1 else spread(seconds, 1)]
+            loss = [] if metric == "loss" else [f"{sum(t.valid['loss'] for t in runs) / len(runs):.2e}"]
+            row += [score, *loss, f"{seconds[0]:.1f}" if len(runs) == 1 else spread(seconds, 1)]
         rows.append(row)
     return Table(f"Search `{search['name']}`: {search['config']}, chosen on valid", columns, rows)
 

@@ -224,6 +224,17 @@ def test_select_config_runs_end_to_end(bench: Bench, date_config: Path, date_run
     assert recorded(tmp_path, "select_config-tiny").runs == result.runs[::-1]  # one-epoch's, then the finished base
 
 
+def test_select_config_shows_a_loss_metric_once_and_to_four_places(bench: Bench) -> None:
+    select = bench("select_config")
+    trials = [select.Trial("B", "bf16", seed, {"loss": loss}, 300.0 + seed)
+              for seed, loss in ((1, 3.19672), (2, 3.2012))] + [select.Trial("V", "bf16", 1, {"loss": 3.2798}, 325.1)]
+    search = {"name": "lm", "config": "c.yaml", "metric": "loss", "variants": {"B": [], "V": ["model.dropout=0.4"]}}
+    made = select.table(search, trials, select.rank(trials, "loss"), ["bf16"])
+    assert made.columns == ["rank", "variant", "overrides", "bf16 valid loss over 2 seeds", "bf16 training s"]
+    assert made.rows[0][:4] == ["1", "**B**", "(the base config)", "3.1990 ± 0.0032 (3.1967–3.2012)"]
+    assert made.rows[1][1:4] == ["V (fewer runs)", "`model.dropout=0.4`", "3.2798"]
+
+
 @pytest.mark.parametrize("search", sorted(p.name for p in (BENCHMARKS / "searches").glob("*.yaml")
                                            if p.name != "joeynmt-date.yaml"))  # JoeyNMT's, select_joeynmt.py's
 def test_every_variant_of_a_shipped_search_is_a_config(search: str) -> None:
