@@ -54,20 +54,20 @@ def main(argv: list[str] | None = None) -> None:
               + "; ".join(f"`seqlab eval {run_dir} --split test --beam {args.beam} --length-penalty {best}`"
                           for run_dir in args.run_dirs) + ".")
     given = command(__file__, sys.argv[1:] if argv is None else argv)
-    pairs = scored[0][0][3]
+    pairs = scored[0][0][1]["sentences"]  # the valid pairs decoded
     print(f"#### {title} ({time.strftime('%Y-%m-%d %H:%M')})\n\nCommand: `{given}`. {machine()}. Valid split: "
           f"{pairs:,} pairs.\n\n{markdown(table)}\n\n{choice}\n")
     runs = [{"run": str(run_dir), "length_penalty": alpha, "beam": args.beam, "valid": m, "seconds": seconds}
-            for run_dir, run in zip(args.run_dirs, scored, strict=True) for alpha, m, seconds, _ in run]
+            for run_dir, run in zip(args.run_dirs, scored, strict=True) for alpha, m, seconds in run]
     publish(Result(f"select_decoding-{args.name or args.run_dirs[0].name}", title, given, [table], runs,
                    notes=[f"valid split: {pairs:,} pairs; chosen by the mean valid {args.metric} over "
                           f"{len(args.run_dirs)} run(s)", choice]), args.results)
 
 
 def score_penalties(run_dir: Path, data_dir: str | None, beam: int,
-                    alphas: list[float]) -> list[tuple[float, dict[str, float], float, int]]:
-    """The valid metrics of ``run_dir`` decoded by beam search with each length penalty α: (α, metrics, seconds,
-    valid pairs) per α."""
+                    alphas: list[float]) -> list[tuple[float, dict[str, float], float]]:
+    """The valid metrics of ``run_dir`` decoded by beam search with each length penalty α: (α, metrics, seconds)
+    per α."""
     translator = load(run_dir)
     pairs = load_splits(translator.config.data, resolve_data_dir(data_dir))["valid"]
     split = EncodedSplit.build(translator, pairs, "valid")
@@ -76,7 +76,7 @@ def score_penalties(run_dir: Path, data_dir: str | None, beam: int,
         start = time.perf_counter()
         metrics = evaluate(translator, split, translator.config.train.batch_tokens,
                            options=DecodeOptions(beam=beam, length_penalty=alpha))
-        scored.append((alpha, metrics, time.perf_counter() - start, len(pairs)))
+        scored.append((alpha, metrics, time.perf_counter() - start))
         print(f"{run_dir}, α {alpha}: valid BLEU {metrics['bleu']:.2f}, exact match {metrics['exact_match']:.2f}",
               flush=True)
     return scored
