@@ -48,6 +48,35 @@ def evaluate(run_dir: Path, data_dir: str | None, decoding: list[str]) -> dict[s
     return dict(json.loads(output[output.index("{"):]))
 
 
+def extra_columns(metric: str) -> list[str]:
+    """What each run's test scores show beside the metric: BLEU lower-cased (sacreBLEU's -lc) beside the cased
+    score; perplexity beside a loss (the metric); the test loss beside any other metric."""
+    return {"bleu": ["bleu_lowercase", "loss"], "loss": ["perplexity"]}.get(metric, ["loss"])
+
+
+def cell(key: str, value: float) -> str:
+    """A score as the tables show it: a loss to four places, the rest to two."""
+    return f"{value:.4f}" if key == "loss" else f"{value:.2f}"
+
+
+def tables(config: str, winner: str, metric: str, scored: list[dict[str, Any]], decoded: str) -> tuple[Table, Table]:
+    """The summary (mean ± sd over the runs) and the per-run table of a choice scored on test."""
+    extra = extra_columns(metric)
+    label = {"bleu_lowercase": "test bleu, lower-cased", "loss": "test loss", "perplexity": "test perplexity"}
+    rows = [[str(r["seed"]), r["precision"], cell(metric, r["valid"][metric]), cell(metric, r["test"][metric]),
+             *(cell(key, r["test"][key]) for key in extra)] for r in scored]
+    per_run = Table(f"`{config}`, variant **{winner}** chosen on valid: each run on test, once ({decoded})",
+                    ["seed", "precision", f"valid {metric}", f"test {metric}", *(label[key] for key in extra)], rows)
+    places = 4 if metric == "loss" else 2
+    summed = [key for key in extra if key != "loss"]  # the summary shows the metric and its companion
+    summary = Table(f"`{config}`, variant **{winner}**: test over {len(scored)} runs ({decoded})",
+                    ["variant", f"valid {metric}", f"**test {metric}**", *(label[key] for key in summed)],
+                    [[winner, spread([r["valid"][metric] for r in scored], places),
+                      spread([r["test"][metric] for r in scored], places),
+                      *(spread([r["test"][key] for r in scored], 2) for key in summed)]])
+    return summary, per_run
+
+
 def main(argv: list[str] | None = None) -> None:
     """Score the choice's runs on test, print the tables and record them (refused if this choice was scored)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -78,20 +107,7 @@ def main(argv: list[str] | None = None) -> None:
         scored.append({"variant": winner, "precision": run["precision"], "seed": run["seed"], "valid": run["valid"],
                        "decoding": decoded, "test": test})
         print(f"{name}: test {metric} {test[metric]}", flush=True)
-    lowered = [f"test {metric}, lower-cased"] if metric == "bleu" else []  # sacreBLEU -lc beside the cased score
-
-    def lower(run: dict[str, Any]) -> list[str]:
-        return [f"{run['test']['bleu_lowercase']:.2f}"] if lowered else []
-
-    rows = [[str(r["seed"]), r["precision"], f"{r['valid'][metric]:.2f}", f"{r['test'][metric]:.2f}", *lower(r),
-             f"{r['test']['loss']:.4f}"] for r in scored]
-    per_run = Table(f"`{search['config']}`, variant **{winner}** chosen on valid: each run on test, once ({decoded})",
-                    ["seed", "precision", f"valid {metric}", f"test {metric}", *lowered, "test loss"], rows)
-    summary = Table(f"`{search['config']}`, variant **{winner}**: test over {len(scored)} runs ({decoded})",
-                    ["variant", f"valid {metric}", f"**test {metric}**", *lowered],
-                    [[winner, spread([r["valid"][metric] for r in scored], 2),
-                      spread([r["test"][metric] for r in scored], 2),
-                      *([spread([r["test"]["bleu_lowercase"] for r in scored], 2)] if lowered else [])]])
+    summary, per_run = tables(search["config"], winner, metric, scored, decoded)
     print(f"{machine()}.\n\n{markdown(summary)}\n\n{markdown(per_run)}\n")
     notes = [f"the choice of select_config-{search['name']} (ranked on valid), scored on test once, as it came"]
     publish(Result(f"score_choice-{search['name']}", summary.title, command(__file__, given), [summary, per_run],

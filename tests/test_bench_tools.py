@@ -288,6 +288,27 @@ def test_score_choice_runs_end_to_end(bench: Bench, date_config: Path, date_run:
     assert [run["decoding"] for run in beam.runs] == ["beam 2, α 0.6"] * 2
 
 
+def test_score_choice_tables_show_each_metric_with_its_companion(bench: Bench) -> None:
+    """A language model's choice (metric loss) shows its losses to four places and perplexity beside them, once;
+    a BLEU choice the lower-cased BLEU and the test loss beside the cased score."""
+    def run(seed: int, valid: dict[str, float], test: dict[str, float]) -> dict[str, object]:
+        return {"seed": seed, "precision": "bf16", "valid": valid, "test": test}
+
+    tables = bench("score_choice").tables
+    lm = [run(1, {"loss": 3.11366}, {"loss": 3.10853, "perplexity": 22.388}),
+          run(2, {"loss": 3.11540}, {"loss": 3.10540, "perplexity": 22.318})]
+    summary, per_run = tables("lm.yaml", "EL", "loss", lm, "greedy")
+    assert per_run.columns == ["seed", "precision", "valid loss", "test loss", "test perplexity"]
+    assert per_run.rows[0][2:] == ["3.1137", "3.1085", "22.39"]
+    assert summary.columns[1:] == ["valid loss", "**test loss**", "test perplexity"]
+    assert summary.rows[0][2] == "3.1070 ± 0.0022 (3.1054–3.1085)"
+    mt = [run(1, {"bleu": 39.86}, {"bleu": 40.55, "bleu_lowercase": 40.77, "loss": 1.72293})]
+    summary, per_run = tables("mt.yaml", "L", "bleu", mt, "beam 5, α 1.2")
+    assert per_run.columns[3:] == ["test bleu", "test bleu, lower-cased", "test loss"]
+    assert per_run.rows[0][3:] == ["40.55", "40.77", "1.7229"]
+    assert summary.columns[1:] == ["valid bleu", "**test bleu**", "test bleu, lower-cased"]
+
+
 def test_same_training_runs_end_to_end(bench: Bench, date_config: Path, tmp_path: Path,
                                        capsys: pytest.CaptureFixture[str]) -> None:
     """Two commits of a repository holding seqlab's src/, the second changing a comment, train alike; a change of
