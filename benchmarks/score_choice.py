@@ -26,7 +26,7 @@ import scoreboard
 import yaml
 from report import add_results_option, machine, markdown, publish
 from scoreboard import Result, Table, command, spread
-from select_config import Trial, rank
+from select_config import Trial, places, rank
 
 
 def choice(search: dict[str, Any], results: Path) -> tuple[str, list[dict[str, Any]]]:
@@ -55,8 +55,8 @@ def extra_columns(metric: str) -> list[str]:
 
 
 def cell(key: str, value: float) -> str:
-    """A score as the tables show it: a loss to four places, the rest to two."""
-    return f"{value:.4f}" if key == "loss" else f"{value:.2f}"
+    """A score as the tables show it (``select_config.places``)."""
+    return f"{value:.{places(key)}f}"
 
 
 def tables(config: str, winner: str, metric: str, scored: list[dict[str, Any]], decoded: str) -> tuple[Table, Table]:
@@ -67,12 +67,11 @@ def tables(config: str, winner: str, metric: str, scored: list[dict[str, Any]], 
              *(cell(key, r["test"][key]) for key in extra)] for r in scored]
     per_run = Table(f"`{config}`, variant **{winner}** chosen on valid: each run on test, once ({decoded})",
                     ["seed", "precision", f"valid {metric}", f"test {metric}", *(label[key] for key in extra)], rows)
-    places = 4 if metric == "loss" else 2
     summed = [key for key in extra if key != "loss"]  # the summary shows the metric and its companion
     summary = Table(f"`{config}`, variant **{winner}**: test over {len(scored)} runs ({decoded})",
                     ["variant", f"valid {metric}", f"**test {metric}**", *(label[key] for key in summed)],
-                    [[winner, spread([r["valid"][metric] for r in scored], places),
-                      spread([r["test"][metric] for r in scored], places),
+                    [[winner, spread([r["valid"][metric] for r in scored], places(metric)),
+                      spread([r["test"][metric] for r in scored], places(metric)),
                       *(spread([r["test"][key] for r in scored], 2) for key in summed)]])
     return summary, per_run
 

@@ -122,6 +122,11 @@ def rank(trials: list[Trial], metric: str, target: float | None = None) -> list[
     return sorted(by_variant, key=key)
 
 
+def places(metric: str) -> int:
+    """Decimal places a score is shown to: a loss (natural log, differences of 1e-3 matter) four, the rest two."""
+    return 4 if metric == "loss" else 2
+
+
 def table(search: dict[str, Any], trials: list[Trial], order: list[str], precisions: list[str]) -> Table:
     """The ranked variants: per precision, the valid score, loss and training seconds (spreads over seeds)."""
     metric = search["metric"]
@@ -142,7 +147,7 @@ def table(search: dict[str, Any], trials: list[Trial], order: list[str], precisi
         for p in precisions:
             runs = cells[name, p]
             scores = [t.valid[metric] for t in runs]
-            digits = 4 if metric == "loss" else 2
+            digits = places(metric)
             score = f"{scores[0]:.{digits}f}" if len(runs) == 1 else spread(scores, digits)
             seconds = [t.train_s for t in runs]
             loss = [] if metric == "loss" else [f"{sum(t.valid['loss'] for t in runs) / len(runs):.2e}"]
