@@ -76,6 +76,13 @@ def tables(config: str, winner: str, metric: str, scored: list[dict[str, Any]], 
     return summary, per_run
 
 
+def described_decoding(metric: str, beam: int | None, length_penalty: float) -> str:
+    """How the test scores came: a search's beam and α, or greedy; a loss (a language model's) decodes nothing."""
+    if metric == "loss":
+        return "the loss of each next token, nothing decoded"
+    return f"beam {beam}, α {length_penalty}" if beam else "greedy"
+
+
 def main(argv: list[str] | None = None) -> None:
     """Score the choice's runs on test, print the tables and record them (refused if this choice was scored)."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -98,7 +105,7 @@ def main(argv: list[str] | None = None) -> None:
         raise SystemExit(f"{done}: {winner!r} was scored on test already (once per final choice)")
     metric = search["metric"]
     decoding = ["--beam", str(args.beam), "--length-penalty", str(args.length_penalty)] if args.beam else []
-    decoded = f"beam {args.beam}, α {args.length_penalty}" if args.beam else "greedy"
+    decoded = described_decoding(metric, args.beam, args.length_penalty)
     scored = []
     for run in runs:
         name = winner if run["seed"] is None else f"{winner}-seed{run['seed']}"

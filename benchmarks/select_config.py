@@ -8,11 +8,13 @@ A search file (``benchmarks/searches/*.yaml``) names a base config and its varia
 per precision asked for (forced with SEQLAB_PRECISION) and, with ``--seeds``, once per seed; its best epoch's valid
 scores come from the run's best model (``RunDir.model_info``), its training seconds from its log. Variants are
 ranked by their worst valid score over the precisions and seeds (the search's ``metric``), so that a recipe wins
-that learns from every start, then by their mean valid loss; a search that names a ``target`` score ranks the variants
-that reach it in every run first, by their median training seconds. With several seeds a cell is the spread over them
-(mean ± sd and range). ``--variants`` trains only those; the finished runs of the others (an earlier invocation's)
-are ranked with them, a variant with fewer runs than asked for by the ones it has, marked "(fewer runs)" (more runs
-can only lower its worst score). The table and every trial go to the scoreboard (benchmarks/results/).
+that learns from every start, then by their mean valid loss; a search that names a ``target`` score ranks the
+variants that reach it in every run first, by their median training seconds; one that names a ``budget_s`` (the
+training seconds a race allows) ranks a variant with any run over it after every variant whose runs kept to it.
+With several seeds a cell is the spread over them (mean ± sd and range). ``--variants`` trains only those; the
+finished runs of the others (an earlier invocation's) are ranked with them, a variant with fewer runs than asked for
+by the ones it has, marked "(fewer runs)" (more runs can only lower its worst score). The table and every trial go
+to the scoreboard (benchmarks/results/).
 
 This script never loads the test split. It ends with the winner and the one command that scores it on
 test; that score is reported as it comes, once per final choice.
@@ -102,24 +104,32 @@ def train(config: Path, variant: str, overrides: list[str], precision: str, seed
     return trial_of(run_dir, variant, precision, seed)
 
 
-def rank(trials: list[Trial], metric: str, target: float | None = None) -> list[str]:
+def rank(trials: list[Trial], metric: str, target: float | None = None, budget: float | None = None) -> list[str]:
     """Variant names, best first: the worst ``metric`` over precisions and seeds (higher is better, except loss),
     then the mean valid loss. With a search's ``target`` (a score every run must reach, e.g. 99.9 % exact match), the
     variants whose worst run reaches it come first, the fastest first (their median training seconds), since a
-    valid split saturates and the race is then against the clock; the others follow as without a target."""
+    valid split saturates and the race is then against the clock; the others follow as without a target. With a
+    search's ``budget_s`` (the training seconds a race allows), a variant any of whose runs took longer comes after
+    every variant whose runs all kept to it."""
     sign = 1 if metric == "loss" else -1
     by_variant: dict[str, list[Trial]] = {}
     for trial in trials:
         by_variant.setdefault(trial.variant, []).append(trial)
 
-    def key(name: str) -> tuple[bool, float, float]:
+    def key(name: str) -> tuple[bool, bool, float, float]:
         runs = by_variant[name]
+        over = over_budget(runs, budget)
         worst = max(sign * t.valid[metric] for t in runs)
         if target is not None and worst <= sign * target:
-            return False, statistics.median(t.train_s for t in runs), 0.0
-        return True, worst, sum(t.valid["loss"] for t in runs) / len(runs)
+            return over, False, statistics.median(t.train_s for t in runs), 0.0
+        return over, True, worst, sum(t.valid["loss"] for t in runs) / len(runs)
 
     return sorted(by_variant, key=key)
+
+
+def over_budget(runs: list[Trial], budget: float | None) -> bool:
+    """Whether any of a variant's runs trained for longer than the search's ``budget_s`` (none: no budget)."""
+    return budget is not None and max(t.train_s for t in runs) > budget
 
 
 def places(metric: str) -> int:
@@ -141,7 +151,8 @@ def table(search: dict[str, Any], trials: list[Trial], order: list[str], precisi
     rows = []
     for place, name in enumerate(order, 1):
         partial = sum(len(cells.get((name, p), [])) for p in precisions) < len(precisions) * seeds
-        shown_name = name + (" (fewer runs)" if partial else "")
+        over = over_budget([t for p in precisions for t in cells.get((name, p), [])], search.get("budget_s"))
+        shown_name = name + (" (fewer runs)" if partial else "") + (" (over the budget)" if over else "")
         row = [f"{place}", f"**{shown_name}**" if place == 1 else shown_name,
                ", ".join(f"`{o}`" for o in search["variants"][name]) or "(the base config)"]
         for p in precisions:
@@ -150,7 +161,7 @@ def table(search: dict[str, Any], trials: list[Trial], order: list[str], precisi
             digits = places(metric)
             score = f"{scores[0]:.{digits}f}" if len(runs) == 1 else spread(scores, digits)
             seconds = [t.train_s for t in runs]
-            loss = [] if metric == "loss" else [f"{sum(t.valid['loss'] for t in runs) / len(runs):.2e}"]
+            loss = [] if metric == "loss" else [f"{sum(t.valid['loss'] for t in runs) / len(runs):.{places('loss')}f}"]
             row += [score, *loss, f"{seconds[0]:.1f}" if len(runs) == 1 else spread(seconds, 1)]
         rows.append(row)
     return Table(f"Search `{search['name']}`: {search['config']}, chosen on valid", columns, rows)
@@ -186,7 +197,7 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"{name} {p}{'' if seed is None else f' seed {seed}'}: valid {search['metric']} "
                       f"{trial.valid[search['metric']]}, {trial.train_s:.1f} s training", flush=True)
     trials += earlier_trials(search, args.runs, names, args.precisions, args.seeds)
-    order = rank(trials, search["metric"], search.get("target"))
+    order = rank(trials, search["metric"], search.get("target"), search.get("budget_s"))
     winner = order[0]
     rerun = command(__file__, given)
     overrides = " ".join(f"--set {o}" for o in search["variants"][winner])
@@ -203,6 +214,9 @@ def main(argv: list[str] | None = None) -> None:
     if "target" in search:
         ranking = (f"the variants whose every run reaches valid {search['metric']} {search['target']} first, by median "
                    f"training seconds; then the rest, {ranking.removeprefix('ranked ')}")
+    if "budget_s" in search:
+        ranking = (f"the variants whose every run trained within {search['budget_s']} s first; among them and then "
+                   f"among the rest, {ranking.removeprefix('ranked ')}")
     notes = [ranking, choice]
     publish(Result(f"select_config-{search['name']}", ranked.title, rerun, [ranked], runs, notes), args.results)
 

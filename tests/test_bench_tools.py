@@ -235,6 +235,27 @@ def test_select_config_shows_a_loss_metric_once_and_to_four_places(bench: Bench)
     assert made.rows[1][1:4] == ["V (fewer runs)", "`model.dropout=0.4`", "3.2798"]
 
 
+def test_select_config_ranks_a_variant_over_the_budget_after_those_within_it(bench: Bench) -> None:
+    """A search's budget_s: the better valid BLEU of a variant with one run over the budget ranks second."""
+    select = bench("select_config")
+    trials = [select.Trial("L", "bf16", seed, {"bleu": 40.0, "loss": 1.7}, seconds)
+              for seed, seconds in ((1, 1737.1), (2, 1922.5))]
+    trials += [select.Trial("L11", "bf16", seed, {"bleu": 39.5, "loss": 1.72}, 1650.0) for seed in (1, 2)]
+    assert select.rank(trials, "bleu") == ["L", "L11"]
+    assert select.rank(trials, "bleu", budget=1800.0) == ["L11", "L"]
+    search = {"name": "mt", "config": "c.yaml", "metric": "bleu", "budget_s": 1800, "variants": {"L": [], "L11": []}}
+    made = select.table(search, trials, ["L11", "L"], ["bf16"])
+    assert [row[1] for row in made.rows] == ["**L11**", "L (over the budget)"]
+
+
+def test_select_config_shows_a_bleu_search_s_loss_to_four_places(bench: Bench) -> None:
+    select = bench("select_config")
+    trials = [select.Trial("L", "bf16", 1, {"bleu": 39.861, "loss": 1.72293}, 1737.1)]
+    search = {"name": "mt", "config": "c.yaml", "metric": "bleu", "variants": {"L": []}}
+    made = select.table(search, trials, select.rank(trials, "bleu"), ["bf16"])
+    assert made.rows[0][3:] == ["39.86", "1.7229", "1737.1"]
+
+
 @pytest.mark.parametrize("search", sorted(p.name for p in (BENCHMARKS / "searches").glob("*.yaml")
                                            if p.name != "joeynmt-date.yaml"))  # JoeyNMT's, select_joeynmt.py's
 def test_every_variant_of_a_shipped_search_is_a_config(search: str) -> None:
@@ -243,6 +264,7 @@ def test_every_variant_of_a_shipped_search_is_a_config(search: str) -> None:
     spec = yaml.safe_load((BENCHMARKS / "searches" / search).read_text(encoding="utf-8"))
     assert spec["name"] == search.removesuffix(".yaml") and spec["metric"] in ("exact_match", "bleu", "loss",
                                                                                 "macro_f1")
+    assert set(spec) <= {"name", "config", "metric", "variants", "target", "budget_s"}  # what select_config reads
     for name, overrides in spec["variants"].items():
         config = load_config(BENCHMARKS.parent / spec["config"], overrides)
         assert config.model is not None, name
@@ -297,7 +319,9 @@ def test_score_choice_tables_show_each_metric_with_its_companion(bench: Bench) -
     tables = bench("score_choice").tables
     lm = [run(1, {"loss": 3.11366}, {"loss": 3.10853, "perplexity": 22.388}),
           run(2, {"loss": 3.11540}, {"loss": 3.10540, "perplexity": 22.318})]
-    summary, per_run = tables("lm.yaml", "EL", "loss", lm, "greedy")
+    decoded = bench("score_choice").described_decoding("loss", None, 0.0)
+    assert decoded == "the loss of each next token, nothing decoded"
+    summary, per_run = tables("lm.yaml", "EL", "loss", lm, decoded)
     assert per_run.columns == ["seed", "precision", "valid loss", "test loss", "test perplexity"]
     assert per_run.rows[0][2:] == ["3.1137", "3.1085", "22.39"]
     assert summary.columns[1:] == ["valid loss", "**test loss**", "test perplexity"]
