@@ -215,8 +215,8 @@ def main(argv: list[str] | None = None) -> None:
         ranking = (f"the variants whose every run reaches valid {search['metric']} {search['target']} first, by median "
                    f"training seconds; then the rest, {ranking.removeprefix('ranked ')}")
     if "budget_s" in search:
-        ranking = (f"the variants whose every run trained within {search['budget_s']} s first; among them and then "
-                   f"among the rest, {ranking.removeprefix('ranked ')}")
+        ranking = (f"the variants whose every run trained within {search['budget_s']} s before the rest; in each group, "
+                   f"{ranking}")
     notes = [ranking, choice]
     publish(Result(f"select_config-{search['name']}", ranked.title, rerun, [ranked], runs, notes), args.results)
 
