@@ -26,7 +26,7 @@ import scoreboard
 import yaml
 from report import add_results_option, machine, markdown, publish
 from scoreboard import Result, Table, command, spread
-from select_config import Trial, places, rank
+from select_config import Trial, cell, places, rank
 
 
 def choice(search: dict[str, Any], results: Path) -> tuple[str, list[dict[str, Any]]]:
@@ -54,11 +54,6 @@ def extra_columns(metric: str) -> list[str]:
     return {"bleu": ["bleu_lowercase", "loss"], "loss": ["perplexity"]}.get(metric, ["loss"])
 
 
-def cell(key: str, value: float) -> str:
-    """A score as the tables show it (``select_config.places``)."""
-    return f"{value:.{places(key)}f}"
-
-
 def tables(config: str, winner: str, metric: str, scored: list[dict[str, Any]], decoded: str) -> tuple[Table, Table]:
     """The summary (mean ± sd over the runs) and the per-run table of a choice scored on test."""
     extra = extra_columns(metric)
@@ -72,7 +67,7 @@ def tables(config: str, winner: str, metric: str, scored: list[dict[str, Any]], 
                     ["variant", f"valid {metric}", f"**test {metric}**", *(label[key] for key in summed)],
                     [[winner, spread([r["valid"][metric] for r in scored], places(metric)),
                       spread([r["test"][metric] for r in scored], places(metric)),
-                      *(spread([r["test"][key] for r in scored], 2) for key in summed)]])
+                      *(spread([r["test"][key] for r in scored], places(key)) for key in summed)]])
     return summary, per_run
 
 

@@ -137,6 +137,11 @@ def places(metric: str) -> int:
     return 4 if metric == "loss" else 2
 
 
+def cell(key: str, value: float) -> str:
+    """A score as the tables show it, to ``places(key)``."""
+    return f"{value:.{places(key)}f}"
+
+
 def table(search: dict[str, Any], trials: list[Trial], order: list[str], precisions: list[str]) -> Table:
     """The ranked variants: per precision, the valid score, loss and training seconds (spreads over seeds)."""
     metric = search["metric"]
@@ -158,10 +163,9 @@ def table(search: dict[str, Any], trials: list[Trial], order: list[str], precisi
         for p in precisions:
             runs = cells[name, p]
             scores = [t.valid[metric] for t in runs]
-            digits = places(metric)
-            score = f"{scores[0]:.{digits}f}" if len(runs) == 1 else spread(scores, digits)
+            score = cell(metric, scores[0]) if len(runs) == 1 else spread(scores, places(metric))
             seconds = [t.train_s for t in runs]
-            loss = [] if metric == "loss" else [f"{sum(t.valid['loss'] for t in runs) / len(runs):.{places('loss')}f}"]
+            loss = [] if metric == "loss" else [cell("loss", sum(t.valid["loss"] for t in runs) / len(runs))]
             row += [score, *loss, f"{seconds[0]:.1f}" if len(runs) == 1 else spread(seconds, 1)]
         rows.append(row)
     return Table(f"Search `{search['name']}`: {search['config']}, chosen on valid", columns, rows)
