@@ -355,9 +355,11 @@ def test_same_training_runs_end_to_end(bench: Bench, date_config: Path, tmp_path
     arguments = [str(date_config), "--before", "HEAD~1", "--repo", str(repo), "--set", "train.epochs=1"]
     bench("same_training").main(arguments)
     assert "bit for bit the same: 1 epochs" in capsys.readouterr().out
-    loss.write_text(loss.read_text(encoding="utf-8").replace("logits.reshape(-1, logits.size(-1)).float()",
-                                                             "logits.reshape(-1, logits.size(-1)).float() * 1.001"),
-                    encoding="utf-8")
+    text = loss.read_text(encoding="utf-8")
+    sharper = text.replace("SmoothedNll.apply(logits.reshape(-1, logits.size(-1)),",
+                           "SmoothedNll.apply(logits.reshape(-1, logits.size(-1)) * 1.001,")
+    assert sharper != text  # the edit found its line
+    loss.write_text(sharper, encoding="utf-8")
     commit("sharper logits")
     with pytest.raises(SystemExit) as exit:
         bench("same_training").main(arguments)  # now HEAD~1 is the comment, HEAD the sharper logits

@@ -2,10 +2,13 @@
 scale the rest by 1 / (1 - p) during training, pass everything through at evaluation.
 
 The same as ``torch.nn.Dropout``, with cheaper random numbers. On the CPU, torch draws
-one 32-bit Mersenne-Twister number per element (``bernoulli_``), a large share of a
+one Mersenne-Twister number per element (``bernoulli_``), a large share of a
 small Transformer's training step (``benchmarks/profile_ops.py train CONFIG`` shows
-it). Here one 32-bit draw decides two elements: each 16-bit half is compared
-with p · 2^16, so p is used to within 2^-16 (0.1 becomes 6554 / 65536 = 0.100006).
+it). Here one 64-bit draw decides three elements: ``random_`` on int64 gives 63 random
+bits, and each 16-bit quarter of the low 48 is compared with p · 2^16, so p is used to
+within 2^-16 (0.1 becomes 6554 / 65536 = 0.100006). A 64-bit draw costs torch about what
+a 32-bit one in a range does (both take two 32-bit words), so three elements a draw take
+half the time of two.
 The mask is drawn from torch's generator, so ``torch.manual_seed`` makes it
 reproducible, and a resumed run continues the same stream.
 """
@@ -21,10 +24,11 @@ from torch import nn
 def keep_mask(shape: torch.Size, p: float, dtype: torch.dtype, device: torch.device | None = None) -> torch.Tensor:
     """A tensor of ``shape`` holding 1 / (1 - p) where an element is kept and 0 where it is dropped."""
     numel = math.prod(shape)
-    bits = torch.empty((numel + 1) // 2, dtype=torch.int32, device=device).random_(-(2**31), 2**31)  # 32 bits each
-    halves = bits.view(torch.int16)[:numel].view(shape)  # uniform over -32768 .. 32767
-    threshold = round(p * 2**16) - 2**15  # P(half < threshold) = p, to 2^-16
-    return (halves >= threshold).to(dtype) * (1.0 / (1.0 - p))
+    draws = torch.empty((numel + 2) // 3, dtype=torch.int64, device=device).random_()  # 63 random bits each
+    quarters = draws.view(torch.int16).view(-1, 4)[:, :3]  # (draws, 3): the low 48 bits, uniform over -32768 .. 32767
+    threshold = round(p * 2**16) - 2**15  # P(quarter < threshold) = p, to 2^-16
+    kept = (quarters >= threshold).reshape(-1)[:numel].view(shape)
+    return kept.to(dtype) * (1.0 / (1.0 - p))
 
 
 class Dropout(nn.Module):

@@ -22,6 +22,7 @@ from seqlab.config import Config
 from seqlab.data.batching import pad
 from seqlab.data.inputs import chunks
 from seqlab.data.masking import IGNORE, mask_tokens, pair, single
+from seqlab.loss import token_nll_sum
 from seqlab.model import evaluating
 from seqlab.model.bert import Bert, BertConfig
 from seqlab.predictors.base import TextPredictor
@@ -104,7 +105,7 @@ class MaskedLanguageModel(TextPredictor):
         with self.autocast():
             hidden = self.model.encode(torch.from_numpy(inputs).to(self.device), segments)  # (batch, len, d)
             logits = self.model.masked_logits(hidden, where)  # (predicted, vocab)
-        out = {"mlm_sum": F.cross_entropy(logits.float(), targets, reduction="sum"), "predicted": len(targets),
+        out = {"mlm_sum": token_nll_sum(logits, targets), "predicted": len(targets),
                "right": int((logits.argmax(-1) == targets).sum())}
         if examples.next_labels is not None:
             with self.autocast():
