@@ -15,28 +15,37 @@ compare two commits on the same machine, not two machines.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def train_at(repo: Path, rev: str, config: Path, work: Path, data_dir: str | None, overrides: list[str]) -> Path:
-    """The run of ``config`` trained by the code of ``repo`` at commit ``rev`` (a worktree in ``work``)."""
+@contextlib.contextmanager
+def checked_out(repo: Path, rev: str, work: Path) -> Iterator[Path]:
+    """``repo`` at commit ``rev``, as a git worktree in ``work`` for as long as the block runs."""
     tree = work / f"tree-{rev}"
     subprocess.run(["git", "-C", str(repo), "worktree", "add", "--detach", "--force", str(tree), rev], check=True,
                    capture_output=True)
+    try:
+        yield tree
+    finally:
+        subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)], check=True)
+
+
+def train_at(repo: Path, rev: str, config: Path, work: Path, data_dir: str | None, overrides: list[str]) -> Path:
+    """The run of ``config`` trained by the code of ``repo`` at commit ``rev`` (a worktree in ``work``)."""
     run = work / f"run-{rev}"
     command = [sys.executable, "-m", "seqlab", "train", str(config), "--out", str(run)]
     command += (["--data-dir", data_dir] if data_dir else []) + [arg for item in overrides for arg in ("--set", item)]
-    try:
+    with checked_out(repo, rev, work) as tree:
         subprocess.run(command, check=True, env=os.environ | {"PYTHONPATH": str(tree / "src")}, cwd=work)
-    finally:
-        subprocess.run(["git", "-C", str(repo), "worktree", "remove", "--force", str(tree)], check=True)
     return run
 
 

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -333,13 +334,11 @@ def test_score_choice_tables_show_each_metric_with_its_companion(bench: Bench) -
     assert summary.columns[1:] == ["valid bleu", "**test bleu**", "test bleu, lower-cased"]
 
 
-def test_same_training_runs_end_to_end(bench: Bench, date_config: Path, tmp_path: Path,
-                                       capsys: pytest.CaptureFixture[str]) -> None:
-    """Two commits of a repository holding seqlab's src/, the second changing a comment, train alike; a change of
-    arithmetic trains differently, and the script says where and exits 1."""
+def source_repository(repo: Path) -> Callable[[str], None]:
+    """A git repository at ``repo`` holding a copy of seqlab's src/, committed; returns the function that commits
+    its changes."""
     import subprocess
 
-    repo = tmp_path / "repo"
     shutil.copytree(Path(__file__).resolve().parents[1] / "src", repo / "src",
                     ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
 
@@ -349,6 +348,15 @@ def test_same_training_runs_end_to_end(bench: Bench, date_config: Path, tmp_path
 
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     commit("before")
+    return commit
+
+
+def test_same_training_runs_end_to_end(bench: Bench, date_config: Path, tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """Two commits of a repository holding seqlab's src/, the second changing a comment, train alike; a change of
+    arithmetic trains differently, and the script says where and exits 1."""
+    repo = tmp_path / "repo"
+    commit = source_repository(repo)
     loss = repo / "src" / "seqlab" / "loss.py"
     loss.write_text(loss.read_text(encoding="utf-8") + "\n# a comment\n", encoding="utf-8")
     commit("a comment")
@@ -364,6 +372,28 @@ def test_same_training_runs_end_to_end(bench: Bench, date_config: Path, tmp_path
     with pytest.raises(SystemExit) as exit:
         bench("same_training").main(arguments)  # now HEAD~1 is the comment, HEAD the sharper logits
     assert exit.value.code == 1 and "epoch 1: train loss" in capsys.readouterr().out
+
+
+def test_speed_change_runs_end_to_end(bench: Bench, date_config: Path, tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Two commits timed round after round, each in a process of its own: every round's tokens/s and ratio, the
+    median ratio and its range, recorded with every round."""
+    repo = tmp_path / "repo"
+    commit = source_repository(repo)
+    loss = repo / "src" / "seqlab" / "loss.py"
+    loss.write_text(loss.read_text(encoding="utf-8") + "\n# a comment\n", encoding="utf-8")
+    commit("a comment")
+    bench("speed_change").main([str(date_config), "--before", "HEAD~1", "--repo", str(repo), "--steps", "2",
+                                "--rounds", "2", "--results", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "round 1:" in out and "round 2:" in out
+    rows = table_rows(out)
+    assert [row[0] for row in rows] == ["1", "2", "median (range)"]
+    result = recorded(tmp_path, "speed_change-date-fp32")
+    assert [run["round"] for run in result.runs] == [1, 2] and all(run["after"] > 0 for run in result.runs)
+    ratios = [run["after"] / run["before"] for run in result.runs]
+    assert [row[3] for row in rows[:2]] == [f"{r:.3f}×" for r in ratios]
+    assert rows[2][3] == f"**{statistics.median(ratios):.3f}×** ({min(ratios):.3f}–{max(ratios):.3f}×)"
 
 
 def test_select_decoding_runs_end_to_end(bench: Bench, date_run: Path, tmp_path: Path,
