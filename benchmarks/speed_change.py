@@ -80,8 +80,8 @@ def table(args: argparse.Namespace, measured: list[tuple[float, float]]) -> Tabl
     rows.append(["median (range)", f"{statistics.median(b for b, _ in measured):,.0f}",
                  f"{statistics.median(a for _, a in measured):,.0f}",
                  f"**{statistics.median(ratios):.3f}×** ({min(ratios):.3f}–{max(ratios):.3f}×)"])
-    title = (f"Training speed, `{args.config}` {' '.join(args.overrides)} in {args.precision}: "
-             f"{args.after} against {args.before}").replace("  ", " ")
+    config = " ".join([f"`{args.config}`", *args.overrides])
+    title = f"Training speed, {config} in {args.precision}: {args.after} against {args.before}"
     return Table(title, ["round", f"{args.before} target tokens/s", f"{args.after} target tokens/s",
                          "after ÷ before"], rows)
 
