@@ -29,6 +29,8 @@ from report import add_results_option, machine, markdown, publish
 from same_training import ROOT, checked_out
 from scoreboard import Result, Table, command
 
+from seqlab.precision import native_bf16
+
 
 def measure(config: str, overrides: list[str], steps: int, precision: str) -> float:
     """Target tokens/s of the timed pass (run in the child process, whose seqlab is the commit's)."""
@@ -102,6 +104,8 @@ def main(argv: list[str] | None = None) -> None:
     add_results_option(parser)
     given = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(given)
+    if args.precision == "bf16" and not native_bf16():
+        parser.error("--precision bf16: this CPU has no native bf16 (emulated, it would time the emulation); use fp32")
     if args.measure:
         print(json.dumps({"tokens_per_s": measure(str(args.config), args.overrides, args.steps, args.precision)}))
         return

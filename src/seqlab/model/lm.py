@@ -105,7 +105,7 @@ class RNNLM(nn.Module):
 
     def drop(self, x: torch.Tensor) -> torch.Tensor:
         """Inverted dropout of (B, T, F) activations in training; with ``variational``, one mask per sequence
-        (``dropout.keep_mask``: two elements decided by each 32-bit random draw)."""
+        (``dropout.keep_mask``: three elements decided by each 64-bit random draw)."""
         if not self.training or self.dropout == 0:
             return x
         shape = torch.Size((x.size(0), 1, x.size(2))) if self.variational else x.shape
