@@ -3,6 +3,8 @@
     python benchmarks/vectors_race.py --data-dir ../shared/data --gensim-python /tmp/gensim-venv/bin/python \\
         --book-repo /tmp/dlfs2 --json /tmp/vectors_race.json [--results DIR]
     python benchmarks/vectors_race.py ... --quick        # a smoke run of a few minutes
+    python benchmarks/vectors_race.py --data-dir ../shared/data --repeat 27 --systems seqlab gensim \
+        --seeds 1 2 3 --workers 1 2                         # words/s on 20 million words (issue 40)
 
 One command, one machine, one corpus, one scoring:
 
@@ -12,8 +14,10 @@ One command, one machine, one corpus, one scoring:
   one sentence per line, words joined by single spaces (checked to split back into the same words), the book
   as one stream of the ids of seqlab's ``min_count`` vocabulary (all sentences concatenated, the words outside
   the vocabulary dropped as seqlab and gensim drop them; no ``<eos>`` between sentences). ``--quick`` keeps the
-  first 5,000 sentences of each language, one seed and one epoch.
-* **seqlab** skip-gram and CBOW, ``--seeds`` (1 2 3), with the config's options (gensim's defaults: dim 100,
+  first 5,000 sentences of each language, one seed and one epoch. ``--repeat N`` gives every system the
+  sentences N times over (Multi30k 27 times: 20.2 million words), for speed on a corpus of a realistic size.
+* **seqlab** skip-gram and CBOW, ``--seeds`` (1 2 3), for each of ``--workers`` (``train.workers``: threads
+  of its compiled kernel, seqlab.vectors.kernel), with the config's options (gensim's defaults: dim 100,
   window 5, 5 negatives, min_count 5, sample 1e-3, 5 epochs, alpha 0.025 -> 0.0001). Each run is a fresh
   process (``--worker``) timing ``train_vectors(config, RUN_DIR)`` with ``time.perf_counter``: vocabulary,
   ids, training, a checkpoint at every epoch's end, the vectors saved: what ``seqlab vectors train`` costs
@@ -23,9 +27,13 @@ One command, one machine, one corpus, one scoring:
 * **gensim** 4.4 ``Word2Vec`` (``benchmarks/gensim_word2vec.py`` run with ``--gensim-python``, gensim's own
   venv; gensim is not a seqlab dependency) with the same options (``sg``, ``vector_size``, ``window``,
   ``negative``, ``hs=0``, ``min_count``, ``sample``, ``epochs``, ``alpha``, ``min_alpha``, ``cbow_mean=1``,
-  ``seed``) and ``workers=--gensim-workers`` (2, the machine's cores). Timed: ``Word2Vec(sentences, ...)``
-  (build_vocab + train) plus reading the tokenised file into lists. With 2 workers gensim is NOT
-  deterministic for a seed: its seeds give different runs, but not reproducible ones.
+  ``seed``) and each of ``--workers``. Timed: ``Word2Vec(sentences, ...)``
+  (build_vocab + train) plus reading the tokenised file into lists. With 2 workers neither gensim nor seqlab
+  is deterministic for a seed: their seeds give different runs, but not reproducible ones.
+* **Words/s**, the same for both: the corpus's words × epochs ÷ the training's seconds (the epochs': seqlab's
+  log, gensim's epoch callbacks), and ÷ the whole run's time above (the vocabulary and the saving too). seqlab's
+  first epoch includes compiling its kernel: each run gets an empty numba cache (``NUMBA_CACHE_DIR``), as a
+  first run on a machine has.
 * **The book's NumPy CBOW** (ch04: ``CBOW(vocab_size, 100, 5, corpus)``, ``Trainer`` + ``Adam()``, batch
   100, ``create_contexts_target(corpus, 5)``, as ch04/train.py), imported unchanged from ``--book-repo``
   (only ``sys.path`` is set, as ``book_numpy.py`` does; numpy's global seed is set to the first seed). The
@@ -67,7 +75,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -189,28 +197,46 @@ def _scores(words: list[str], counts: np.ndarray, vectors: np.ndarray, eval_dir:
             "vocab_size": len(words)}
 
 
+@contextlib.contextmanager
+def _empty_numba_cache(work: Path) -> Iterator[None]:
+    """A worker started inside compiles seqlab's kernel afresh, as a first run on a machine does: numba's cache
+    (``NUMBA_CACHE_DIR``, read when numba is imported) in a new empty directory."""
+    before = os.environ.get("NUMBA_CACHE_DIR")
+    os.environ["NUMBA_CACHE_DIR"] = tempfile.mkdtemp(prefix="numba-", dir=work)
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["NUMBA_CACHE_DIR"]
+        else:
+            os.environ["NUMBA_CACHE_DIR"] = before
+
+
 def seqlab_run(args: argparse.Namespace, work: Path, corpus: Path, method: str, seed: int, epochs: int,
-               extra: list[str], eval_dir: Path) -> dict[str, Any]:
+               extra: list[str], eval_dir: Path, workers: int = 1) -> dict[str, Any]:
     """One seqlab run (a worker), scored."""
     from seqlab.vectors import WordVectors
 
     run_dir = work / f"seqlab-{method}-{seed}-{epochs}-{time.monotonic_ns()}"
     overrides = [f"train.method={method}", f"train.seed={seed}", f"train.epochs={epochs}", *extra]
+    if method != "count":
+        overrides.append(f"train.workers={workers}")
     print(f"seqlab {' '.join(overrides)} ...", file=sys.stderr, flush=True)
-    result = run_worker("seqlab", {"corpus": str(corpus), "config": str(args.config), "overrides": overrides,
-                                   "run_dir": str(run_dir)}, work)
+    with _empty_numba_cache(work):
+        result = run_worker("seqlab", {"corpus": str(corpus), "config": str(args.config), "overrides": overrides,
+                                       "run_dir": str(run_dir)}, work)
     wv = WordVectors.load(run_dir)
-    result.update(system="seqlab", method=method, seed=seed, epochs=epochs, overrides=overrides,
+    result.update(system="seqlab", method=method, seed=seed, epochs=epochs, overrides=overrides, workers=workers,
                   scores=_scores(wv.words, wv.counts, wv.vectors, eval_dir))
     return result
 
 
 def gensim_run(args: argparse.Namespace, work: Path, corpus: Path, train: VectorsTrainConfig, sg: int, seed: int,
-               eval_dir: Path) -> dict[str, Any]:
+               eval_dir: Path, workers: int) -> dict[str, Any]:
     """One run of gensim_word2vec.py by gensim's python, scored."""
     out = work / f"gensim-{sg}-{seed}-{time.monotonic_ns()}"
     command = [str(args.gensim_python), str(BENCHMARKS / "gensim_word2vec.py"), "--corpus", str(corpus),
-               "--out", str(out), "--sg", str(sg), "--seed", str(seed), "--workers", str(args.gensim_workers),
+               "--out", str(out), "--sg", str(sg), "--seed", str(seed), "--workers", str(workers),
                "--dim", str(train.dim), "--window", str(train.window), "--negative", str(train.negative),
                "--min-count", str(train.min_count), "--sample", repr(train.sample), "--epochs", str(train.epochs),
                "--alpha", repr(train.alpha), "--min-alpha", repr(train.min_alpha), "--eval-dir", str(eval_dir)]
@@ -252,18 +278,24 @@ def _fmt(values: Sequence[float | None], digits: int = 1) -> str:
     present = [v for v in values if v is not None]
     return spread(present, digits) if present else "—"
 
-def summarise(label: str, runs: list[dict[str, Any]], tokenise_s: float | None) -> dict[str, Any]:
-    """A group of runs' label, mean ± std of scores, times and memory, and the raw values."""
+def summarise(label: str, runs: list[dict[str, Any]], tokenise_s: float | None, words: int) -> dict[str, Any]:
+    """A group of runs' label, mean ± std of scores, times, words/s (of ``words`` a epoch) and memory, and the raw
+    values."""
     scores = {key: [r["scores"][key] for r in runs] for key in runs[0]["scores"]}
     per_epoch = [statistics.fmean(r["epoch_s"]) for r in runs if r.get("epoch_s")]
     total = [r["train_s"] + r.get("read_s", 0.0) for r in runs]
+    counted = runs[0]["method"] != "count"
+    speed = [words * r["epochs"] / t for r, t in zip(runs, total)] if counted else []  # the whole run
+    training = [words * r["epochs"] / sum(r["epoch_s"]) for r in runs] if counted else []  # its epochs
     return dict(label=label, system=runs[0]["system"], method=runs[0]["method"], epochs=runs[0]["epochs"],
+                workers=runs[0].get("workers"),
                 seeds=[r["seed"] for r in runs], scores={k: _mean_std(v) for k, v in scores.items()},
                 time_s=_mean_std(total), with_tokenising_s=_mean_std([t + tokenise_s for t in total])
                 if tokenise_s is not None else (None, None),
                 epoch_s=_mean_std(per_epoch), peak_rss_mib=_mean_std([r["peak_rss_mib"] for r in runs]),
                 rise_mib=_mean_std([r["peak_rss_mib"] - r["rss_before_training_mib"] for r in runs]),
-                _raw=dict(scores=scores, total=total, per_epoch=per_epoch))
+                _raw=dict(scores=scores, total=total, per_epoch=per_epoch, words_per_s=speed,
+                          training_words_per_s=training))
 
 
 def caption(corpus: dict[str, Any], cov: dict[str, Any], load: tuple[float, float]) -> str:
@@ -278,10 +310,10 @@ def caption(corpus: dict[str, Any], cov: dict[str, Any], load: tuple[float, floa
             f"{load[0]:.2f} / {load[1]:.2f}.")
 
 
-def table(rows: list[dict[str, Any]], tokenise_s: float) -> Table:
+def table(rows: list[dict[str, Any]], tokenise_s: float, repeat: int = 1) -> Table:
     """The groups: scores, times and memory, each the spread over the group's seeds."""
     columns = ["system", "epochs", "seeds", "analogy acc. %", "WordSim-353 ρ", "SimLex-999 ρ", "time s",
-               "with tokenising s", "s / epoch", "peak RSS MiB (rise)"]
+               "with tokenising s", "s / epoch", "words/s training", "words/s whole run", "peak RSS MiB (rise)"]
     cells = []
     for row in rows:
         raw = row["_raw"]
@@ -289,30 +321,46 @@ def table(rows: list[dict[str, Any]], tokenise_s: float) -> Table:
         cells.append([row["label"], str(row["epochs"]), " ".join(map(str, row["seeds"])),
                       _fmt(raw["scores"]["analogy"], 2), _fmt(raw["scores"]["ws353"], 3),
                       _fmt(raw["scores"]["simlex"], 3), _fmt(raw["total"], 1), with_tok, _fmt(raw["per_epoch"], 2),
+                      _fmt(raw["training_words_per_s"], 0), _fmt(raw["words_per_s"], 0),
                       f"{row['peak_rss_mib'][0]:,.0f} ({row['rise_mib'][0]:,.0f})"])
-    return Table("Word vectors on Multi30k en+de train: seqlab, gensim, the book, PPMI + SVD", columns, cells)
+    corpus = "Multi30k en+de train" + (f" {repeat} times over" if repeat > 1 else "")
+    return Table(f"Word vectors on {corpus}: seqlab, gensim, the book, PPMI + SVD", columns, cells)
 
 
-def ratios(rows: list[dict[str, Any]], epochs: int, tokenise_s: float) -> list[str]:
-    """seqlab's time over gensim's for each method, and the book's time an epoch over seqlab's CBOW's."""
-    def find(system: str, method: str, n: int) -> dict[str, Any] | None:
-        return next((r for r in rows if (r["system"], r["method"], r["epochs"]) == (system, method, n)), None)
+def _speeds(mine: dict[str, Any], theirs: dict[str, Any]) -> str:
+    """Two groups' words/s, over their epochs and over their whole runs, as ratios."""
+    return (f"{ratio_range(mine['_raw']['training_words_per_s'], theirs['_raw']['training_words_per_s'])} training, "
+            f"{ratio_range(mine['_raw']['words_per_s'], theirs['_raw']['words_per_s'])} whole run")
+
+
+def ratios(rows: list[dict[str, Any]], epochs: int) -> list[str]:
+    """seqlab's words/s over gensim's for each method and worker count, each system's from 1 worker to the most,
+    and the book's time an epoch over seqlab's CBOW's."""
+    def find(system: str, method: str, n: int, workers: int | None = None) -> dict[str, Any] | None:
+        return next((r for r in rows if (r["system"], r["method"], r["epochs"]) == (system, method, n)
+                     and workers in (None, r["workers"])), None)
 
     notes = []
     for method in ("skipgram", "cbow"):
-        ours, theirs = find("seqlab", method, epochs), find("gensim", method, epochs)
-        if ours and theirs:
-            mine, others = ours["_raw"]["total"], theirs["_raw"]["total"]
-            notes.append(f"{method}: seqlab time ÷ gensim's = {ratio_range(mine, others)} (with seqlab's tokenising "
-                         f"{ratio_range([t + tokenise_s for t in mine], others)})")
+        counts = sorted({r["workers"] for r in rows if r["method"] == method and r["workers"]})
+        for workers in counts:
+            ours, theirs = find("seqlab", method, epochs, workers), find("gensim", method, epochs, workers)
+            if ours and theirs:
+                notes.append(f"{method}, {workers} workers: seqlab words/s ÷ gensim's = {_speeds(ours, theirs)}")
+        for system in ("seqlab", "gensim") if len(counts) > 1 else ():
+            one, most = find(system, method, epochs, counts[0]), find(system, method, epochs, counts[-1])
+            if one and most:
+                notes.append(f"{method}, {system}: words/s with {counts[-1]} workers ÷ with {counts[0]} = "
+                             f"{_speeds(most, one)}")
     book = next((r for r in rows if r["system"] == "book"), None)
     if book:
-        same = find("seqlab", "cbow", book["epochs"])
+        same = find("seqlab", "cbow", book["epochs"], 1)
         if same and same["epoch_s"][0]:
-            notes.append(f"book CBOW s / epoch ÷ seqlab CBOW's = "
+            notes.append(f"book CBOW s / epoch ÷ seqlab CBOW's (1 worker) = "
                          f"{ratio_range(book['_raw']['per_epoch'], same['_raw']['per_epoch'], 1)} "
                          f"(book setup {book['_raw'].get('setup_s', 0):.1f} s included in its time)")
     return notes
+
 
 def machine_info(gensim_runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The CPU, its flags, threads, versions and thread variables, for the JSON."""
@@ -352,7 +400,9 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--data-dir", default=os.environ.get("SEQLAB_DATA"), help="default: $SEQLAB_DATA")
     parser.add_argument("--gensim-python", type=Path, default=Path("/tmp/gensim-venv/bin/python"),
                         help="python of a venv with gensim 4.4")
-    parser.add_argument("--gensim-workers", type=int, default=2)
+    parser.add_argument("--workers", type=int, nargs="+", default=[1, 2],
+                        help="each word2vec system's threads, a row per count")
+    parser.add_argument("--repeat", type=int, default=1, help="the sentences this many times over")
     parser.add_argument("--eval-dir", help="questions-words.txt, wordsim353.tsv, simlex999.txt "
                         "(default: those of the gensim package)")
     parser.add_argument("--book-repo", help="a checkout of oreilly-japan/deep-learning-from-scratch-2 (book skipped if absent)")
@@ -382,6 +432,7 @@ def shared_words(args: argparse.Namespace, config: VectorsConfig) -> tuple[list[
     if args.quick:  # read_words gives the sources (German), then the targets (English)
         half = len(words) // 2
         words = words[:QUICK_SENTENCES] + words[half : half + QUICK_SENTENCES]
+    words = words * args.repeat
     if any(" ".join(s).split(" ") != s for s in words if s):
         raise SystemExit("a word holds a space: the corpus file would not give the same words back")
     return words, tokenise_s
@@ -400,12 +451,14 @@ def run_systems(args: argparse.Namespace, work: Path, corpus_file: Path, vocabul
                   f"ws353 {s['ws353']}, simlex {s['simlex']}", file=sys.stderr, flush=True)
 
     for method, sg in (("skipgram", 1), ("cbow", 0)):
-        if "seqlab" in args.systems:
-            group(f"seqlab {method} *", [seqlab_run(args, work, corpus_file, method, seed, train.epochs, [],
-                                                    eval_dir) for seed in args.seeds])
-        if "gensim" in args.systems:
-            runs = [gensim_run(args, work, corpus_file, train, sg, seed, eval_dir) for seed in args.seeds]
-            group(f"gensim {runs[0]['gensim']} {method} ({args.gensim_workers} workers)", runs)
+        for workers in args.workers:
+            if "seqlab" in args.systems:
+                group(f"seqlab {method} * ({workers} workers)", [
+                    seqlab_run(args, work, corpus_file, method, seed, train.epochs, [], eval_dir, workers)
+                    for seed in args.seeds])
+            if "gensim" in args.systems:
+                runs = [gensim_run(args, work, corpus_file, train, sg, seed, eval_dir, workers) for seed in args.seeds]
+                group(f"gensim {runs[0]['gensim']} {method} ({workers} workers)", runs)
     if "book" in args.systems and args.book_repo:
         book = book_run(args, work, ids, vocabulary.words, vocabulary.counts, args.seeds[0], eval_dir)
         group(f"book NumPy CBOW (ch04, Adam, batch {BOOK['batch']}; book runs {BOOK['max_epoch']} epochs)", [book])
@@ -460,22 +513,24 @@ def main(argv: list[str] | None = None) -> None:
         corpus_file.write_text("".join(" ".join(s) + "\n" for s in words), encoding="utf-8")
         groups = run_systems(args, work, corpus_file, vocabulary, ids, train, eval_dir)
 
-    rows = [summarise(label, runs, tokenise_s if runs[0]["system"] == "seqlab" else None) for label, runs in groups]
+    rows = [summarise(label, runs, tokenise_s if runs[0]["system"] == "seqlab" else None, corpus["words"])
+            for label, runs in groups]
     for row, (_, runs) in zip(rows, groups):
         if runs[0]["system"] == "book":
             row["_raw"]["setup_s"] = runs[0]["setup_s"]
     given = command(__file__, sys.argv[1:] if argv is None else argv)
     load = (load_start[0], os.getloadavg()[0])
-    made, notes = table(rows, tokenise_s), ratios(rows, train.epochs, tokenise_s)
+    made, notes = table(rows, tokenise_s, args.repeat), ratios(rows, train.epochs)
     about = caption(corpus, rows[0]["scores"], load)
     print(f"### {made.title} ({datetime.date.today()})\n\nCommand: `{given}`. {report.machine()}. {about}\n\n"
           f"{report.markdown(made)}\n\n`*` = the config's epochs." + "".join(f" {note}." for note in notes) + "\n")
-    report.publish(Result("vectors_race", made.title, given, [made], [run for _, runs in groups for run in runs],
+    race = "vectors_race" if args.repeat == 1 else f"vectors_race-repeat{args.repeat}"  # a record of its own
+    report.publish(Result(race, made.title, given, [made], [run for _, runs in groups for run in runs],
                           notes=[about, "`*` = the config's epochs", *notes]), args.results)
     if args.json:
         gensim_runs = [r for _, runs in groups for r in runs if r["system"] == "gensim"]
         record = dict(benchmark="vectors_race", command=given, config=str(args.config), corpus=corpus,
-                      options=train.model_dump(), eval_dir=str(eval_dir), gensim_workers=args.gensim_workers,
+                      options=train.model_dump(), eval_dir=str(eval_dir), workers=args.workers, repeat=args.repeat,
                       book=dict(repo=args.book_repo, epochs=args.book_epochs, **BOOK),
                       summary=[{k: v for k, v in r.items() if k != "_raw"} for r in rows],
                       runs={label: runs for label, runs in groups}, machine=machine_info(gensim_runs),

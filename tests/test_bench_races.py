@@ -168,27 +168,32 @@ def test_vectors_race_runs_end_to_end(bench: Any, in_process_workers: None, tmp_
     python = stand_in_command(tmp_path / "python", f"PYTHONPATH={STAND_INS / 'gensim'} exec {sys.executable}")
     out = tmp_path / "race.json"
     bench("vectors_race").main(["--config", str(config), "--data-dir", str(data), "--gensim-python", str(python),
-                                "--gensim-workers", "1", "--book-repo", str(BOOK), "--book-epochs", "1", "--seeds", "1",
-                                "--count-windows", "2", "--work-dir", str(tmp_path / "work"), "--json", str(out),
+                                "--workers", "1", "--repeat", "2", "--book-repo", str(BOOK), "--book-epochs", "1",
+                                "--seeds", "1", "--count-windows", "2", "--work-dir", str(tmp_path / "work"),
+                                "--json", str(out),
                                 "--results", str(tmp_path)])
     rows = table_rows(capsys.readouterr().out)
     labels = [row[0] for row in rows]
-    assert labels == ["seqlab skipgram *", "gensim 4.4.0.stand-in skipgram (1 workers)", "seqlab cbow *",
+    assert labels == ["seqlab skipgram * (1 workers)", "gensim 4.4.0.stand-in skipgram (1 workers)",
+                      "seqlab cbow * (1 workers)",
                       "gensim 4.4.0.stand-in cbow (1 workers)",
                       "book NumPy CBOW (ch04, Adam, batch 100; book runs 10 epochs)",
                       "seqlab cbow, 1 epoch(s) as the book", "seqlab count (PPMI + SVD), window 2"]
     record = json.loads(out.read_text(encoding="utf-8"))
     corpus = record["corpus"]
-    assert corpus["sentences"] == 600 and corpus["words"] == 300 * (9 + 7)  # 9 English and 7 German words a line
+    # 9 English and 7 German words a line, the corpus twice over
+    assert corpus["sentences"] == 2 * 600 and corpus["words"] == 2 * 300 * (9 + 7)
     runs = [run for group in record["runs"].values() for run in group]
     assert {run["scores"]["vocab_size"] for run in runs} == {corpus["vocab_size"]}  # the same words for every system
     assert all(run["corpus_words"] == corpus["words"] for run in runs if run["system"] == "gensim")
     assert [len(run["epoch_s"]) for run in runs] == [2, 2, 2, 2, 1, 1, 0]
     # of the stand-in files' questions and pairs, those with a word outside the corpus are not covered
     assert {(run["scores"]["analogy_coverage"], run["scores"]["ws353_coverage"]) for run in runs} == {(75.0, 500 / 6)}
-    result = recorded(tmp_path, "vectors_race")
+    result = recorded(tmp_path, "vectors_race-repeat2")  # a race over a repeated corpus is a record of its own
     assert result.runs == json.loads(json.dumps(runs, default=str)) and result.tables[0].rows == rows
     assert rows[0][6] == f"{runs[0]['train_s'] + runs[0].get('read_s', 0.0):.1f} (1 run)"  # seqlab skipgram's time
+    assert rows[0][9] == f"{corpus['words'] * 2 / sum(runs[0]['epoch_s']):,.0f} (1 run)"  # words/s, training
+    assert rows[0][10] == f"{corpus['words'] * 2 / (runs[0]['train_s'] + runs[0].get('read_s', 0.0)):,.0f} (1 run)"
 
 
 def test_lm_time_estimate_runs_end_to_end(bench: Any, in_process_workers: None, tmp_path: Path,

@@ -1,6 +1,4 @@
-"""word2vec's examples: vocabulary with min_count, subsampling, dynamic windows, CBOW padding."""
-
-from collections import Counter
+"""word2vec's examples: vocabulary with min_count, subsampling, the book's CBOW windows, CBOW padding."""
 
 import numpy as np
 import pytest
@@ -13,7 +11,6 @@ from seqlab.vectors.pairs import (
     Vocabulary,
     cbow_examples,
     keep_probabilities,
-    skipgram_pairs,
     stream,
     subsample,
 )
@@ -47,30 +44,17 @@ def test_subsampling_keeps_each_word_at_its_rate():
     assert counts[1] == 50_000 and counts[0] / 50_000 == pytest.approx(0.2, abs=0.01)
 
 
-def test_skipgram_pairs_of_window_one_stay_in_their_sentence():
-    centres, contexts = skipgram_pairs(stream([np.array([0, 1, 2]), np.array([3, 4])]), 1, np.random.default_rng(0))
-    assert Counter(zip(centres.tolist(), contexts.tolist())) == Counter([(0, 1), (1, 0), (1, 2), (2, 1), (3, 4), (4, 3)])
-
-
-def test_dynamic_window_sees_far_words_less_often():
-    sentence = np.arange(10_000) % 100
-    centres, contexts = skipgram_pairs(stream([sentence]), 2, np.random.default_rng(0))
-    distance = np.abs(centres - contexts) % 100
-    near, far = int((distance == 1).sum()), int((distance == 2).sum())
-    assert far / near == pytest.approx(0.5, abs=0.03)  # a window of 2 is drawn at half the positions
-
-
-def test_cbow_examples_pad_the_narrower_windows():
-    contexts, centres = cbow_examples(stream([np.array([5, 6, 7])]), 1, np.random.default_rng(0))
-    assert centres.tolist() == [5, 6, 7]
-    assert contexts.tolist() == [[PAD_CONTEXT, 6], [5, 7], [6, PAD_CONTEXT]]
+def test_the_books_windows_stay_in_their_sentence():
+    contexts, centres = cbow_examples(stream([np.array([5, 6, 7]), np.array([8, 9, 10, 11])]), 1)
+    assert centres.tolist() == [6, 9, 10]
+    assert contexts.tolist() == [[5, 7], [8, 10], [9, 11]]
 
 
 def test_the_books_whole_windows_over_one_stream_are_create_contexts_target():
-    """No rng: every window whole, the words as one stream (the book's CBOW), the book's examples: the same
-    centres, and the same context words (seqlab orders the columns by distance, -1, +1, -2, +2)."""
+    """Every window whole, the words as one stream (the book's CBOW), the book's examples: the same centres, and
+    the same context words (seqlab orders the columns by distance, -1, +1, -2, +2)."""
     ids = np.random.default_rng(1).integers(0, 20, size=40)
-    contexts, centres = cbow_examples(Stream(ids, np.zeros_like(ids)), 3, None)
+    contexts, centres = cbow_examples(Stream(ids, np.zeros_like(ids)), 3)
     book_contexts, book_centres = create_contexts_target(ids, 3)
     assert centres.tolist() == book_centres.tolist()
     assert contexts[:, [4, 2, 0, 1, 3, 5]].tolist() == book_contexts.tolist()  # back to -3, -2, -1, +1, +2, +3

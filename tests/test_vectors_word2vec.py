@@ -152,31 +152,12 @@ def test_the_books_cbow_splits_the_error_between_the_context_rows():
         assert grad[row].tolist() == [1.0, 2.0, 3.0]
 
 
-@pytest.mark.parametrize("cbow", [True, False])
-def test_hand_written_sgd_step_equals_autograd_and_sgd(cbow):
-    """sgd_step's backward, written out, against autograd on the summed loss and torch's SGD (float64)."""
-    generator = torch.Generator().manual_seed(4)
-    by_hand = NegativeSamplingWord2Vec(12, 5, cbow=cbow, generator=generator).double()
-    reference = NegativeSamplingWord2Vec(12, 5, cbow=cbow).double()
-    reference.load_state_dict(by_hand.state_dict())
-    inputs = torch.tensor([[0, 3, -1], [3, 3, 7], [5, -1, -1]]) if cbow else torch.tensor([0, 3, 3])
-    positive, negatives = torch.tensor([1, 2, 1]), torch.tensor([[4, 1, 9], [9, 9, 2], [0, 11, 4]])
-    loss = by_hand.sgd_step(inputs, positive, negatives, lr=0.1)
-    optimizer = torch.optim.SGD(reference.parameters(), lr=0.1)
-    expected = reference(inputs, positive, negatives) * 3
-    expected.backward()
-    optimizer.step()
-    assert loss == pytest.approx(expected.item(), rel=1e-12)
-    for name, weight in by_hand.state_dict().items():
-        assert torch.allclose(weight, reference.state_dict()[name], atol=1e-12), name
-
-
 def test_the_alias_table_holds_each_words_probability_exactly():
-    from seqlab.vectors.word2vec import _alias_table
+    from seqlab.vectors.word2vec import alias_table
 
     counts = np.random.default_rng(0).zipf(1.3, 5000).astype(np.float64)
     sampler = UnigramSampler(counts)
-    keep, alias = _alias_table(sampler.probabilities)
+    keep, alias = alias_table(sampler.probabilities)
     share = keep / len(keep)  # each column's own word, then what it gives to its alias
     np.add.at(share, alias, (1 - keep) / len(keep))
     assert np.allclose(share, sampler.probabilities, rtol=0, atol=1e-12)

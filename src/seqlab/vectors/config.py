@@ -23,7 +23,11 @@ class VectorsTrainConfig(Section):
     epochs: int = Field(5, gt=0, description="word2vec: passes over the corpus")
     alpha: float = Field(0.025, gt=0, description="word2vec: the first learning rate, decayed linearly to min_alpha")
     min_alpha: float = Field(0.0001, ge=0)
-    batch_size: int = Field(1024, gt=0, description="word2vec: examples per step")
+    workers: int = Field(1, gt=0, description="word2vec: threads training at once on the same tables; 1 gives the "
+                                             "same vectors every time, more are faster and differ from run to run "
+                                             "(as word2vec.c's and gensim's)")
+    batch_size: int = Field(1024, gt=0, description="the book's recipe: examples per Adam step (word2vec's recipe "
+                                                    "steps one example at a time)")
     recipe: Literal["word2vec", "book"] = Field(
         "word2vec", description="word2vec: the word2vec tools' training (SGD from alpha to min_alpha, windows drawn "
                                 "within sentences, every context word given the whole gradient of their mean); book: "
@@ -36,6 +40,8 @@ class VectorsTrainConfig(Section):
     def _book_is_cbow(self) -> VectorsTrainConfig:
         if self.recipe == "book" and self.method != "cbow":
             raise ValueError("train.recipe book is the book's CBOW: it needs train.method cbow")
+        if self.recipe == "book" and self.workers > 1:
+            raise ValueError("train.recipe book trains in PyTorch's threads: train.workers is word2vec's, keep it 1")
         return self
 
 

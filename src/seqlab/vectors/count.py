@@ -36,8 +36,7 @@ def co_matrix_sparse(sentences: Sequence[np.ndarray], vocab_size: int, window_si
     """Co-occurrence counts as a sparse (V, V) matrix; windows do not cross from one sentence into the next
     (one sentence holding the whole stream gives ``create_co_matrix``)."""
     ids, sentence = stream(sentences)
-    reach = np.full(len(ids), window_size)  # the whole window at every position
-    pairs = [neighbours(sentence, reach, o) for d in range(1, window_size + 1) for o in (-d, d)]
+    pairs = [neighbours(sentence, o) for d in range(1, window_size + 1) for o in (-d, d)]
     row = np.concatenate([ids[position] for position, _ in pairs])
     col = np.concatenate([ids[other] for _, other in pairs])
     data = np.ones(len(row), dtype=np.float64)

@@ -1,5 +1,6 @@
 """What word2vec trains on: a vocabulary with ``min_count``, subsampling of frequent words, and the
-(centre, context) examples of a dynamic window, as the word2vec tools make them (Mikolov et al. 2013).
+(centre, context) examples of a dynamic window, as the word2vec tools make them (Mikolov et al. 2013); and the
+book's CBOW examples, every whole window.
 
 * The vocabulary keeps the words seen at least ``min_count`` times, most frequent first (ties in order of
   first occurrence); the rest are dropped from the sentences, as word2vec does.
@@ -7,11 +8,12 @@
   probability ``(sqrt(f / t) + 1) · t / f`` (word2vec.c's formula, at most 1), so "the" and "." are
   thinned and rare words kept.
 * Dynamic window: at each position the window is drawn from 1..``window``, so near words are seen more
-  often than far ones.
+  often than far ones (drawn in ``kernel.train_job``, as word2vec.c draws it).
 """
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -33,9 +35,7 @@ class Vocabulary:
 
     @classmethod
     def build(cls, sentences: Iterable[Sequence[str]], min_count: int = 5) -> Vocabulary:
-        counter: Counter[str] = Counter()
-        for sentence in sentences:
-            counter.update(sentence)
+        counter = Counter(itertools.chain.from_iterable(sentences))  # counted in C, in first-occurrence order
         kept = [(w, c) for w, c in counter.items() if c >= min_count]  # Counter keeps first-occurrence order
         kept.sort(key=lambda item: -item[1])  # stable: ties stay in first-occurrence order
         if not kept:
@@ -76,38 +76,22 @@ def subsample(words: Stream, keep: np.ndarray, rng: np.random.Generator) -> Stre
     return Stream(words.ids[kept], words.sentence[kept])
 
 
-def neighbours(sentence: np.ndarray, reach: np.ndarray, offset: int) -> tuple[np.ndarray, np.ndarray]:
-    """The positions whose word ``offset`` away (signed) is in the same sentence and within the drawn window,
-    and that word's positions."""
+def neighbours(sentence: np.ndarray, offset: int) -> tuple[np.ndarray, np.ndarray]:
+    """The positions whose word ``offset`` away (signed) is in the same sentence, and that word's positions."""
     n = len(sentence)
     position = np.arange(max(0, -offset), min(n, n - offset))
     other = position + offset
-    valid = (sentence[position] == sentence[other]) & (reach[position] >= abs(offset))
+    valid = sentence[position] == sentence[other]
     return position[valid], other[valid]
 
 
-def skipgram_pairs(words: Stream, window: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """(centres (N,), contexts (N,)): every word with every word within its drawn window, in its sentence."""
+def cbow_examples(words: Stream, window: int) -> tuple[np.ndarray, np.ndarray]:
+    """The book's ``create_contexts_target``: (contexts (N, 2·window), centres (N,)) for every position with
+    ``window`` words on each side in its sentence (pass the words as one stream for the book's)."""
     ids, sentence = words
-    reach = rng.integers(1, window + 1, size=len(ids))  # the window drawn at each position
-    centres, contexts = [], []
-    for offset in [o for d in range(1, window + 1) for o in (-d, d)]:
-        position, other = neighbours(sentence, reach, offset)
-        centres.append(ids[position])
-        contexts.append(ids[other])
-    return np.concatenate(centres), np.concatenate(contexts)
-
-
-def cbow_examples(words: Stream, window: int, rng: np.random.Generator | None) -> tuple[np.ndarray, np.ndarray]:
-    """(contexts (N, 2·window) padded with PAD_CONTEXT, centres (N,)): each position with at least one
-    context word within its drawn window. Without ``rng``, the book's ``create_contexts_target``: every window
-    whole, so only the positions with ``window`` words on each side (pass the words as one stream for its)."""
-    ids, sentence = words
-    reach = np.full(len(ids), window) if rng is None else rng.integers(1, window + 1, size=len(ids))
     block = np.full((len(ids), 2 * window), PAD_CONTEXT, dtype=np.int64)
     for column, offset in enumerate(o for d in range(1, window + 1) for o in (-d, d)):
-        position, other = neighbours(sentence, reach, offset)
+        position, other = neighbours(sentence, offset)
         block[position, column] = ids[other]
-    present = block != PAD_CONTEXT
-    has_context = present.any(axis=1) if rng is not None else present.all(axis=1)
-    return block[has_context], ids[has_context]
+    whole = (block != PAD_CONTEXT).all(axis=1)
+    return block[whole], ids[whole]

@@ -29,7 +29,7 @@ from seqlab.tokenizer import split_words
 from seqlab.vectors.config import VectorsConfig, VectorsTrainConfig
 from seqlab.vectors.count import co_matrix_sparse, ppmi_sparse, svd_vectors
 from seqlab.vectors.pairs import Vocabulary
-from seqlab.vectors.train import Word2VecState, train_word2vec
+from seqlab.vectors.train import Word2VecState, rate, train_word2vec
 from seqlab.vectors.wordvectors import WordVectors
 
 logger = logging.getLogger("seqlab")
@@ -87,10 +87,13 @@ def _word2vec_vectors(run: RunDir, ids: list[np.ndarray], counts: np.ndarray, cf
 
     def on_epoch(state: Word2VecState, loss: float) -> None:
         seconds = time.perf_counter() - clock[0]
+        alpha = rate(cfg, state.epochs_done / cfg.epochs)
         run.append_log({"epoch": state.epochs_done, "step": state.epochs_done, "train_loss": loss,
-                        "seconds": round(seconds, 3), "words_per_second": round(corpus_words / seconds)})
+                        "seconds": round(seconds, 3), "words_per_second": round(corpus_words / seconds),
+                        "alpha": alpha})
         _save_state(run, state)  # after the log: a kill between the two drops the record on resume
-        logger.info("epoch %d/%d: loss %.4f, %.0f words/s", state.epochs_done, cfg.epochs, loss, corpus_words / seconds)
+        logger.info("epoch %d/%d: loss %.4f, %.0f words/s, alpha %.5f", state.epochs_done, cfg.epochs, loss,
+                    corpus_words / seconds, alpha)
         clock[0] = time.perf_counter()
 
     model = train_word2vec(ids, counts, cfg, progress, state, on_epoch)

@@ -1,40 +1,43 @@
 """Training word2vec with negative sampling (seed 002 §4.3), with the options of the word2vec tools:
 ``min_count`` and subsampling (``pairs.py``), a dynamic window, ``negative`` words from the unigram^0.75
-sampler, and SGD whose rate falls linearly from ``alpha`` to ``min_alpha`` over the whole run. Or, ``recipe:
-book``, the book's CBOW (ch. 4 ``train.py``): every whole window of the sentences joined into one stream (its
-``create_contexts_target``), the gradient of the context's mean split between its words, and Adam at
-``alpha`` on each batch's mean loss, the last partial batch dropped (its ``Trainer.fit``).
+table, and SGD one example at a time whose rate falls linearly from ``alpha`` to ``min_alpha`` over the whole
+run, in ``kernel.train_job`` (compiled) on ``workers`` threads. Or, ``recipe: book``, the book's CBOW (ch. 4
+``train.py``) in PyTorch: every whole window of the sentences joined into one stream (its
+``create_contexts_target``), the gradient of the context's mean split between its words, and Adam at ``alpha``
+on each batch's mean loss, the last partial batch dropped (its ``Trainer.fit``).
 
-Examples are shuffled and taken ``batch_size`` at a time; a step (``NegativeSamplingWord2Vec.sgd_step``)
-follows the **summed** loss of its examples, so each example moves the vectors by ``alpha`` times its own
-gradient, as word2vec's one-example steps do. It reads and writes only the rows of its batch:
-O(batch · (k + 1) · dim). Everything random comes from ``seed``: the same call gives the same vectors, and
-a run resumed from the state of an epoch's end (``Word2VecState``) gives the vectors of the unbroken run.
+An epoch takes the sentences in an order drawn from (``seed``, epoch) and cuts it into jobs of about
+``JOB_WORDS`` words, each with its own seed drawn from the same two numbers, so a run resumed from the tables of
+an epoch's end (``Word2VecState``) trains as the unbroken run: with one worker, to the very same vectors.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 from tqdm import tqdm
 
+from seqlab.vectors import kernel
 from seqlab.vectors.config import VectorsTrainConfig
-from seqlab.vectors.pairs import Stream, cbow_examples, keep_probabilities, skipgram_pairs, stream, subsample
-from seqlab.vectors.word2vec import NegativeSamplingWord2Vec, UnigramSampler
+from seqlab.vectors.pairs import Stream, cbow_examples, keep_probabilities, stream, subsample
+from seqlab.vectors.word2vec import NegativeSamplingWord2Vec, UnigramSampler, alias_table
 
-_NEGATIVES_AHEAD = 65_536  # examples whose negative words are drawn in one call
+JOB_WORDS = 10_000  # words of a job: how often the threads take work and the progress bar moves
+_NEGATIVES_AHEAD = 65_536  # the book's recipe: examples whose negative words are drawn in one call
 
 
 @dataclass
 class Word2VecState:
-    """Everything a run needs to go on after ``epochs_done`` epochs: the model and both random streams."""
+    """Everything a run needs to go on after ``epochs_done`` epochs: the model, and for the book's recipe its
+    random streams and Adam."""
 
     model: NegativeSamplingWord2Vec
-    rng: np.random.Generator  # subsampling, windows, shuffling
-    generator: torch.Generator  # negative words
+    rng: np.random.Generator  # the book's recipe: subsampling and shuffling
+    generator: torch.Generator  # the initial tables; the book's recipe: negative words
     epochs_done: int = 0
     optimizer: torch.optim.Adam | None = None  # the book's recipe: Adam and its moments
 
@@ -46,16 +49,11 @@ class Word2VecState:
         optimizer = torch.optim.Adam(model.parameters(), lr=cfg.alpha) if book else None
         return cls(model, np.random.default_rng(cfg.seed), generator, optimizer=optimizer)
 
-    def step(self, inputs: torch.Tensor, positive: torch.Tensor, negatives: torch.Tensor, lr: float) -> float:
-        """One step on a batch; returns its summed loss. SGD at ``lr`` written out (``sgd_step``), or the book's
-        Adam on the batch's mean loss (at ``alpha``)."""
-        if self.optimizer is None:
-            return self.model.sgd_step(inputs, positive, negatives, lr)
-        self.optimizer.zero_grad()
-        loss = self.model(inputs, positive, negatives)  # the mean over the batch
-        loss.backward()
-        self.optimizer.step()
-        return float(loss.detach()) * len(positive)
+
+def rate(cfg: VectorsTrainConfig, done: float) -> float:
+    """The learning rate when ``done`` (0..1) of the run is behind: word2vec's falls linearly from alpha to
+    min_alpha; the book's Adam keeps alpha."""
+    return cfg.alpha if cfg.recipe == "book" else cfg.alpha - (cfg.alpha - cfg.min_alpha) * done
 
 
 def train_word2vec(sentences: Sequence[np.ndarray], counts: np.ndarray, cfg: VectorsTrainConfig,
@@ -67,36 +65,96 @@ def train_word2vec(sentences: Sequence[np.ndarray], counts: np.ndarray, cfg: Vec
     if cfg.method not in ("cbow", "skipgram"):
         raise ValueError(f"word2vec trains cbow or skipgram, not {cfg.method!r}")
     state = state or Word2VecState.start(len(counts), cfg)
-    model, rng = state.model, state.rng
+    epoch_of = _book_epoch(sentences, counts, cfg, state) if cfg.recipe == "book" else _Kernel(sentences, counts, cfg)
+    words = sum(len(sentence) for sentence in sentences)
+    for epoch in range(state.epochs_done, cfg.epochs):
+        with tqdm(total=words, desc=f"epoch {epoch + 1}/{cfg.epochs}", unit="word", unit_scale=True, leave=False,
+                  disable=None if progress is None else not progress) as bar:
+            loss = epoch_of(state, epoch, bar)
+        state.epochs_done = epoch + 1
+        if on_epoch is not None:
+            on_epoch(state, loss)
+    return state.model
+
+
+class _Kernel:
+    """word2vec's epochs in ``kernel.train_job``: the corpus as one array, cut into jobs for the threads."""
+
+    def __init__(self, sentences: Sequence[np.ndarray], counts: np.ndarray, cfg: VectorsTrainConfig) -> None:
+        self.cfg = cfg
+        self.ids = stream(sentences).ids  # (words,)
+        self.lengths = np.array([len(s) for s in sentences], dtype=np.int64)  # (sentences,)
+        self.bounds = np.concatenate([[0], np.cumsum(self.lengths)])  # sentence s: ids[bounds[s]:bounds[s + 1]]
+        self.keep_word = keep_probabilities(counts, cfg.sample)
+        weights = np.power(np.asarray(counts, dtype=np.float64), 0.75)
+        self.keep, self.alias = alias_table(weights / weights.sum())
+
+    def __call__(self, state: Word2VecState, epoch: int, bar: tqdm) -> float:
+        """One epoch; the loss per example."""
+        w_in, w_out = (table.weight.detach().numpy() for table in (state.model.w_in, state.model.w_out))
+        jobs = list(self._jobs(epoch))
+        loss, examples = 0.0, 0
+        pool = ThreadPoolExecutor(self.cfg.workers)
+        try:
+            done = pool.map(lambda job: kernel.train_job(
+                w_in, w_out, self.ids, self.bounds, job[0], self.keep_word, self.keep, self.alias,
+                self.cfg.method == "cbow", self.cfg.window, self.cfg.negative, job[1], job[2], job[3]), jobs)
+            for (job_loss, job_examples), job in zip(done, jobs):
+                loss, examples = loss + job_loss, examples + job_examples
+                bar.update(int(self.lengths[job[0]].sum()))
+                bar.set_postfix_str(f"alpha {job[2]:.5f}", refresh=False)
+        finally:  # interrupted: the jobs not started are dropped, not trained to the epoch's end
+            pool.shutdown(cancel_futures=True)
+        return loss / max(examples, 1)
+
+    def _jobs(self, epoch: int) -> Iterator[tuple[np.ndarray, float, float, np.uint64]]:
+        """The epoch's jobs: sentences (in an order drawn from the seed and the epoch), the rate at their start and
+        end, and a seed."""
+        order = np.random.default_rng([self.cfg.seed, epoch]).permutation(len(self.lengths))
+        before = np.concatenate([[0], np.cumsum(self.lengths[order])])  # words before each place in the order
+        cuts = np.searchsorted(before, np.arange(0, before[-1], JOB_WORDS), side="right") - 1
+        cuts = np.append(np.unique(cuts), len(order))
+        seeds = np.random.SeedSequence([self.cfg.seed, epoch]).generate_state(len(cuts) - 1, dtype=np.uint64)
+        total, epochs = max(int(before[-1]), 1), self.cfg.epochs
+        for k in range(len(cuts) - 1):
+            start, stop = cuts[k], cuts[k + 1]
+            yield (order[start:stop], rate(self.cfg, (epoch + before[start] / total) / epochs),
+                   rate(self.cfg, (epoch + before[stop] / total) / epochs), seeds[k])
+
+
+def _book_epoch(sentences: Sequence[np.ndarray], counts: np.ndarray, cfg: VectorsTrainConfig,
+                state: Word2VecState) -> Callable[[Word2VecState, int, tqdm], float]:
+    """The book's recipe: every whole window of the subsampled stream, shuffled, in batches of ``batch_size``
+    (the last partial one dropped), Adam on each batch's mean loss."""
     sampler = UnigramSampler(counts, generator=state.generator)
     keep = keep_probabilities(counts, cfg.sample)
     words = stream(sentences)
     block = cfg.batch_size * max(1, _NEGATIVES_AHEAD // cfg.batch_size)  # whole steps' worth of negatives
-    for epoch in range(state.epochs_done, cfg.epochs):
-        examples = _examples(subsample(words, keep, rng), cfg, rng)
-        order = torch.from_numpy(rng.permutation(len(examples[1])))
-        inputs, targets = (torch.from_numpy(a).index_select(0, order) for a in examples)  # shuffled, then sliced
+
+    def epoch_of(state: Word2VecState, epoch: int, bar: tqdm) -> float:
+        kept = subsample(words, keep, state.rng)
+        contexts, centres = cbow_examples(Stream(kept.ids, np.zeros_like(kept.sentence)), cfg.window)
+        order = torch.from_numpy(state.rng.permutation(len(centres)))
+        inputs, targets = (torch.from_numpy(a).index_select(0, order) for a in (contexts, centres))
+        end = len(order) - len(order) % cfg.batch_size
         negatives = torch.empty(0, cfg.negative, dtype=torch.long)
         total = 0.0
-        end = len(order) - len(order) % cfg.batch_size if cfg.recipe == "book" else len(order)  # whole batches
-        for start in tqdm(range(0, end, cfg.batch_size), desc=f"epoch {epoch + 1}/{cfg.epochs}", unit="batch",
-                          leave=False, disable=None if progress is None else not progress):
+        for start in range(0, end, cfg.batch_size):
             if start % block == 0:  # drawn for many steps at a time: one call instead of 64
                 negatives = sampler.sample(min(block, len(order) - start), cfg.negative)
-            stop = min(start + cfg.batch_size, len(order))
-            done = (epoch + start / len(order)) / cfg.epochs  # the share of the run behind us
-            lr = cfg.alpha - (cfg.alpha - cfg.min_alpha) * done
-            ahead = start % block
-            total += state.step(inputs[start:stop], targets[start:stop], negatives[ahead : ahead + stop - start], lr)
-        state.epochs_done = epoch + 1
-        if on_epoch is not None:
-            on_epoch(state, total / max(end, 1))
-    return model
+            stop, ahead = start + cfg.batch_size, start % block
+            total += _adam_step(state, inputs[start:stop], targets[start:stop], negatives[ahead: ahead + stop - start])
+            bar.update(round(len(words.ids) * cfg.batch_size / max(end, 1)))
+        return total / max(end, 1)
+
+    return epoch_of
 
 
-def _examples(words: Stream, cfg: VectorsTrainConfig, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """An epoch's examples: CBOW's (contexts, centres) or skip-gram's (centres, contexts), in windows drawn
-    within each sentence; the book's, every whole window of the words as one stream."""
-    if cfg.recipe == "book":
-        return cbow_examples(Stream(words.ids, np.zeros_like(words.sentence)), cfg.window, None)
-    return (cbow_examples if cfg.method == "cbow" else skipgram_pairs)(words, cfg.window, rng)
+def _adam_step(state: Word2VecState, inputs: torch.Tensor, positive: torch.Tensor, negatives: torch.Tensor) -> float:
+    """One Adam step on a batch's mean loss; returns its summed loss."""
+    assert state.optimizer is not None
+    state.optimizer.zero_grad()
+    loss = state.model(inputs, positive, negatives)  # the mean over the batch
+    loss.backward()
+    state.optimizer.step()
+    return float(loss.detach()) * len(positive)

@@ -71,9 +71,9 @@ class UnigramSampler:
     """Negative words drawn from the corpus' unigram distribution raised to ``power`` (seed 002 §4.2.6):
     ``P'(w) = P(w)^0.75 / Σ_j P(w_j)^0.75`` makes rare words a little more likely.
 
-    Draws are with replacement and may hit the positive word, as in word2vec and gensim; the book's
-    CPU sampler instead removes the target from each row's distribution and draws without replacement,
-    which costs a distribution per row.
+    Draws are with replacement and may hit the positive word (``kernel.train_job`` skips such a draw, as
+    word2vec.c and gensim do); the book's CPU sampler instead removes the target from each row's distribution
+    and draws without replacement, which costs a distribution per row.
 
     A draw is O(1) by Walker's alias method: one uniform number picks a column ``i`` of V equal columns and a
     point in it; below ``keep[i]`` the draw is ``i``, above it ``alias[i]``. The table is exact: each word's
@@ -83,7 +83,7 @@ class UnigramSampler:
     def __init__(self, counts: np.ndarray, power: float = 0.75, generator: torch.Generator | None = None) -> None:
         weights = np.power(np.asarray(counts, dtype=np.float64), power)
         self.probabilities = weights / weights.sum()
-        keep, alias = _alias_table(self.probabilities)
+        keep, alias = alias_table(self.probabilities)
         self._keep, self._alias = torch.as_tensor(keep), torch.as_tensor(alias)
         self.generator = generator
 
@@ -95,7 +95,7 @@ class UnigramSampler:
         return ids.view(rows, k)
 
 
-def _alias_table(probabilities: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def alias_table(probabilities: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Vose's construction: column i keeps i with probability ``keep[i]`` and otherwise gives ``alias[i]``."""
     size = len(probabilities)
     mass = probabilities * size  # each column holds 1
@@ -156,41 +156,6 @@ class NegativeSamplingWord2Vec(nn.Module):
         if self.book:
             return mean  # backward: dh / C to each context row
         return mean.detach() + (summed - summed.detach())  # the mean forward; backward, dh to every context row
-
-    @torch.no_grad()
-    def sgd_step(self, inputs: torch.Tensor, positive: torch.Tensor, negatives: torch.Tensor, lr: float) -> float:
-        """One SGD step on the batch's **summed** loss, with the backward written out as the seed writes
-        EmbeddingDot's and SigmoidWithLoss's (no autograd): for the scores ``s = W_out[w] · h`` and labels
-        ``t``, ``g = lr · (t − σ(s))``; every scored row of W_out moves by ``g · h``, and ``h`` by
-        ``Σ g · W_out[w]``, which goes to the centre word's row (skip-gram) or to every context row (CBOW,
-        as ``_context_mean``'s backward). Repeated rows add up (``index_add_``). Returns the summed loss.
-
-        Written for speed in eager PyTorch (each choice measured at 1,024 examples, 2 threads):
-        ``index_select`` gathers 4× faster than advanced indexing, and a product summed over H scores 5×
-        faster than ``einsum``'s batched matrix-vector product."""
-        w_in, w_out = self.w_in.weight, self.w_out.weight
-        n, dim = len(positive), w_in.size(1)
-        if self.cbow:  # the context words present, as one list: (M,) rows of W_in and the example of each
-            slots = (inputs != PAD_CONTEXT).view(-1).nonzero().view(-1)  # (M,)
-            rows_in, owner = inputs.view(-1)[slots], slots // inputs.size(1)
-            width = torch.bincount(owner, minlength=n).clamp_(min=1).to(w_in.dtype)  # (N,) contexts per example
-            h = w_in.new_zeros(n, dim).index_add_(0, owner, w_in.index_select(0, rows_in)) / width[:, None]
-        else:
-            h = w_in.index_select(0, inputs)  # (N, H)
-        words = torch.cat([positive[:, None], negatives], dim=1).view(-1)  # (N·(1 + K),)
-        rows = w_out.index_select(0, words).view(n, -1, dim)  # (N, 1 + K, H)
-        scores = (rows * h[:, None, :]).sum(dim=2)  # (N, 1 + K)
-        labels = torch.zeros_like(scores)
-        labels[:, 0] = 1.0
-        loss = F.binary_cross_entropy_with_logits(scores, labels, reduction="sum")
-        g = (labels - torch.sigmoid(scores)).mul_(lr)  # (N, 1 + K)
-        dh = torch.bmm(g[:, None, :], rows).view(n, dim)  # from the rows as they were before this step
-        w_out.index_add_(0, words, (g[:, :, None] * h[:, None, :]).view(-1, dim))
-        if self.cbow:  # the whole dh to every context word, as _context_mean's backward
-            w_in.index_add_(0, rows_in, dh.index_select(0, owner))
-        else:
-            w_in.index_add_(0, inputs, dh)
-        return float(loss)
 
     @property
     def word_vecs(self) -> torch.Tensor:

@@ -1,0 +1,166 @@
+"""word2vec's training kernel: negative-sampling SGD one example at a time, compiled with numba, the corpus cut
+into jobs that several threads train at once on the same tables (word2vec.c's and gensim's way, Mikolov et al.
+2013; the threads' updates are not locked, "Hogwild!", Niu et al. 2011).
+
+A job is a run of sentences. For each sentence the kernel
+
+1. subsamples: keeps each occurrence of word w with probability ``keep[w]`` (``pairs.keep_probabilities``);
+2. draws a window ``b`` from 1..``window`` at each kept position ``i`` (the dynamic window);
+3. trains on the words within ``b`` of ``i`` in the kept sentence, with ``h`` the centre word's row of
+   ``W_in`` (skip-gram, once per context word, which is the positive word) or the mean of the context rows
+   (CBOW, once, the centre word positive), and ``negative`` words drawn from the unigram^0.75 table
+   (``alias_table``), a draw equal to the positive word skipped (as word2vec.c and gensim do).
+
+One update (seed 002 §4.2's ``EmbeddingDot`` + ``SigmoidWithLoss`` backward, SGD at rate α): for each scored
+word ``w`` with label ``t`` (1 positive, 0 negative) and score ``s = h · W_out[w]``,
+``g = α (t − σ(s))``, ``dh += g W_out[w]`` (the row before its update), ``W_out[w] += g h``; then ``dh`` is added
+whole to the centre's row (skip-gram) or to every context row (CBOW, word2vec.c's ``cbow_mean=1`` update). The
+loss ``−log σ(s)`` (positive) and ``−log σ(−s)`` (negative) is summed for the log.
+
+The rate falls linearly over the whole run; inside a job, from ``alpha_start`` to ``alpha_end`` by the job's
+words done. Everything random in a job comes from its own ``seed`` (xorshift64*), so one thread gives the same
+tables every time; several threads interleave their updates as the machine schedules them.
+
+Loops are written out element by element: numba compiles them as fast as the array expressions they replace, in
+about half the time (a first run compiles the kernel, about 3 s; later runs load it from numba's cache).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+_MIX = np.uint64(0x2545F4914F6CDD1D)  # xorshift64*'s multiplier (Vigna 2016)
+_UNIT = 1.0 / 9007199254740992.0  # 2^-53: the top 53 bits of a draw as a float in [0, 1)
+_CLAMP = np.float32(20.0)  # |s| beyond which σ(s) is 0 or 1 in float32: the score is clamped for the exp
+_ONE, _ZERO = np.float32(1.0), np.float32(0.0)
+
+
+@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+def _uniform(state: np.ndarray) -> float:
+    """The next number in [0, 1) of the xorshift64* generator whose state is ``state[0]`` (never 0)."""
+    x = state[0]
+    x ^= x >> np.uint64(12)
+    x ^= x << np.uint64(25)
+    x ^= x >> np.uint64(27)
+    state[0] = x
+    return float((x * _MIX) >> np.uint64(11)) * _UNIT
+
+
+@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+def _negative_word(keep: np.ndarray, alias: np.ndarray, state: np.ndarray) -> int:
+    """A word from the alias table (``word2vec.UnigramSampler``'s draw): a column and a point in it."""
+    point = _uniform(state) * keep.shape[0]
+    column = int(point)
+    return column if point - column < keep[column] else int(alias[column])
+
+
+@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+def update(w_in: np.ndarray, w_out: np.ndarray, h: np.ndarray, dh: np.ndarray, inputs: np.ndarray, n_inputs: int,
+           words: np.ndarray, n_words: int, alpha: float) -> float:
+    """One example: ``h`` (dim,) the input (a row of W_in, or the mean of ``inputs[:n_inputs]``'s rows), scored
+    against ``words[:n_words]`` (the positive word first, then the negatives). Moves W_out's scored rows and
+    the input rows of ``inputs[:n_inputs]`` by SGD at ``alpha``; returns the example's loss. ``dh`` is work space."""
+    dim = h.shape[0]
+    for d in range(dim):
+        dh[d] = 0.0
+    product, linear = 1.0, 0.0  # the loss Σ log(1 + e) + Σ max(∓s, 0), its logs taken once, of the product
+    for k in range(n_words):
+        w = words[k]
+        s = np.float32(0.0)
+        for d in range(dim):
+            s += h[d] * w_out[w, d]
+        s = min(max(s, -_CLAMP), _CLAMP)
+        e = np.exp(-abs(s))  # σ and the loss from one exp (float32): σ(s) = 1 / (1 + e) for s ≥ 0, e / (1 + e) below
+        sigma = _ONE / (_ONE + e) if s >= 0 else e / (_ONE + e)
+        product *= _ONE + e  # at most 2 a word
+        linear += max(-s, 0) if k == 0 else max(s, 0)  # −log σ(s) = log(1 + e) + max(−s, 0); −log σ(−s) likewise
+        g = np.float32(alpha) * ((_ONE if k == 0 else _ZERO) - sigma)  # float32, as the rows
+        for d in range(dim):
+            dh[d] += g * w_out[w, d]
+            w_out[w, d] += g * h[d]
+    for j in range(n_inputs):
+        row = inputs[j]
+        for d in range(dim):
+            w_in[row, d] += dh[d]
+    return np.log(product) + linear
+
+
+@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+def _draw_words(positive: int, negative: int, keep: np.ndarray, alias: np.ndarray, state: np.ndarray,
+                words: np.ndarray) -> int:
+    """``words`` := the positive word and up to ``negative`` draws that are not it; returns how many."""
+    words[0] = positive
+    n = 1
+    for _ in range(negative):
+        w = _negative_word(keep, alias, state)
+        if w != positive:
+            words[n] = w
+            n += 1
+    return n
+
+
+@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+def _subsample(ids: np.ndarray, start: int, stop: int, keep_word: np.ndarray, state: np.ndarray,
+               kept: np.ndarray) -> int:
+    """``kept`` := the words of ids[start:stop] that subsampling keeps; returns how many."""
+    n = 0
+    for p in range(start, stop):
+        w = ids[p]
+        if keep_word[w] >= 1.0 or _uniform(state) < keep_word[w]:
+            kept[n] = w
+            n += 1
+    return n
+
+
+@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+def train_job(w_in: np.ndarray, w_out: np.ndarray, ids: np.ndarray, bounds: np.ndarray, sentences: np.ndarray,
+              keep_word: np.ndarray, keep: np.ndarray, alias: np.ndarray, cbow: bool, window: int, negative: int,
+              alpha_start: float, alpha_end: float, seed: np.uint64) -> tuple[float, int]:
+    """Train on ``sentences`` (indices into ``bounds``: sentence s is ids[bounds[s]:bounds[s + 1]]), in order.
+    Returns the summed loss and the number of examples."""
+    state = np.full(1, np.uint64(seed) | np.uint64(1), dtype=np.uint64)
+    dim = w_in.shape[1]
+    h, dh = np.empty(dim, dtype=w_in.dtype), np.empty(dim, dtype=w_in.dtype)
+    longest = 0
+    total = 0
+    for s in sentences:
+        longest = max(longest, bounds[s + 1] - bounds[s])
+        total += bounds[s + 1] - bounds[s]
+    kept = np.empty(longest, dtype=np.int64)
+    context = np.empty(2 * window, dtype=np.int64)
+    words = np.empty(negative + 1, dtype=np.int64)
+    loss, examples, done = 0.0, 0, 0
+    for s in sentences:
+        alpha = alpha_start + (alpha_end - alpha_start) * done / max(total, 1)
+        done += bounds[s + 1] - bounds[s]
+        n = _subsample(ids, bounds[s], bounds[s + 1], keep_word, state, kept)
+        for i in range(n):
+            reach = 1 + int(_uniform(state) * window)
+            width = 0
+            for j in range(max(0, i - reach), min(n, i + reach + 1)):
+                if j != i:
+                    context[width] = kept[j]
+                    width += 1
+            if width == 0:
+                continue
+            if cbow:
+                for d in range(dim):
+                    h[d] = 0.0
+                for j in range(width):
+                    for d in range(dim):
+                        h[d] += w_in[context[j], d]
+                for d in range(dim):
+                    h[d] /= width
+                n_words = _draw_words(kept[i], negative, keep, alias, state, words)
+                loss += update(w_in, w_out, h, dh, context, width, words, n_words, alpha)
+                examples += 1
+                continue
+            centre = kept[i:i + 1]
+            for j in range(width):  # skip-gram: the centre's row predicts each context word in turn
+                for d in range(dim):
+                    h[d] = w_in[kept[i], d]
+                n_words = _draw_words(context[j], negative, keep, alias, state, words)
+                loss += update(w_in, w_out, h, dh, centre, 1, words, n_words, alpha)
+                examples += 1
+    return loss, examples

@@ -1,0 +1,94 @@
+"""word2vec's compiled kernel: one update against autograd and torch's SGD, the window, subsampling and negative
+draws against their definitions, and training on several threads."""
+
+import numpy as np
+import pytest
+import torch
+
+from seqlab.vectors import kernel
+from seqlab.vectors.word2vec import NegativeSamplingWord2Vec, UnigramSampler, alias_table
+
+
+@pytest.mark.parametrize("cbow", [True, False])
+def test_one_update_is_autograd_and_sgd_on_the_models_loss(cbow):
+    """The hand-written backward of ``kernel.update`` against autograd on NegativeSamplingWord2Vec's summed loss
+    (CBOW: every context row gets the mean's whole gradient) and one step of torch's SGD."""
+    model = NegativeSamplingWord2Vec(12, 5, cbow=cbow, generator=torch.Generator().manual_seed(4))
+    reference = NegativeSamplingWord2Vec(12, 5, cbow=cbow)
+    reference.load_state_dict(model.state_dict())
+    inputs = np.array([0, 3, 3, 7]) if cbow else np.array([3])
+    words = np.array([1, 4, 9, 2, 6])  # the positive word first (a negative drawn twice would see its first update)
+    w_in, w_out = model.w_in.weight.detach().numpy(), model.w_out.weight.detach().numpy()
+    h = w_in[inputs].mean(axis=0) if cbow else w_in[inputs[0]].copy()
+    loss = kernel.update(w_in, w_out, h, np.empty(5, np.float32), inputs, len(inputs), words, len(words), 0.1)
+
+    optimizer = torch.optim.SGD(reference.parameters(), lr=0.1)
+    given = torch.as_tensor(inputs)[None] if cbow else torch.as_tensor(inputs)
+    expected = reference(given, torch.tensor([1]), torch.as_tensor(words[None, 1:]))  # the mean over 1 example
+    expected.backward()
+    optimizer.step()
+    assert loss == pytest.approx(expected.item(), rel=1e-5)
+    assert np.allclose(w_in, reference.w_in.weight.detach().numpy(), atol=1e-6)
+    assert np.allclose(w_out, reference.w_out.weight.detach().numpy(), atol=1e-6)
+    assert not np.allclose(w_out, NegativeSamplingWord2Vec(12, 5, cbow=cbow, generator=torch.Generator().manual_seed(4))
+                           .w_out.weight.detach().numpy())  # it moved
+
+
+def _train(sentences, window, cbow, sample_keep=None, seed=1, negative=2, dim=4):
+    """``train_job`` over ``sentences`` (lists of ids) with fresh tables; returns (loss, examples)."""
+    vocab = 1 + max(max(s) for s in sentences)
+    ids = np.concatenate([np.asarray(s, dtype=np.int64) for s in sentences])
+    bounds = np.concatenate([[0], np.cumsum([len(s) for s in sentences])])
+    keep_word = np.ones(vocab) if sample_keep is None else sample_keep
+    keep, alias = alias_table(np.full(vocab, 1 / vocab))
+    rng = np.random.default_rng(0)
+    w_in, w_out = (0.01 * rng.standard_normal((vocab, dim))).astype(np.float32), np.zeros((vocab, dim), np.float32)
+    return kernel.train_job(w_in, w_out, ids, bounds, np.arange(len(sentences)), keep_word, keep, alias, cbow,
+                            window, negative, 0.025, 0.0001, np.uint64(seed))
+
+
+def test_a_window_of_one_stays_in_its_sentence():
+    """Window 1: every word with each neighbour in its own sentence: skip-gram 2(L − 1) examples a sentence of L
+    words, CBOW one per word that has a neighbour."""
+    sentences = [[0, 1, 2], [3, 4], [5]]
+    assert _train(sentences, 1, cbow=False)[1] == 4 + 2
+    assert _train(sentences, 1, cbow=True)[1] == 3 + 2
+
+
+def test_the_dynamic_window_sees_far_words_less_often():
+    """Window 2 drawn as 1 or 2 at each position: 3 context words a position on average (2 or 4)."""
+    sentence = list(np.arange(20_000) % 50)
+    _, examples = _train([sentence], 2, cbow=False)
+    assert examples / 20_000 == pytest.approx(3.0, abs=0.03)
+
+
+def test_subsampling_keeps_each_word_at_its_rate():
+    kept = np.empty(100_000, dtype=np.int64)
+    state = np.full(1, np.uint64(12345), dtype=np.uint64)
+    n = kernel._subsample(np.array([0, 1] * 50_000), 0, 100_000, np.array([0.2, 1.0]), state, kept)
+    counts = np.bincount(kept[:n], minlength=2)
+    assert counts[1] == 50_000 and counts[0] / 50_000 == pytest.approx(0.2, abs=0.01)
+
+
+def test_negative_words_follow_the_unigram_table_and_skip_the_positive_word():
+    counts = np.array([50.0, 30.0, 15.0, 5.0])
+    sampler = UnigramSampler(counts)
+    keep, alias = alias_table(sampler.probabilities)
+    state = np.full(1, np.uint64(7), dtype=np.uint64)
+    words = np.empty(6, dtype=np.int64)
+    drawn = []
+    for _ in range(20_000):
+        n = kernel._draw_words(0, 5, keep, alias, state, words)
+        assert words[0] == 0
+        drawn.extend(words[1:n].tolist())
+    share = np.bincount(drawn, minlength=4) / len(drawn)
+    assert share[0] == 0  # the positive word is never its own negative
+    expected = sampler.probabilities[1:] / sampler.probabilities[1:].sum()
+    assert np.allclose(share[1:], expected, atol=0.01)
+    assert len(drawn) / 20_000 == pytest.approx(5 * (1 - sampler.probabilities[0]), rel=0.02)
+
+
+def test_a_jobs_seed_decides_its_updates():
+    sentences = [list(np.random.default_rng(s).integers(0, 30, size=12)) for s in range(40)]
+    assert _train(sentences, 3, cbow=False, seed=5) == _train(sentences, 3, cbow=False, seed=5)
+    assert _train(sentences, 3, cbow=False, seed=5) != _train(sentences, 3, cbow=False, seed=6)
