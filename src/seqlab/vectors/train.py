@@ -24,7 +24,7 @@ from tqdm import tqdm
 from seqlab.vectors import kernel
 from seqlab.vectors.config import VectorsTrainConfig
 from seqlab.vectors.pairs import Stream, cbow_examples, keep_probabilities, stream, subsample
-from seqlab.vectors.word2vec import NegativeSamplingWord2Vec, UnigramSampler, alias_table
+from seqlab.vectors.word2vec import NegativeSamplingWord2Vec, UnigramSampler, alias_table, unigram_probabilities
 
 JOB_WORDS = 10_000  # words of a job: how often the threads take work and the progress bar moves
 _NEGATIVES_AHEAD = 65_536  # the book's recipe: examples whose negative words are drawn in one call
@@ -86,8 +86,7 @@ class _Kernel:
         self.lengths = np.array([len(s) for s in sentences], dtype=np.int64)  # (sentences,)
         self.bounds = np.concatenate([[0], np.cumsum(self.lengths)])  # sentence s: ids[bounds[s]:bounds[s + 1]]
         self.keep_word = keep_probabilities(counts, cfg.sample)
-        weights = np.power(np.asarray(counts, dtype=np.float64), 0.75)
-        self.keep, self.alias = alias_table(weights / weights.sum())
+        self.keep, self.alias = alias_table(unigram_probabilities(counts))
 
     def __call__(self, state: Word2VecState, epoch: int, bar: tqdm) -> float:
         """One epoch; the loss per example."""

@@ -81,8 +81,7 @@ class UnigramSampler:
     distribution (``torch.multinomial``'s way) costs log V and was a tenth of a training step."""
 
     def __init__(self, counts: np.ndarray, power: float = 0.75, generator: torch.Generator | None = None) -> None:
-        weights = np.power(np.asarray(counts, dtype=np.float64), power)
-        self.probabilities = weights / weights.sum()
+        self.probabilities = unigram_probabilities(counts, power)
         keep, alias = alias_table(self.probabilities)
         self._keep, self._alias = torch.as_tensor(keep), torch.as_tensor(alias)
         self.generator = generator
@@ -93,6 +92,12 @@ class UnigramSampler:
         column = point.long()
         ids = torch.where(point - column < self._keep[column], column, self._alias[column])
         return ids.view(rows, k)
+
+
+def unigram_probabilities(counts: np.ndarray, power: float = 0.75) -> np.ndarray:
+    """``P'(w) = count(w)^power / Σ_j count(w_j)^power`` (seed 002 §4.2.6), float64."""
+    weights = np.power(np.asarray(counts, dtype=np.float64), power)
+    return weights / weights.sum()
 
 
 def alias_table(probabilities: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
