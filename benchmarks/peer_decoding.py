@@ -15,8 +15,11 @@ differences in the outputs are differences in the search (or in rounding), and "
 they go.
 
 Each engine decodes the whole split in batches of ``eval.batch_size`` sentences of similar length
-with at most ``eval.max_output_length`` words, after one warm-up batch, ``--repeats`` times (3: the mean ± sd and
-range are reported, and each ratio to seqlab's time in the same number format with its range over pairs of repeats); beam search
+with at most ``eval.max_output_length`` words, after one warm-up batch, with each ``--workers`` count (1 and all
+the threads by default): the threads on one batch at a time, or that many batches side by side, each on its share
+of the threads (seqlab's ``Runtime.map``, CTranslate2's ``inter_threads``; JoeyNMT one batch at a time),
+``--repeats`` times (3: the mean ± sd and range are reported, and each ratio to seqlab's time in the same number
+format with the same workers, with its range over pairs of repeats); beam search
 without length penalty. seqlab, CTranslate2 and ONNX Runtime decode in worker processes of this script, a fresh one
 per engine, setting and repeat, taking turns (each once, then each again): a slow spell of the machine falls on
 all of them, and no engine's thread pool or memory is in another's process (CTranslate2's threads, once they have
@@ -28,7 +31,8 @@ weights and turning ids into text are outside every timer. seqlab runs in fp32, 
 has native bf16) and with int8 linear layers;
 CTranslate2 and ONNX Runtime in float32 and int8 (neither has bf16 on CPU); JoeyNMT in float32 (its CPU autocast is
 float16). Each worker then decodes the first ``--latency`` sentences (200) one at a time at the largest beam, as
-the page and chat do: a second table gives each engine's median and 90th-percentile latency. The tables go to
+the page and chat do (with one worker: one sentence is one batch): a second table gives each engine's median and
+90th-percentile latency. The tables go to
 stdout and, with every run's times and scores, to the scoreboard (``--results``, benchmarks/results/).
 """
 
@@ -42,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -102,52 +107,55 @@ def runtimes() -> dict[str, Runtime]:
     return {name: Runtime(cpu, name) for name in native_precisions()} | {"int8": Runtime(cpu, "fp32", int8=True)}
 
 
-def engines(peers: list[str]) -> list[tuple[str, str]]:
-    """Every (engine, setting) decoded by a worker process of this script: seqlab's, then the exports'."""
+def engines(peers: list[str], workers: list[int]) -> list[tuple[str, str, int]]:
+    """Every (engine, setting, workers) decoded by a worker process of this script: seqlab's, then the exports'."""
     exported = [(peer, quantization) for peer in sorted(set(peers) & set(EXPORTS)) for quantization in QUANTIZATIONS]
-    return [("seqlab", setting) for setting in runtimes()] + exported
+    return [(engine, setting, n) for n in workers
+            for engine, setting in [("seqlab", setting) for setting in runtimes()] + exported]
 
 
 def process_runs(args: argparse.Namespace, work: Path) -> list[dict[str, Any]]:
-    """Each (engine, setting) once per repeat, each time in a fresh worker process, taking turns (each engine once,
-    then each again), so that a slow spell of the machine falls on all of them and no engine's threads or memory
-    are in another's process; the repeats of one (engine, setting, beam) gathered."""
-    gathered: dict[tuple[str, str, int], dict[str, Any]] = {}
+    """Each (engine, setting, workers) once per repeat, each time in a fresh worker process, taking turns (each
+    engine once, then each again), so that a slow spell of the machine falls on all of them and no engine's threads
+    or memory are in another's process; the repeats of one (engine, setting, workers, beam) gathered."""
+    gathered: dict[tuple[str, str, int, int], dict[str, Any]] = {}
     for _ in range(args.repeats):
-        for engine, setting in engines(args.peers):
+        for engine, setting, workers in engines(args.peers, args.workers):
             command = [sys.executable, __file__, args.run_dir, "--split", args.split, "--beams", *map(str, args.beams),
-                       "--one", engine, setting, "--work", str(work), "--threads", str(torch.get_num_threads()),
-                       "--latency", str(args.latency),
+                       "--one", engine, setting, str(workers), "--work", str(work),
+                       "--threads", str(torch.get_num_threads()), "--latency", str(args.latency),
                        *(["--data-dir", args.data_dir] if args.data_dir else [])]
             done = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True)
             for line in done.stdout.splitlines():
                 run = json.loads(line)
                 if "latencies" in run:
-                    latency = gathered.setdefault((run["engine"], run["setting"], 0), {**run, "latencies": []})
+                    latency = gathered.setdefault((run["engine"], run["setting"], 1, 0), {**run, "latencies": []})
                     latency["latencies"] += run["latencies"]
                     continue
-                kept = gathered.setdefault((run["engine"], run["setting"], run["beam"]), {**run, "seconds": []})
+                key = (run["engine"], run["setting"], run["workers"], run["beam"])
+                kept = gathered.setdefault(key, {**run, "seconds": []})
                 kept["seconds"] += run["seconds"]
                 kept["outputs"] = run["outputs"]
     return list(gathered.values())
 
 
 def one_run(args: argparse.Namespace) -> None:
-    """A worker: one engine in one setting decodes the split once per beam size, after a warm-up batch; a JSON
-    line per beam size to stdout."""
+    """A worker: one engine in one setting with so many workers decodes the split once per beam size, after a
+    warm-up batch; a JSON line per beam size to stdout."""
     import importlib
 
     from seqlab.export import load_translator
 
-    engine, setting = args.one
+    engine, setting, count = args.one
+    workers = int(count)
     translator = load(args.run_dir)
     if engine == "seqlab":
-        runtime = runtimes()[setting]
+        runtime = replace(runtimes()[setting], workers=workers)
         decoder = Translator(runtime.place(translator.model), translator.source, translator.target, translator.config,
                              runtime)
     else:
         to, name = EXPORTS[engine]
-        decoder = load_translator(Path(args.work) / f"{to}-{setting}", name)
+        decoder = load_translator(Path(args.work) / f"{to}-{setting}", name, workers=workers)
         engine = f"{engine} {importlib.import_module(engine).__version__}"
     pairs = load_splits(translator.config.data, resolve_data_dir(args.data_dir))[args.split]
     src = EncodedSplit.build(translator, pairs, args.split).src
@@ -157,9 +165,9 @@ def one_run(args: argparse.Namespace) -> None:
         start = time.perf_counter()
         outputs = [hyps[0].tokens for hyps in decoder.search_ids(src, options)]
         seconds = time.perf_counter() - start
-        print(json.dumps({"engine": engine, "setting": setting, "beam": beam, "seconds": [seconds],
-                          "outputs": outputs}), flush=True)
-    if args.latency:
+        print(json.dumps({"engine": engine, "setting": setting, "workers": workers, "beam": beam,
+                          "seconds": [seconds], "outputs": outputs}), flush=True)
+    if args.latency and workers == 1:
         one_at_a_time = [[ids] for ids in src[: args.latency]]
         options = DecodeOptions(beam=max(args.beams))
         latencies = []
@@ -179,7 +187,7 @@ def peer_runs(python: Path, worker: str, export_dir: Path, beams: list[int], rep
                "--batch-size", str(translator.config.eval.batch_size), "--threads", str(torch.get_num_threads()),
                "--repeats", str(repeats)]
     done = subprocess.run(command, check=True, stdout=subprocess.PIPE, text=True)
-    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    return [{**json.loads(line), "workers": 1} for line in done.stdout.splitlines() if line.startswith("{")]
 
 
 def table(runs: list[dict[str, Any]], translator: Translator, references: list[str]) -> tuple[Table, list[dict[str, Any]]]:
@@ -188,19 +196,20 @@ def table(runs: list[dict[str, Any]], translator: Translator, references: list[s
     to seqlab fp32, int8 to seqlab int8; of the means, and over every pairing of repeats); and each run's numbers
     (its outputs left out)."""
     texts = {id(r): translator.target.decode(r["outputs"]) for r in runs}
-    reference_run = {r["beam"]: r for r in runs if r["engine"] == "seqlab" and r["setting"] == "fp32"}
-    seqlab_runs = {(r["setting"], r["beam"]): r for r in runs if r["engine"] == "seqlab"}
+    reference_run = {r["beam"]: r for r in runs if r["engine"] == "seqlab" and r["setting"] == "fp32"
+                     and r["workers"] == 1}
+    seqlab_runs = {(r["setting"], r["workers"], r["beam"]): r for r in runs if r["engine"] == "seqlab"}
     table = Table("Decoding next to the peers", [
-        "engine", "precision", "search", "seconds (mean ± sd over repeats)", "sentences/s", "exact match %", "BLEU",
-        "same output as seqlab fp32 %", "time ÷ seqlab's (same format)"], [])
+        "engine", "precision", "workers", "search", "seconds (mean ± sd over repeats)", "sentences/s", "exact match %",
+        "BLEU", "same output as seqlab fp32 %", "time ÷ seqlab's (same format, same workers)"], [])
     numbers = []
-    for r in sorted(runs, key=lambda r: (r["beam"], r["engine"] != "seqlab")):
+    for r in sorted(runs, key=lambda r: (r["beam"], r["workers"], r["engine"] != "seqlab")):
         same = sum(a == b for a, b in zip(r["outputs"], reference_run[r["beam"]]["outputs"]))
         hyps = texts[id(r)]
         numbers.append({**{k: v for k, v in r.items() if k != "outputs"}, "exact_match": exact_match(hyps, references),
                         "bleu": corpus_bleu(hyps, references), "same_percent": 100.0 * same / len(references)})
-        n, base = numbers[-1], seqlab_runs[("int8" if r["setting"] == "int8" else "fp32", r["beam"])]
-        table.rows.append([r["engine"], r["setting"], "greedy" if r["beam"] == 1 else f"beam {r['beam']}",
+        n, base = numbers[-1], seqlab_runs[("int8" if r["setting"] == "int8" else "fp32", r["workers"], r["beam"])]
+        table.rows.append([r["engine"], r["setting"], str(r["workers"]), "greedy" if r["beam"] == 1 else f"beam {r['beam']}",
                            spread(r["seconds"]), f"{len(references) / statistics.mean(r['seconds']):,.0f}",
                            f"{n['exact_match']:.2f}", f"{n['bleu']:.2f}", f"{n['same_percent']:.1f}",
                            f"{ratio_range(r['seconds'], base['seconds'])} ({base['setting']})"])
@@ -231,14 +240,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--peers", nargs="+", choices=sorted([*WORKERS, *EXPORTS]), default=sorted([*WORKERS, *EXPORTS]))
     parser.add_argument("--peer-venv", type=Path, default=Path(tempfile.gettempdir()) / "seqlab-peers")
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--workers", type=int, nargs="+", default=None,
+                        help="batches side by side, each count in turn (default: 1 and all the threads)")
     parser.add_argument("--latency", type=int, default=200,
                         help="then the first N sentences one at a time at the largest beam: the median latency (0: none)")
-    parser.add_argument("--one", nargs=2, metavar=("ENGINE", "SETTING"), help=argparse.SUPPRESS)  # a worker's
+    parser.add_argument("--one", nargs=3, metavar=("ENGINE", "SETTING", "WORKERS"), help=argparse.SUPPRESS)  # a worker's
     parser.add_argument("--work", help=argparse.SUPPRESS)  # where the parent wrote the exports
     add_results_option(parser)
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
+    args.workers = args.workers or sorted({1, torch.get_num_threads()})
     if args.one:
         one_run(args)
         return

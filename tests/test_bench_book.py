@@ -413,27 +413,27 @@ def test_peer_decoding_runs_end_to_end(date_run: tuple[Path, Path], peer_venv: P
 
     peer_decoding.main([str(date_run[0]), "--data-dir", str(date_run[1]), "--beams", "1", "2", "--repeats", "2",
                         "--peers", "ctranslate2", "joeynmt", "--peer-venv", str(peer_venv), "--latency", "3",
-                        "--results", str(tmp_path)])
+                        "--workers", "1", "2", "--results", str(tmp_path)])
     printed = capsys.readouterr().out
     # seqlab in fp32, in bf16 where this CPU has it natively, and int8; then each export
     workers = [*(("seqlab", setting) for setting in peer_decoding.runtimes()), ("ctranslate2", "float32"),
                ("ctranslate2", "int8")]
     assert [setting for _, setting in workers[:2]] in (["fp32", "int8"], ["fp32", "bf16"])
     rows = table_rows(printed)[: -len(workers)]
-    latencies = table_rows(printed)[-len(workers):]  # one sentence at a time: each engine decoding in its workers
+    latencies = table_rows(printed)[-len(workers):]  # one sentence at a time, with one worker: each engine once
     assert [(row[0].split()[0], *row[1:3]) for row in latencies] == [(*worker, "6") for worker in workers]
     assert latencies[0][5] == "1.00×" and all(float(row[3]) > 0 for row in latencies)
-    engines = [(row[0].split()[0], row[1], row[2]) for row in rows]
-    settings = [*workers, ("JoeyNMT", "float32")]
-    assert sorted(engines) == sorted((e, s, search) for e, s in settings for search in ("greedy", "beam 2"))
-    assert all(row[7] == "100.0" for row in rows if row[:2] == ["seqlab", "fp32"])  # the reference of "same output"
-    assert all(re.fullmatch(r"[\d.]+ ± [\d.]+ \([\d.]+–[\d.]+\)", row[3]) for row in rows)  # over the 2 repeats
-    assert all(re.fullmatch(r"[\d.]+× \([\d.]+–[\d.]+×\) \((fp32|int8)\)", row[8]) for row in rows)
+    engines = [(row[0].split()[0], row[1], row[2], row[3]) for row in rows]
+    settings = [(*worker, n) for n in ("1", "2") for worker in workers] + [("JoeyNMT", "float32", "1")]
+    assert sorted(engines) == sorted((*setting, search) for setting in settings for search in ("greedy", "beam 2"))
+    assert all(row[8] == "100.0" for row in rows if row[:2] == ["seqlab", "fp32"])  # batches side by side too
+    assert all(re.fullmatch(r"[\d.]+ ± [\d.]+ \([\d.]+–[\d.]+\)", row[4]) for row in rows)  # over the 2 repeats
+    assert all(re.fullmatch(r"[\d.]+× \([\d.]+–[\d.]+×\) \((fp32|int8)\)", row[9]) for row in rows)
     assert "40 sentences in batches of" in printed and "### Decoding next to the peers" in printed
     result = recorded(tmp_path, f"peer_decoding-{date_run[0].name}")
     assert result.tables[0].rows == rows and result.tables[1].rows == latencies
     assert len(result.runs) == len(rows) + len(latencies) and "outputs" not in result.runs[0]
-    assert [f"{run['exact_match']:.2f}" for run in result.runs[: len(rows)]] == [row[5] for row in rows]
+    assert [f"{run['exact_match']:.2f}" for run in result.runs[: len(rows)]] == [row[6] for row in rows]
 
 
 def test_heldout_task_runs_end_to_end(date_run: tuple[Path, Path], tmp_path: Path,

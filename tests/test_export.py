@@ -322,6 +322,26 @@ def test_the_commands_export_and_translate(date_run, engine, exported):
     assert again.exit_code == 2 and "already holds a model" in again.output
     int8 = CliRunner().invoke(app, ["translate", str(out), "--engine", engine, "--int8", *dates])
     assert int8.exit_code == 2 and "quantised when it is made" in int8.output
+    side_by_side = CliRunner().invoke(app, ["translate", str(out), "--engine", engine, "--workers", "2", *dates])
+    assert side_by_side.exit_code == 0 and side_by_side.output == result.output, side_by_side.output
+
+
+def test_workers_decode_batches_side_by_side_in_every_engine(date_run, engine, exported):
+    """seqlab's own model and each export decode many batches with --workers as with one worker: the same outputs,
+    CTranslate2 with as many translators (its inter_threads)."""
+    from seqlab.export import load_translator
+
+    sources = _sources(date_run) * 3  # 300 sentences: two batches of eval.batch_size (256)
+    ways: list[tuple[Path, Engine]] = [(date_run, "torch"), (exported(date_run, engine), engine)]
+    for path, name in ways:
+        one, two = load_translator(path, name), load_translator(path, name, workers=2)
+        assert two.runtime.workers == 2 or name == "ct2"
+        for options in (DecodeOptions(), DecodeOptions(beam=3)):
+            assert two.translate(sources, options) == one.translate(sources, options), (name, options)
+        if name == "ct2":
+            assert cast(Any, two).engine.num_translators == 2
+    bad = CliRunner().invoke(app, ["translate", str(date_run), "--workers", "0", "10/15/94"])
+    assert bad.exit_code == 2 and "--workers" in bad.output
 
 
 def test_ctranslate2_refuses_gnmt_length_penalty_in_one_line(date_run, exported):

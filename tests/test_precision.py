@@ -1,5 +1,5 @@
 """Precision: ``auto`` follows the CPU (or SEQLAB_PRECISION); bf16 autocast really runs matrix products in bf16;
-a ``Runtime`` holds the answer once it is resolved."""
+a ``Runtime`` holds the answer once it is resolved, and how many batches it computes side by side."""
 
 import logging
 import os
@@ -7,6 +7,7 @@ import platform
 import re
 import resource
 import sys
+import threading
 
 import pytest
 import torch
@@ -270,3 +271,36 @@ def test_a_resolved_runtime_keeps_freed_memory_for_the_next_tensors():
     for _ in range(5):
         torch.ones(16 << 20)
     assert resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before < 1000  # unmapped each time: 5 × 16,384
+
+
+def test_workers_take_batches_side_by_side_on_their_share_of_the_threads():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(4)
+    try:
+        both_running = threading.Barrier(2, timeout=10)  # the first two batches wait for each other: side by side
+
+        def work(batch: int) -> tuple[int, int, int]:
+            if batch < 2:
+                both_running.wait()
+            return batch, threading.get_ident(), torch.get_num_threads()
+
+        done = Runtime(workers=2).map(work, list(range(5)))
+        assert [batch for batch, _, _ in done] == list(range(5))  # in the batches' order
+        assert len({thread for _, thread, _ in done} - {threading.get_ident()}) == 2
+        assert {share for _, _, share in done} == {2}
+        assert torch.get_num_threads() == 4  # this thread's count, and the process's, as they were
+
+        def fails(batch: int) -> int:
+            if batch == 1:
+                raise ValueError("batch 1 is bad")
+            return batch
+
+        with pytest.raises(ValueError, match="batch 1 is bad"):
+            Runtime(workers=2).map(fails, list(range(4)))
+        assert torch.get_num_threads() == 4
+        assert Runtime().map(lambda b: (b, threading.get_ident()), [0, 1]) == [(0, threading.get_ident()),
+                                                                              (1, threading.get_ident())]
+    finally:
+        torch.set_num_threads(threads)
+    with pytest.raises(ValueError, match="workers must be at least 1"):
+        Runtime(workers=0)

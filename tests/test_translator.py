@@ -1,6 +1,7 @@
 """The one text -> ids -> text path: truncation with a counted warning, batching that changes nothing."""
 
 import logging
+from dataclasses import replace
 
 import pytest
 import torch
@@ -42,6 +43,13 @@ def test_output_does_not_depend_on_batching_or_order(translator):
     alone = [translator.translate([t])[0] for t in texts]
     assert together == alone
     assert translator.translate(texts[::-1]) == together[::-1]
+
+
+def test_batches_decoded_side_by_side_give_what_one_after_another_gives(translator):
+    texts = ["1+2", "12+5", "7+70", "99+1", "3+3", "5+555", "0+0"]  # three batches of at most 3
+    one_by_one = [translator.translate(texts, beam=beam) for beam in (1, 3)]
+    translator.runtime = replace(translator.runtime, workers=2)
+    assert [translator.translate(texts, beam=beam) for beam in (1, 3)] == one_by_one
 
 
 def test_translate_wants_a_list(translator):

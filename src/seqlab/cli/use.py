@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from seqlab.cli.common import Engine, Int8, RunArg, fail, read_lines, setup_logging, warn_cut, with_decoding
+from seqlab.cli.common import Engine, Int8, RunArg, Workers, fail, read_lines, setup_logging, warn_cut, with_decoding
 from seqlab.config import ConfigError
 
 if TYPE_CHECKING:
@@ -24,6 +24,7 @@ def translate(
     input: Annotated[str | None, typer.Option("--input", "-i", help="File with one sentence per line; - for stdin.")] = None,
     int8: Int8 = False,
     engine: Engine = "torch",
+    workers: Workers = 1,
 ) -> None:
     """Translate sentences given as arguments, or a file line by line. One line in, one line out: an empty or
     blank line gives an empty line, and a line longer than the model reads is cut, with a warning naming it).
@@ -36,7 +37,7 @@ def translate(
     if bool(texts) == bool(input):
         fail(ValueError("give sentences as arguments or --input FILE, not both and not neither"))
     try:
-        translator = load_translator(run_dir, engine, int8)
+        translator = load_translator(run_dir, engine, int8, workers)
         lines = texts or read_lines(input)  # type: ignore[arg-type]  # one of them is given
         several = options.nbest > 1 or options.num_samples > 1
         generated = translator.generate(lines, options)

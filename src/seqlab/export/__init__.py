@@ -22,23 +22,25 @@ def export(run_dir: str | Path, out: str | Path, to: Target, quantization: str =
     return (export_onnx if to == "onnx" else export_ctranslate2)(run_dir, out, quantization)
 
 
-def load_translator(path: str | Path, engine: Engine = "torch", int8: bool = False) -> Translator:
+def load_translator(path: str | Path, engine: Engine = "torch", int8: bool = False, workers: int = 1) -> Translator:
     """A translator for ``path``: a run directory (``torch``; ``int8``: its linear layers quantised for decoding)
-    or the directory of ``seqlab export`` for that engine (quantised, if at all, when exported)."""
+    or the directory of ``seqlab export`` for that engine (quantised, if at all, when exported). ``workers``:
+    batches decoded side by side, each on its share of the threads (``Runtime.map``; CTranslate2's
+    ``inter_threads``)."""
     if int8 and engine != "torch":
         raise ValueError("int8 quantises seqlab's own model; an export is quantised when it is made "
                          "(seqlab export --quantization int8)")
     if engine == "ct2":
         from seqlab.export.ctranslate2 import load_ct2
 
-        return load_ct2(path)
+        return load_ct2(path, workers=workers)
     if engine == "onnx":
         from seqlab.export.onnx import load_onnx
 
-        return load_onnx(path)
+        return load_onnx(path, workers=workers)
     from seqlab.predictors.translator import load
 
-    return load(path, int8=int8)
+    return load(path, int8=int8, workers=workers)
 
 
 __all__ = ["Engine", "Target", "export", "load_translator"]

@@ -187,13 +187,16 @@ class CT2Translator(Translator):
         return Hypothesis(ids, log_prob, score)
 
 
-def load_ct2(export_dir: str | Path, threads: int | None = None) -> CT2Translator:
-    """A directory of ``export_ctranslate2`` as a translator (``seqlab translate DIR --engine ct2``)."""
+def load_ct2(export_dir: str | Path, threads: int | None = None, workers: int = 1) -> CT2Translator:
+    """A directory of ``export_ctranslate2`` as a translator (``seqlab translate DIR --engine ct2``) on ``threads``
+    (torch's count by default): ``workers`` batches at a time (CTranslate2's ``inter_threads``), each on its share."""
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, not {workers}")
     ct2 = _ctranslate2()
     run = RunDir(export_dir)
     if not (Path(export_dir) / "model.bin").exists():
         raise FileNotFoundError(f"{export_dir}: no CTranslate2 model (make one with seqlab export RUN --to ctranslate2)")
     source, target = run.tokenizers()
-    engine = ct2.Translator(str(export_dir), device="cpu", compute_type="default", inter_threads=1,
-                            intra_threads=threads or torch.get_num_threads())
+    engine = ct2.Translator(str(export_dir), device="cpu", compute_type="default", inter_threads=workers,
+                            intra_threads=max(1, (threads or torch.get_num_threads()) // workers))
     return CT2Translator(engine, source, target, run.config())

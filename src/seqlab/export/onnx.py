@@ -35,6 +35,7 @@ import logging
 import tempfile
 import warnings
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -365,10 +366,12 @@ class OnnxTranslator(Translator):
     """seqlab's translator over an ONNX export: a single sentence by ONNX Runtime's own search (``OnnxSearch``)
     where it decodes as seqlab does; batches, and the options it lacks, by seqlab's search over the step graphs."""
 
-    def __init__(self, export_dir: Path, threads: int | None = None) -> None:
+    def __init__(self, export_dir: Path, threads: int | None = None, workers: int = 1) -> None:
         run = RunDir(export_dir)
         source, target = run.tokenizers()
-        super().__init__(OnnxSeq2seq(export_dir, threads), source, target, run.config(), CPU_FP32)  # type: ignore[arg-type]
+        runtime = replace(CPU_FP32, workers=workers)  # batches side by side, each graph run on its share of threads
+        share = max(1, (threads or torch.get_num_threads()) // workers)
+        super().__init__(OnnxSeq2seq(export_dir, share), source, target, run.config(), runtime)  # type: ignore[arg-type]
         self.search_graph = OnnxSearch(export_dir, threads) if (export_dir / SEARCH).exists() else None  # None: older
 
     def search_ids(
@@ -382,11 +385,12 @@ class OnnxTranslator(Translator):
         return [[Hypothesis(tokens, score, score) for tokens, score in self.search_graph.search_ids(src, options)[0]]]
 
 
-def load_onnx(export_dir: str | Path, threads: int | None = None) -> Translator:
+def load_onnx(export_dir: str | Path, threads: int | None = None, workers: int = 1) -> Translator:
     """A directory of ``export_onnx`` as a translator (``seqlab translate DIR --engine onnx``): seqlab's
     Translator (every decoding option, attention too) over the exported graphs, which ONNX Runtime computes in
-    their own precision (no autocast); one sentence at a time by ONNX Runtime's search where it can."""
+    their own precision (no autocast); one sentence at a time by ONNX Runtime's search where it can. ``workers``:
+    batches decoded side by side (``Runtime.map``), the graphs of each on its share of ``threads``."""
     export_dir = Path(export_dir)
     if not (export_dir / STEP).exists():
         raise FileNotFoundError(f"{export_dir}: no ONNX model (make one with seqlab export RUN --to onnx)")
-    return OnnxTranslator(export_dir, threads)
+    return OnnxTranslator(export_dir, threads, workers)

@@ -59,19 +59,20 @@ class Predictor:
 
     @classmethod
     def load(cls: type[P], run_dir: str | Path, device: str | None = None, precision: str | None = None,
-             int8: bool = False) -> P:
+             int8: bool = False, workers: int = 1) -> P:
         """The model of a run directory, ready to use. It runs where and as it trained (``train.device``,
         ``train.precision``, each as this machine has it; a run of another kind is a ValueError that says which
         commands use it) unless ``device`` (``auto``, ``cpu``, ``cuda``) or
         ``precision`` (``auto``, ``bf16``, ``fp32``) say otherwise; ``int8``: its linear layers quantised to int8
-        (``runtime.quantize_int8``), for faster CPU decoding of large models."""
+        (``runtime.quantize_int8``), for faster CPU decoding of large models; ``workers``: batches decoded side by
+        side, each on its share of the threads (``Runtime.map``)."""
         run = RunDir(run_dir)
         config = run.config()  # a word-vector run is refused here, saying what to use instead
         expect_kind(run.path, cls.kind)
         train = config.train
         trained = run.model_info().get("precision")  # what auto measured when the run trained; absent in older runs
         return cls.from_run(run, config, Runtime.for_inference(device or train.device, precision or train.precision,
-                                                               int8, trained))
+                                                               int8, trained, workers))
 
     @classmethod
     def from_run(cls: type[P], run: RunDir, config: Config, runtime: Runtime) -> P:

@@ -131,21 +131,26 @@ class Translator(Predictor):
         self, src: Sequence[Sequence[int]], options: DecodeOptions, need_weights: bool = False,
         stop: Callable[[], bool] | None = None,
     ) -> list[list[Hypothesis]]:
-        """Decode encoded sources in batches of similar length (``eval.batch_size`` sentences); ``stop`` as in
-        ``generate``."""
+        """Decode encoded sources in batches of similar length (``eval.batch_size`` sentences), as many at once as
+        the runtime's ``workers``; ``stop`` as in ``generate``."""
         order = sorted(range(len(src)), key=lambda i: len(src[i]))
-        outputs: list[list[Hypothesis]] = [[] for _ in src]
         width = self.config.data.target_width
         model: Any = self.model if width is None else NoEnd(self.model)  # the book's answers: width characters
         if width is not None:
             options = options.model_copy(update={"max_length": width, "length_ratio": None})
+
+        def decode(batch: list[int]) -> list[list[Hypothesis]]:
+            with self.autocast():  # thread-local: set on the thread that decodes
+                return search(model, pad([src[i] for i in batch]).to(self.device), options,
+                              self.config.eval.max_output_length, need_weights, stop)
+
+        batches = list(chunks(order, self.config.eval.batch_size))
+        outputs: list[list[Hypothesis]] = [[] for _ in src]
         with evaluating(self.model):
-            for chunk in chunks(order, self.config.eval.batch_size):
-                with self.autocast():
-                    decoded = search(model, pad([src[i] for i in chunk]).to(self.device), options,
-                                     self.config.eval.max_output_length, need_weights, stop)
-                for index, hypotheses in zip(chunk, decoded):
-                    outputs[index] = hypotheses
+            decoded = self.runtime.map(decode, batches)
+        for batch, hypotheses in zip(batches, decoded):
+            for index, best in zip(batch, hypotheses):
+                outputs[index] = best
         return outputs
 
 
