@@ -144,7 +144,8 @@ class Translator(Predictor):
                 return search(model, pad([src[i] for i in batch]).to(self.device), options,
                               self.config.eval.max_output_length, need_weights, stop)
 
-        batches = list(chunks(order, self.config.eval.batch_size))
+        # the longest first: with workers side by side, the short batches at the end fill the gaps the long ones leave
+        batches = list(chunks(order, self.config.eval.batch_size))[::-1]
         outputs: list[list[Hypothesis]] = [[] for _ in src]
         with evaluating(self.model):
             decoded = self.runtime.map(decode, batches)
