@@ -88,9 +88,10 @@ class Runtime:
         torch's threads, or (``workers`` > 1) that many batches at a time, each on a thread of its own computing with
         its share of torch's threads, as CTranslate2's ``inter_threads`` does. On the CPU, where a small model's
         operations each fork and join the threads for a few hundred microseconds of work, batches side by side
-        waste less of them (the date model's beam search over its test split took 0.86× the time with 2 workers of
-        1 thread, on 2 cores; ``benchmarks/peer_decoding.py --workers``). ``work`` runs on the workers' threads:
-        what is thread-local in torch (autocast, inference mode) it must set itself."""
+        waste less of them: with 2 workers of 1 thread on 2 cores the date model's test split (20 batches) took
+        0.87× the time greedy and 0.86× at beam 5; the Multi30k model's (4 batches of longer, wider steps) 0.93×
+        greedy but 1.16× at beam 5 (``benchmarks/peer_decoding.py``, AMD EPYC). ``work`` runs on the workers'
+        threads: what is thread-local in torch (autocast, inference mode) it must set itself."""
         if self.workers == 1 or len(batches) < 2:
             return [work(batch) for batch in batches]
         threads = torch.get_num_threads()
