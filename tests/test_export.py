@@ -335,7 +335,7 @@ def test_workers_decode_batches_side_by_side_in_every_engine(date_run, engine, e
     ways: list[tuple[Path, Engine]] = [(date_run, "torch"), (exported(date_run, engine), engine)]
     for path, name in ways:
         one, two = load_translator(path, name), load_translator(path, name, workers=2)
-        assert two.runtime.workers == 2 or name == "ct2"
+        assert two.runtime.workers == 2
         for options in (DecodeOptions(), DecodeOptions(beam=3)):
             assert two.translate(sources, options) == one.translate(sources, options), (name, options)
         if name == "ct2":

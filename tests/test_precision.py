@@ -304,3 +304,10 @@ def test_workers_take_batches_side_by_side_on_their_share_of_the_threads():
         torch.set_num_threads(threads)
     with pytest.raises(ValueError, match="workers must be at least 1"):
         Runtime(workers=0)
+
+
+def test_workers_get_batches_enough_to_stay_busy_to_the_end():
+    two = Runtime(workers=2)
+    assert two.batch_size(1000, 256) == 125  # 8 batches: 4 a worker, not 4 of 256 for both
+    assert two.batch_size(5000, 256) == 256  # 20 batches of the most already
+    assert two.batch_size(3, 256) == 1 and Runtime().batch_size(1000, 256) == 256

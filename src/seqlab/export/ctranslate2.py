@@ -13,6 +13,7 @@ CTranslate2 is an optional dependency: ``pip install -e '.[export]'``.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -143,7 +144,8 @@ class CT2Translator(Translator):
     length-normalised score) and sampling, over sources that seqlab encodes."""
 
     def __init__(self, engine: ctranslate2.Translator, source: Tokenizer, target: Tokenizer, config: Any) -> None:
-        super().__init__(None, source, target, config, CPU_FP32)  # type: ignore[arg-type]  # no PyTorch model
+        runtime = replace(CPU_FP32, workers=engine.num_translators)  # its translators take batches side by side
+        super().__init__(None, source, target, config, runtime)  # type: ignore[arg-type]  # no PyTorch model
         self.engine = engine
         self.source_names, self.target_names = vocabulary(source), vocabulary(target)
         self.target_ids = {name: i for i, name in enumerate(self.target_names)}
@@ -164,7 +166,7 @@ class CT2Translator(Translator):
         if stop is not None and stop():
             raise Cancelled("decoding stopped before CTranslate2 started")
         tokens = [[self.source_names[i] for i in ids] for ids in src]  # <eos> included, as seqlab feeds it
-        common = {"max_batch_size": self.config.eval.batch_size, "return_scores": True,
+        common = {"max_batch_size": self.runtime.batch_size(len(src), self.config.eval.batch_size), "return_scores": True,
                   "max_decoding_length": options.max_length or self.config.eval.max_output_length,
                   "suppress_sequences": [["<blank>"], ["<s>"]], "min_decoding_length": options.min_length,
                   "no_repeat_ngram_size": options.no_repeat_ngram_size,

@@ -131,8 +131,9 @@ class Translator(Predictor):
         self, src: Sequence[Sequence[int]], options: DecodeOptions, need_weights: bool = False,
         stop: Callable[[], bool] | None = None,
     ) -> list[list[Hypothesis]]:
-        """Decode encoded sources in batches of similar length (``eval.batch_size`` sentences), as many at once as
-        the runtime's ``workers``; ``stop`` as in ``generate``."""
+        """Decode encoded sources in batches of similar length (``eval.batch_size`` sentences, fewer where workers
+        would otherwise run short of batches: ``Runtime.batch_size``), as many at once as the runtime's ``workers``;
+        ``stop`` as in ``generate``."""
         order = sorted(range(len(src)), key=lambda i: len(src[i]))
         width = self.config.data.target_width
         model: Any = self.model if width is None else NoEnd(self.model)  # the book's answers: width characters
@@ -145,7 +146,7 @@ class Translator(Predictor):
                               self.config.eval.max_output_length, need_weights, stop)
 
         # the longest first: with workers side by side, the short batches at the end fill the gaps the long ones leave
-        batches = list(chunks(order, self.config.eval.batch_size))[::-1]
+        batches = list(chunks(order, self.runtime.batch_size(len(src), self.config.eval.batch_size)))[::-1]
         outputs: list[list[Hypothesis]] = [[] for _ in src]
         with evaluating(self.model):
             decoded = self.runtime.map(decode, batches)
