@@ -98,9 +98,10 @@ class Runtime:
         its share of torch's threads, as CTranslate2's ``inter_threads`` does. On the CPU, where a small model's
         operations each fork and join the threads for a few hundred microseconds of work, batches side by side
         waste less of them: with 2 workers of 1 thread on 2 cores the date model's test split (20 batches) took
-        0.87× the time greedy and 0.86× at beam 5; the Multi30k model's (4 batches of longer, wider steps) 0.93×
-        greedy but 1.16× at beam 5 (``benchmarks/peer_decoding.py``, AMD EPYC). ``work`` runs on the workers'
-        threads: what is thread-local in torch (autocast, inference mode) it must set itself."""
+        0.87× the time greedy and 0.86× at beam 5; the Multi30k model's (1,000 sentences of longer, wider steps, in
+        8 batches: ``batch_size``) 1.01× greedy and 0.98× at beam 5 (``benchmarks/peer_decoding.py``, AMD EPYC).
+        ``work`` runs on the workers' threads: what is thread-local in torch (autocast, inference mode) it must set
+        itself."""
         if self.workers == 1 or len(batches) < 2:
             return [work(batch) for batch in batches]
         threads = torch.get_num_threads()
