@@ -150,9 +150,9 @@ class Translator(Predictor):
         outputs: list[list[Hypothesis]] = [[] for _ in src]
         with evaluating(self.model):
             decoded = self.runtime.map(decode, batches)
-        for batch, hypotheses in zip(batches, decoded):
-            for index, best in zip(batch, hypotheses):
-                outputs[index] = best
+        for batch, of_batch in zip(batches, decoded):
+            for index, hypotheses in zip(batch, of_batch):
+                outputs[index] = hypotheses
         return outputs
 
 
