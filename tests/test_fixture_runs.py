@@ -117,3 +117,41 @@ def test_the_entry_points_of_before_still_load_and_say_where_they_went_once(old,
     assert [(w.category, str(w.message)) for w in caught] == [(FutureWarning, f"{old} is now {new}")]
     loaded = module.load(RUNS / name)
     assert type(loaded) is getattr(importlib.import_module(new), predictor)
+
+
+def test_every_kind_answers_the_same_with_workers_side_by_side():
+    """``workers`` is every predictor's: a classifier's, a span extractor's and a language model's batches computed
+    side by side (in batches for 4 a worker) give what one after another gives."""
+    import numpy as np
+
+    from seqlab.predictors import answerer, classifier
+    from seqlab.predictors.language_model import load as load_lm
+
+    texts = ["오늘 정말 생각나", "그냥 좋다", "힘들다", "밥 먹었어", "내일 만나", "오늘도 고마워", "우울해",
+             "생각이 많아", "좋은 하루", "또 보자", "배고파", "슬프다"]
+    one, two = classifier.load(RUNS / "classifier"), classifier.load(RUNS / "classifier", workers=2)
+    assert two.runtime.workers == 2
+    assert np.allclose(two.probabilities_ids(two.encode(texts)), one.probabilities_ids(one.encode(texts)), atol=1e-6)
+
+    context = json.loads((RUNS / "data" / "squad" / "valid.json").read_text(encoding="utf-8"))["data"][0]["paragraphs"][0]
+    questions = [q["question"] for q in context["qas"]] * 4
+    contexts = [context["context"]] * len(questions)
+    answers = [[a.text for a in answerer.load(RUNS / "span", workers=n).answer(questions, contexts)] for n in (1, 2)]
+    assert answers[0] == answers[1]
+
+    for name in ("lm-lstm", "lm-transformer"):
+        starts = ["two three", "one", "four five six", "two", "three four", "five six seven eight"]
+        made = [[[g.text for g in gs] for gs in load_lm(RUNS / name, workers=n).generate(starts, beam=3, nbest=2)]
+                for n in (1, 2)]
+        assert made[0] == made[1], name
+
+
+@pytest.mark.parametrize("command", [["classify", str(RUNS / "classifier"), "오늘 정말 생각나", "그냥 좋다", "힘들다"],
+                                     ["generate", str(RUNS / "lm-lstm"), "--start", "two", "--start", "three four"]])
+def test_the_commands_take_workers(command):
+    from typer.testing import CliRunner
+
+    from seqlab.cli import app
+
+    one, two = (CliRunner().invoke(app, [*command, "--workers", n]) for n in ("1", "2"))
+    assert one.exit_code == 0 and two.output == one.output, two.output

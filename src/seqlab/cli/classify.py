@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from seqlab.cli.common import RunArg, fail, read_lines, read_text, setup_logging, warn_cut
+from seqlab.cli.common import RunArg, Workers, fail, read_lines, read_text, setup_logging, warn_cut
 from seqlab.config import ConfigError
 
 
@@ -17,6 +17,7 @@ def classify(
     texts: Annotated[list[str] | None, typer.Argument(help="Texts to classify.")] = None,
     input: Annotated[str | None, typer.Option("--input", "-i", help="File with one text per line; - for stdin.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per text: label and probabilities.")] = False,
+    workers: Workers = 1,
 ) -> None:
     """Classify texts given as arguments, or a file line by line. The label of every text with its probability
     ("LABEL<TAB>PROBABILITY<TAB>TEXT"), or with --json every class's probability. An empty or blank line gives an
@@ -28,7 +29,7 @@ def classify(
     if bool(texts) == bool(input):
         fail(ValueError("give texts as arguments or --input FILE, not both and not neither"))
     try:
-        classifier = load(run_dir)
+        classifier = load(run_dir, workers=workers)
         lines = texts or read_lines(input)  # type: ignore[arg-type]  # one of them is given
     except (ConfigError, FileNotFoundError, ValueError) as exc:  # DataError is a ValueError
         fail(exc)
@@ -76,6 +77,7 @@ def answer(
     context: Annotated[str, typer.Option("--context", "-c", help="The text the answers are cut out of; @FILE reads "
                                                                   "a file, @- stdin.")],
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per question.")] = False,
+    workers: Workers = 1,
 ) -> None:
     """Answer questions about a context with a span extractor (model.type span). Each answer is cut out of the
     context, with its probability ("ANSWER<TAB>PROBABILITY<TAB>QUESTION"), or with --json also its character span."""
@@ -83,7 +85,7 @@ def answer(
 
     setup_logging()
     try:
-        answerer = load(run_dir)
+        answerer = load(run_dir, workers=workers)
         text = read_text(context[1:]) if context.startswith("@") else context
         answers = answerer.answer(questions, [text] * len(questions))
     except (ConfigError, FileNotFoundError, ValueError) as exc:

@@ -30,9 +30,9 @@ Engine = Annotated[Literal["torch", "ct2", "onnx"], typer.Option(
 Int8 = Annotated[bool, typer.Option("--int8", help="Decode with int8 linear layers (dynamic quantisation; "
                                     "benchmarks/peer_decoding.py measures its speed and accuracy).",
                                     rich_help_panel="Decoding")]
-Workers = Annotated[int, typer.Option("--workers", min=1, help="Batches decoded side by side, each on its share of "
-                                      "the threads (a small model on many sentences: faster than all threads on one "
-                                      "batch; CTranslate2's inter_threads).", rich_help_panel="Decoding")]
+Workers = Annotated[int, typer.Option("--workers", min=1, help="Batches computed side by side, each on its share of "
+                                      "the threads (a small model on many inputs: faster than all threads on one "
+                                      "batch; CTranslate2's inter_threads).")]
 
 
 def _decoding(name: str) -> tuple[Any, Any]:

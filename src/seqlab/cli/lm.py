@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from seqlab.cli.common import RunArg, fail, read_lines, setup_logging, with_decoding
+from seqlab.cli.common import RunArg, Workers, fail, read_lines, setup_logging, with_decoding
 from seqlab.config import ConfigError
 
 if TYPE_CHECKING:
@@ -24,11 +24,12 @@ def generate(
     start: Annotated[list[str], typer.Option("--start", help="The text to continue; repeat for several.")],
     length: Annotated[int | None, typer.Option(
         "--length", min=1, help="Most words to add (default: the run's eval.max_output_length); <eos> ends sooner.")] = None,
+    workers: Workers = 1,
 ) -> None:
     """Continue each --start with a language model. Greedy, beam search (--beam, --nbest) or sampling (--sample,
     --temperature, --top-k, --top-p, --num-samples, --seed). One line per output; with several per start,
     ``NUMBER<TAB>LOG-PROB<TAB>TEXT``."""
-    lm = _load(run_dir)
+    lm = _load(run_dir, workers)
     try:
         found = lm.generate(start, options.model_copy(update={"max_length": length}))
     except ValueError as exc:
@@ -62,11 +63,11 @@ def score(
     typer.echo(f"perplexity {overall['perplexity']:.3f} over {overall['tokens']} tokens", err=True)
 
 
-def _load(run_dir: Path) -> LanguageModel:
+def _load(run_dir: Path, workers: int = 1) -> LanguageModel:
     from seqlab.predictors.language_model import load
 
     setup_logging()
     try:
-        return load(run_dir)
+        return load(run_dir, workers=workers)
     except (ConfigError, FileNotFoundError, ValueError) as exc:
         fail(exc)

@@ -101,18 +101,21 @@ class Answerer(TextPredictor):
         context = (positions >= firsts) & (positions < lasts)
         return ids.to(self.device), segments.to(self.device), context.to(self.device)
 
-    @torch.no_grad()
     def log_probabilities(self, rows: Sequence[Encoded]) -> list[tuple[np.ndarray, np.ndarray]]:
         """Each input's start and end log-probabilities (len,), in batches of ``eval.batch_size`` of similar
-        length."""
+        length (``Runtime.batch_size``), as many at once as the runtime's ``workers``."""
         order = sorted(range(len(rows)), key=lambda i: len(rows[i].ids))
+
+        def log_probabilities(batch: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+            with torch.no_grad(), self.autocast():  # thread-local: set on the thread that computes
+                start, end = self.model(*self.batch([rows[i] for i in batch]))  # (batch, len)
+            return start.log_softmax(-1), end.log_softmax(-1)
+
+        batches = list(chunks(order, self.runtime.batch_size(len(rows), self.config.eval.batch_size)))
         out: list[tuple[np.ndarray, np.ndarray]] = [(np.empty(0), np.empty(0))] * len(rows)
         with evaluating(self.model):
-            for chunk in chunks(order, self.config.eval.batch_size):
-                with self.autocast():
-                    start, end = self.model(*self.batch([rows[i] for i in chunk]))  # (batch, len)
-                start, end = start.log_softmax(-1), end.log_softmax(-1)
-                for k, i in enumerate(chunk):
+            for batch, (start, end) in zip(batches, self.runtime.map(log_probabilities, batches)):
+                for k, i in enumerate(batch):
                     length = len(rows[i].ids)
                     out[i] = start[k, :length].cpu().numpy(), end[k, :length].cpu().numpy()
         return out

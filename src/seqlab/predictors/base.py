@@ -64,8 +64,9 @@ class Predictor:
         ``train.precision``, each as this machine has it; a run of another kind is a ValueError that says which
         commands use it) unless ``device`` (``auto``, ``cpu``, ``cuda``) or
         ``precision`` (``auto``, ``bf16``, ``fp32``) say otherwise; ``int8``: its linear layers quantised to int8
-        (``runtime.quantize_int8``), for faster CPU decoding of large models; ``workers``: batches decoded side by
-        side, each on its share of the threads (``Runtime.map``)."""
+        (``runtime.quantize_int8``), for faster CPU decoding of large models; ``workers``: batches computed side by
+        side, each on its share of the threads (``Runtime.map``; every kind's batches: translations, continuations,
+        classes, spans)."""
         run = RunDir(run_dir)
         config = run.config()  # a word-vector run is refused here, saying what to use instead
         expect_kind(run.path, cls.kind)

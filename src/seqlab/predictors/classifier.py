@@ -80,16 +80,21 @@ class Classifier(Predictor):
             raise ValueError(f"{what}: label {unknown[0]!r} is not one of the model's classes ({', '.join(self.labels)})")
         return [index[label] for label in labels]
 
-    @torch.no_grad()
     def probabilities_ids(self, ids: Sequence[Sequence[int]]) -> np.ndarray:
-        """(inputs, classes) softmax of encoded inputs, in batches of ``eval.batch_size`` inputs of similar length."""
+        """(inputs, classes) softmax of encoded inputs, in batches of ``eval.batch_size`` inputs of similar length
+        (``Runtime.batch_size``), as many at once as the runtime's ``workers``."""
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+
+        def probabilities(batch: list[int]) -> np.ndarray:
+            with torch.no_grad(), self.autocast():  # thread-local: set on the thread that computes
+                logits = self.model(pad([ids[i] for i in batch]).to(self.device))  # (batch, classes)
+            return torch.softmax(logits.float(), -1).cpu().numpy()
+
+        batches = list(chunks(order, self.runtime.batch_size(len(ids), self.config.eval.batch_size)))
         out = np.zeros((len(ids), len(self.labels)), dtype=np.float64)
         with evaluating(self.model):
-            for chunk in chunks(order, self.config.eval.batch_size):
-                with self.autocast():
-                    logits = self.model(pad([ids[i] for i in chunk]).to(self.device))  # (batch, classes)
-                out[chunk] = torch.softmax(logits.float(), -1).cpu().numpy()
+            for batch, of_batch in zip(batches, self.runtime.map(probabilities, batches)):
+                out[batch] = of_batch
         return out
 
     def predict(self, texts: Sequence[str]) -> list[str]:

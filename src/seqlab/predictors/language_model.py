@@ -68,7 +68,6 @@ class LanguageModel(TextPredictor):
         loss = total / max(tokens, 1)
         return {"loss": loss, "perplexity": math.exp(loss), "tokens": tokens}
 
-    @torch.no_grad()
     def generate(self, starts: Sequence[str], options: DecodeOptions | None = None,
                  stop: Callable[[], bool] | None = None, **kwargs: Any) -> list[list[Generation]]:
         """Every start's continuations, best first (``nbest`` of a beam search, ``num_samples`` samples, or the
@@ -77,14 +76,18 @@ class LanguageModel(TextPredictor):
         options = options or DecodeOptions(**kwargs)
         prompts = [[EOS, *ids] for ids in self.tokenizer.encode(list(starts))]
         self.model.eval()
+
+        def continue_group(group: list[int]) -> list[list[Hypothesis]]:
+            with torch.no_grad(), self.autocast():  # thread-local: set on the thread that decodes
+                return search(self.model, pad([prompts[i] for i in group]).to(self.device), options,
+                              self.config.eval.max_output_length, stop=stop)
+
+        # a batch of prompts of one length (the Transformer's cache), as many at once as the runtime's workers
+        groups = [[i for i, p in enumerate(prompts) if len(p) == length] for length in sorted({len(p) for p in prompts})]
         found: list[list[Hypothesis]] = [[] for _ in prompts]
-        with self.autocast():
-            for length in sorted({len(p) for p in prompts}):  # a batch of prompts of one length (the Transformer's cache)
-                group = [i for i, p in enumerate(prompts) if len(p) == length]
-                searched = search(self.model, pad([prompts[i] for i in group]).to(self.device), options,
-                                  self.config.eval.max_output_length, stop=stop)
-                for i, hypotheses in zip(group, searched):
-                    found[i] = hypotheses
+        for group, of_group in zip(groups, self.runtime.map(continue_group, groups)):
+            for i, hypotheses in zip(group, of_group):
+                found[i] = hypotheses
         results = []
         for prompt, hypotheses in zip(prompts, found):
             texts = self.tokenizer.decode([prompt[1:] + h.tokens for h in hypotheses])
