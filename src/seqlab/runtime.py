@@ -134,9 +134,8 @@ class Runtime:
         return model
 
     def describe(self) -> str:
-        """For logs: ``bf16 on cpu``, ``int8 on cpu``, ``fp32 on cpu, 2 workers``."""
-        workers = f", {self.workers} workers" if self.workers > 1 else ""
-        return f"{'int8' if self.int8 else self.precision} on {self.device}{workers}"
+        """For logs: ``bf16 on cpu``, ``int8 on cpu``."""
+        return f"{'int8' if self.int8 else self.precision} on {self.device}"
 
     def named(self) -> str:
         """The precision and, where ``auto`` was measured or recorded, why: ``fp32 (auto: ...)``."""
