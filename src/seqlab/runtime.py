@@ -100,7 +100,7 @@ class Runtime:
         waste less of them: with 2 workers of 1 thread on 2 cores the date model's test split (20 batches) took
         0.87× the time greedy and 0.86× at beam 5; the Multi30k model's (1,000 sentences of longer, wider steps, in
         8 batches: ``batch_size``) 1.01× greedy and 0.98× at beam 5 (``benchmarks/peer_decoding.py``, AMD EPYC).
-        ``work`` runs on the workers' threads: what is thread-local in torch (autocast, inference mode) it must set
+        ``work`` runs on the workers' threads: what is thread-local in torch (grad mode, autocast) it must set
         itself."""
         if self.workers == 1 or len(batches) < 2:
             return [work(batch) for batch in batches]

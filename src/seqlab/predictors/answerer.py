@@ -20,9 +20,8 @@ import torch
 
 from seqlab.config import Config
 from seqlab.data.batching import pad
-from seqlab.data.inputs import chunks, truncate
+from seqlab.data.inputs import truncate
 from seqlab.data.squad import Question
-from seqlab.model import evaluating
 from seqlab.model.span import EncoderSpan, SpanConfig, best_spans
 from seqlab.predictors.base import TextPredictor
 from seqlab.specials import EOS, SOS
@@ -102,22 +101,19 @@ class Answerer(TextPredictor):
         return ids.to(self.device), segments.to(self.device), context.to(self.device)
 
     def log_probabilities(self, rows: Sequence[Encoded]) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Each input's start and end log-probabilities (len,), in batches of ``eval.batch_size`` of similar
-        length (``Runtime.batch_size``), as many at once as the runtime's ``workers``."""
-        order = sorted(range(len(rows)), key=lambda i: len(rows[i].ids))
+        """Each input's start and end log-probabilities (len,), in batches of similar length
+        (``Predictor.batched``)."""
 
         def log_probabilities(batch: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
             with torch.no_grad(), self.autocast():  # thread-local: set on the thread that computes
                 start, end = self.model(*self.batch([rows[i] for i in batch]))  # (batch, len)
             return start.log_softmax(-1), end.log_softmax(-1)
 
-        batches = list(chunks(order, self.runtime.batch_size(len(rows), self.config.eval.batch_size)))
         out: list[tuple[np.ndarray, np.ndarray]] = [(np.empty(0), np.empty(0))] * len(rows)
-        with evaluating(self.model):
-            for batch, (start, end) in zip(batches, self.runtime.map(log_probabilities, batches)):
-                for k, i in enumerate(batch):
-                    length = len(rows[i].ids)
-                    out[i] = start[k, :length].cpu().numpy(), end[k, :length].cpu().numpy()
+        for batch, (start, end) in self.batched([len(row.ids) for row in rows], log_probabilities):
+            for k, i in enumerate(batch):
+                length = len(rows[i].ids)
+                out[i] = start[k, :length].cpu().numpy(), end[k, :length].cpu().numpy()
         return out
 
     def spans(self, rows: Sequence[Encoded], probabilities: Sequence[tuple[np.ndarray, np.ndarray]]

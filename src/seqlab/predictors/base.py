@@ -19,8 +19,8 @@ from torch import nn
 
 from seqlab import precision
 from seqlab.config import Config
-from seqlab.data.inputs import around_blanks, check_texts, truncate
-from seqlab.model import device_of
+from seqlab.data.inputs import around_blanks, check_texts, chunks, truncate
+from seqlab.model import device_of, evaluating
 from seqlab.registry import expect_kind
 from seqlab.rundir import RunDir
 from seqlab.runtime import Runtime
@@ -79,6 +79,17 @@ class Predictor:
     def from_run(cls: type[P], run: RunDir, config: Config, runtime: Runtime) -> P:
         """Build the kind's model from ``run`` (its tokenizers, its weights), placed by ``runtime``."""
         raise NotImplementedError
+
+    def batched(self, lengths: Sequence[int], work: Callable[[list[int]], T]) -> list[tuple[list[int], T]]:
+        """``work`` over the inputs (given by their ``lengths``) in batches of similar length, the model in eval
+        mode: ``eval.batch_size`` inputs a batch (fewer with workers: ``Runtime.batch_size``), the longest batch first
+        (with workers side by side, the short ones at the end fill the gaps the long ones leave), as many at once as
+        the runtime's ``workers`` (``Runtime.map``). Each batch's input indices with what ``work`` made of them.
+        ``work`` runs on a worker's thread: what torch keeps per thread (grad mode, autocast) it sets itself."""
+        order = sorted(range(len(lengths)), key=lengths.__getitem__)
+        batches = list(chunks(order, self.runtime.batch_size(len(order), self.config.eval.batch_size)))[::-1]
+        with evaluating(self.model):
+            return list(zip(batches, self.runtime.map(work, batches)))
 
     @staticmethod
     def each_text(texts: Sequence[str], work: Callable[[list[str]], list[T]], empty: T, caller: str) -> list[T]:

@@ -16,7 +16,7 @@ import torch
 
 from seqlab.config import Config
 from seqlab.data.batching import pad
-from seqlab.data.inputs import check_texts, chunks
+from seqlab.data.inputs import check_texts
 from seqlab.model import EncoderClassifier, build_classifier, evaluating
 from seqlab.model.classifier import EncoderConfig
 from seqlab.predictors.base import Predictor
@@ -81,20 +81,16 @@ class Classifier(Predictor):
         return [index[label] for label in labels]
 
     def probabilities_ids(self, ids: Sequence[Sequence[int]]) -> np.ndarray:
-        """(inputs, classes) softmax of encoded inputs, in batches of ``eval.batch_size`` inputs of similar length
-        (``Runtime.batch_size``), as many at once as the runtime's ``workers``."""
-        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        """(inputs, classes) softmax of encoded inputs, in batches of similar length (``Predictor.batched``)."""
 
         def probabilities(batch: list[int]) -> np.ndarray:
             with torch.no_grad(), self.autocast():  # thread-local: set on the thread that computes
                 logits = self.model(pad([ids[i] for i in batch]).to(self.device))  # (batch, classes)
             return torch.softmax(logits.float(), -1).cpu().numpy()
 
-        batches = list(chunks(order, self.runtime.batch_size(len(ids), self.config.eval.batch_size)))
         out = np.zeros((len(ids), len(self.labels)), dtype=np.float64)
-        with evaluating(self.model):
-            for batch, of_batch in zip(batches, self.runtime.map(probabilities, batches)):
-                out[batch] = of_batch
+        for batch, of_batch in self.batched([len(x) for x in ids], probabilities):
+            out[batch] = of_batch
         return out
 
     def predict(self, texts: Sequence[str]) -> list[str]:

@@ -15,9 +15,9 @@ import torch
 
 from seqlab.config import Config
 from seqlab.data.batching import pad
-from seqlab.data.inputs import check_texts, chunks, source_ids, truncate
+from seqlab.data.inputs import check_texts, source_ids, truncate
 from seqlab.decoding import DecodeOptions, Hypothesis, NoEnd, search
-from seqlab.model import Seq2seq, build_model, evaluating
+from seqlab.model import Seq2seq, build_model
 from seqlab.predictors.base import Predictor
 from seqlab.rundir import RunDir
 from seqlab.runtime import Runtime
@@ -131,10 +131,8 @@ class Translator(Predictor):
         self, src: Sequence[Sequence[int]], options: DecodeOptions, need_weights: bool = False,
         stop: Callable[[], bool] | None = None,
     ) -> list[list[Hypothesis]]:
-        """Decode encoded sources in batches of similar length (``eval.batch_size`` sentences, fewer where workers
-        would otherwise run short of batches: ``Runtime.batch_size``), as many at once as the runtime's ``workers``;
-        ``stop`` as in ``generate``."""
-        order = sorted(range(len(src)), key=lambda i: len(src[i]))
+        """Decode encoded sources in batches of similar length (``Predictor.batched``); ``stop`` as in
+        ``generate``."""
         width = self.config.data.target_width
         model: Any = self.model if width is None else NoEnd(self.model)  # the book's answers: width characters
         if width is not None:
@@ -145,12 +143,8 @@ class Translator(Predictor):
                 return search(model, pad([src[i] for i in batch]).to(self.device), options,
                               self.config.eval.max_output_length, need_weights, stop)
 
-        # the longest first: with workers side by side, the short batches at the end fill the gaps the long ones leave
-        batches = list(chunks(order, self.runtime.batch_size(len(src), self.config.eval.batch_size)))[::-1]
         outputs: list[list[Hypothesis]] = [[] for _ in src]
-        with evaluating(self.model):
-            decoded = self.runtime.map(decode, batches)
-        for batch, of_batch in zip(batches, decoded):
+        for batch, of_batch in self.batched([len(ids) for ids in src], decode):
             for index, hypotheses in zip(batch, of_batch):
                 outputs[index] = hypotheses
         return outputs
