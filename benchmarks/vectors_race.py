@@ -30,6 +30,9 @@ One command, one machine, one corpus, one scoring:
   ``seed``) and each of ``--workers``. Timed: ``Word2Vec(sentences, ...)``
   (build_vocab + train) plus reading the tokenised file into lists. With 2 workers neither gensim nor seqlab
   is deterministic for a seed: their seeds give different runs, but not reproducible ones.
+* **Order.** For each method and number of workers, seqlab and gensim take turns seed by seed (seqlab seed 1,
+  gensim seed 1, seqlab seed 2, ...): a shared VM's speed drifts over minutes, and runs side by side feel the
+  same drift.
 * **Words/s**, the same for both: the corpus's words × epochs ÷ the training's seconds (the epochs': seqlab's
   log, gensim's epoch callbacks), and ÷ the whole run's time above (the vocabulary and the saving too). seqlab's
   first epoch includes compiling its kernel: each run gets an empty numba cache (``NUMBA_CACHE_DIR``), as a
@@ -451,14 +454,18 @@ def run_systems(args: argparse.Namespace, work: Path, corpus_file: Path, vocabul
                   f"ws353 {s['ws353']}, simlex {s['simlex']}", file=sys.stderr, flush=True)
 
     for method, sg in (("skipgram", 1), ("cbow", 0)):
-        for workers in args.workers:
-            if "seqlab" in args.systems:
-                group(f"seqlab {method} * ({workers} workers)", [
-                    seqlab_run(args, work, corpus_file, method, seed, train.epochs, [], eval_dir, workers)
-                    for seed in args.seeds])
-            if "gensim" in args.systems:
-                runs = [gensim_run(args, work, corpus_file, train, sg, seed, eval_dir, workers) for seed in args.seeds]
-                group(f"gensim {runs[0]['gensim']} {method} ({workers} workers)", runs)
+        for workers in args.workers:  # the systems take turns seed by seed: a drift of the machine's speed hits both
+            ours: list[dict[str, Any]] = []
+            theirs: list[dict[str, Any]] = []
+            for seed in args.seeds:
+                if "seqlab" in args.systems:
+                    ours.append(seqlab_run(args, work, corpus_file, method, seed, train.epochs, [], eval_dir, workers))
+                if "gensim" in args.systems:
+                    theirs.append(gensim_run(args, work, corpus_file, train, sg, seed, eval_dir, workers))
+            if ours:
+                group(f"seqlab {method} * ({workers} workers)", ours)
+            if theirs:
+                group(f"gensim {theirs[0]['gensim']} {method} ({workers} workers)", theirs)
     if "book" in args.systems and args.book_repo:
         book = book_run(args, work, ids, vocabulary.words, vocabulary.counts, args.seeds[0], eval_dir)
         group(f"book NumPy CBOW (ch04, Adam, batch {BOOK['batch']}; book runs {BOOK['max_epoch']} epochs)", [book])

@@ -58,9 +58,10 @@ def _negative_word(keep: np.ndarray, alias: np.ndarray, state: np.ndarray) -> in
 @njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
 def update(w_in: np.ndarray, w_out: np.ndarray, h: np.ndarray, dh: np.ndarray, inputs: np.ndarray, n_inputs: int,
            words: np.ndarray, n_words: int, alpha: float) -> float:
-    """One example: ``h`` (dim,) the input (a row of W_in, or the mean of ``inputs[:n_inputs]``'s rows), scored
-    against ``words[:n_words]`` (the positive word first, then the negatives). Moves W_out's scored rows and
-    the input rows of ``inputs[:n_inputs]`` by SGD at ``alpha``; returns the example's loss. ``dh`` is work space."""
+    """One example: ``h`` (dim,) the input (skip-gram: the row of W_in itself, read before this adds to it; CBOW:
+    the mean of ``inputs[:n_inputs]``'s rows), scored against ``words[:n_words]`` (the positive word first, then
+    the negatives). Moves W_out's scored rows and the input rows of ``inputs[:n_inputs]`` by SGD at ``alpha``;
+    returns the example's loss. ``dh`` is work space."""
     dim = h.shape[0]
     for d in range(dim):
         dh[d] = 0.0
@@ -156,11 +157,9 @@ def train_job(w_in: np.ndarray, w_out: np.ndarray, ids: np.ndarray, bounds: np.n
                 loss += update(w_in, w_out, h, dh, context, width, words, n_words, alpha)
                 examples += 1
                 continue
-            centre = kept[i:i + 1]
+            centre, row = kept[i:i + 1], w_in[kept[i]]  # the row itself: ``update`` adds to it only at its end
             for j in range(width):  # skip-gram: the centre's row predicts each context word in turn
-                for d in range(dim):
-                    h[d] = w_in[kept[i], d]
                 n_words = _draw_words(context[j], negative, keep, alias, state, words)
-                loss += update(w_in, w_out, h, dh, centre, 1, words, n_words, alpha)
+                loss += update(w_in, w_out, row, dh, centre, 1, words, n_words, alpha)
                 examples += 1
     return loss, examples
