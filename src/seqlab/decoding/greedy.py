@@ -67,12 +67,12 @@ def _hypotheses(batch: int, steps: list[Step], total: torch.Tensor) -> list[Hypo
             if attention is None:
                 attention = torch.zeros(batch, len(steps), *w.shape[1:], device=device)  # (batch, steps, layers, heads, src)
             attention[live, t] = w.float()
-    hypotheses = []
-    for i, (row, lps) in enumerate(zip(words.tolist(), word_log_probs.tolist())):
+    hypotheses = []  # from Python lists made once, not a tensor indexed twice per sentence
+    for i, (row, lps, score) in enumerate(zip(words.tolist(), word_log_probs.tolist(), total.tolist())):
         length = row.index(PAD) if PAD in row else len(row)  # steps taken, <eos> included
         tokens = row[: length - 1] if row[length - 1] == EOS else row[:length]
         weights = None if attention is None else attention[i, :length].cpu()
-        hypotheses.append(Hypothesis(tokens, float(total[i]), float(total[i]), weights, lps[:length]))
+        hypotheses.append(Hypothesis(tokens, score, score, weights, lps[:length]))
     return hypotheses
 
 
