@@ -20,7 +20,8 @@ def test_one_update_is_autograd_and_sgd_on_the_models_loss(cbow):
     words = np.array([1, 4, 9, 2, 6])  # the positive word first (a negative drawn twice would see its first update)
     w_in, w_out = model.w_in.weight.detach().numpy(), model.w_out.weight.detach().numpy()
     h = w_in[inputs].mean(axis=0) if cbow else w_in[inputs[0]].copy()
-    loss = kernel.update(w_in, w_out, h, np.empty(5, np.float32), inputs, len(inputs), words, len(words), 0.1)
+    none = np.empty((0, 5), np.float32)  # no rows of W_out in a copy
+    loss = kernel.update(w_in, w_out, none, h, np.empty(5, np.float32), inputs, len(inputs), words, len(words), 0.1)
 
     optimizer = torch.optim.SGD(reference.parameters(), lr=0.1)
     given = torch.as_tensor(inputs)[None] if cbow else torch.as_tensor(inputs)
@@ -34,17 +35,22 @@ def test_one_update_is_autograd_and_sgd_on_the_models_loss(cbow):
                            .w_out.weight.detach().numpy())  # it moved
 
 
-def _train(sentences, window, cbow, sample_keep=None, seed=1, negative=2, dim=4):
-    """``train_job`` over ``sentences`` (lists of ids) with fresh tables; returns (loss, examples)."""
+def _train(sentences, window, cbow, sample_keep=None, seed=1, negative=2, dim=4, own_rows=0, tables=None):
+    """``train_job`` over ``sentences`` (lists of ids) with fresh tables (or ``tables``, W_in and W_out, moved in
+    place), W_out's first ``own_rows`` in a copy added back at the end; returns (loss, examples)."""
     vocab = 1 + max(max(s) for s in sentences)
     ids = np.concatenate([np.asarray(s, dtype=np.int64) for s in sentences])
     bounds = np.concatenate([[0], np.cumsum([len(s) for s in sentences])])
     keep_word = np.ones(vocab) if sample_keep is None else sample_keep
     keep, alias = alias_table(np.full(vocab, 1 / vocab))
     rng = np.random.default_rng(0)
-    w_in, w_out = (0.01 * rng.standard_normal((vocab, dim))).astype(np.float32), np.zeros((vocab, dim), np.float32)
-    return kernel.train_job(w_in, w_out, ids, bounds, np.arange(len(sentences)), keep_word, keep, alias, cbow,
+    w_in, w_out = tables or ((0.01 * rng.standard_normal((vocab, dim))).astype(np.float32),
+                             np.zeros((vocab, dim), np.float32))
+    own = w_out[:own_rows].copy()
+    done = kernel.train_job(w_in, w_out, own, ids, bounds, np.arange(len(sentences)), keep_word, keep, alias, cbow,
                             window, negative, 0.025, 0.0001, np.uint64(seed))
+    w_out[:own_rows] = own
+    return done
 
 
 def test_a_window_of_one_stays_in_its_sentence():
@@ -92,3 +98,16 @@ def test_a_jobs_seed_decides_its_updates():
     sentences = [list(np.random.default_rng(s).integers(0, 30, size=12)) for s in range(40)]
     assert _train(sentences, 3, cbow=False, seed=5) == _train(sentences, 3, cbow=False, seed=5)
     assert _train(sentences, 3, cbow=False, seed=5) != _train(sentences, 3, cbow=False, seed=6)
+
+
+@pytest.mark.parametrize("cbow", [True, False])
+def test_a_copy_of_the_first_rows_stands_for_them(cbow):
+    """W_out's first rows in a copy (``own``, as a worker among several has them) train exactly as the table's own
+    rows: the same loss, and the same tables once the copy is put back."""
+    sentences = [list(np.random.default_rng(s).integers(0, 30, size=12)) for s in range(40)]
+    rng = np.random.default_rng(2)
+    tables = [(0.1 * rng.standard_normal((30, 4))).astype(np.float32) for _ in range(2)]
+    shared, copied = [t.copy() for t in tables], [t.copy() for t in tables]
+    assert _train(sentences, 3, cbow, tables=shared) == _train(sentences, 3, cbow, own_rows=8, tables=copied)
+    assert all(np.array_equal(a, b) for a, b in zip(shared, copied))
+    assert not np.array_equal(shared[1][:8], tables[1][:8])  # the copied rows did move

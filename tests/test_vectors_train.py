@@ -1,13 +1,16 @@
 """word2vec end to end on a corpus with planted structure: the vectors must find it."""
 
+import threading
+
 import numpy as np
 import pytest
 import torch
 
+from seqlab.vectors import train
 from seqlab.vectors.config import VectorsTrainConfig
 from seqlab.vectors.pairs import Vocabulary
 from seqlab.vectors.similarity import most_similar
-from seqlab.vectors.train import train_word2vec
+from seqlab.vectors.train import _Own, _OwnRows, train_word2vec
 
 GROUPS = [[f"{g}{i}" for i in range(5)] for g in "abcd"]  # four topics of five words each
 
@@ -51,3 +54,33 @@ def test_training_is_reproducible():
 def test_the_books_recipe_trains_on_one_worker():
     with pytest.raises(ValueError, match="train.workers is word2vec's"):
         VectorsTrainConfig(method="cbow", recipe="book", workers=2)
+
+
+def test_every_workers_change_to_its_copy_reaches_w_out(monkeypatch):
+    """Several workers each update a copy of W_out's first rows (as many as ``OWN_BYTES`` holds): what each
+    changed is added to W_out when it merges and at the epoch's end, and a merged copy reads W_out afresh."""
+    monkeypatch.setattr(train, "OWN_BYTES", 24)  # two rows of three float32
+    w_out = np.arange(12, dtype=np.float32).reshape(4, 3)
+    expected = w_out.copy()
+    copies = _OwnRows(w_out, own=True)
+    mine: dict[int, _Own] = {}
+    for worker in range(2):  # each thread its own copy
+        thread = threading.Thread(target=lambda worker=worker: mine.__setitem__(worker, copies.mine()))
+        thread.start()
+        thread.join()
+    first, second = mine[0], mine[1]
+    assert first is not second and first.rows.shape == (2, 3)
+    first.rows[0] += 1
+    first.words = 5
+    copies.merge(first)  # mid-epoch: W_out has the first worker's change, which its copy now holds
+    second.rows[0] += 2
+    second.rows[1] -= 1
+    second.words = 5
+    first.rows[1] += 4
+    first.words = 5
+    copies.merge_all()
+    expected[0] += 3
+    expected[1] += 3
+    assert np.array_equal(w_out, expected)
+    assert np.array_equal(second.rows, w_out[:2]) and second.words == 0
+    assert _OwnRows(w_out, own=False).rows == 0  # one worker, or CBOW: W_out itself

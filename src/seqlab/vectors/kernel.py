@@ -56,21 +56,23 @@ def _negative_word(keep: np.ndarray, alias: np.ndarray, state: np.ndarray) -> in
 
 
 @njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
-def update(w_in: np.ndarray, w_out: np.ndarray, h: np.ndarray, dh: np.ndarray, inputs: np.ndarray, n_inputs: int,
-           words: np.ndarray, n_words: int, alpha: float) -> float:
+def update(w_in: np.ndarray, w_out: np.ndarray, own: np.ndarray, h: np.ndarray, dh: np.ndarray, inputs: np.ndarray,
+           n_inputs: int, words: np.ndarray, n_words: int, alpha: float) -> float:
     """One example: ``h`` (dim,) the input (skip-gram: the row of W_in itself, read before this adds to it; CBOW:
     the mean of ``inputs[:n_inputs]``'s rows), scored against ``words[:n_words]`` (the positive word first, then
     the negatives). Moves W_out's scored rows and the input rows of ``inputs[:n_inputs]`` by SGD at ``alpha``;
-    returns the example's loss. ``dh`` is work space."""
+    returns the example's loss. ``own`` (rows, dim) stands for W_out's first rows (a worker's copy of them; no
+    rows: none); ``dh`` is work space."""
     dim = h.shape[0]
     for d in range(dim):
         dh[d] = 0.0
     product, linear = 1.0, 0.0  # the loss Σ log(1 + e) + Σ max(∓s, 0), its logs taken once, of the product
     for k in range(n_words):
         w = words[k]
+        table = own if w < own.shape[0] else w_out
         s = np.float32(0.0)
         for d in range(dim):
-            s += h[d] * w_out[w, d]
+            s += h[d] * table[w, d]
         s = min(max(s, -_CLAMP), _CLAMP)
         e = np.exp(-abs(s))  # σ and the loss from one exp (float32): σ(s) = 1 / (1 + e) for s ≥ 0, e / (1 + e) below
         sigma = _ONE / (_ONE + e) if s >= 0 else e / (_ONE + e)
@@ -78,8 +80,8 @@ def update(w_in: np.ndarray, w_out: np.ndarray, h: np.ndarray, dh: np.ndarray, i
         linear += max(-s, 0) if k == 0 else max(s, 0)  # −log σ(s) = log(1 + e) + max(−s, 0); −log σ(−s) likewise
         g = np.float32(alpha) * ((_ONE if k == 0 else _ZERO) - sigma)  # float32, as the rows
         for d in range(dim):
-            dh[d] += g * w_out[w, d]
-            w_out[w, d] += g * h[d]
+            dh[d] += g * table[w, d]
+            table[w, d] += g * h[d]
     for j in range(n_inputs):
         row = inputs[j]
         for d in range(dim):
@@ -115,11 +117,11 @@ def _subsample(ids: np.ndarray, start: int, stop: int, keep_word: np.ndarray, st
 
 
 @njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
-def train_job(w_in: np.ndarray, w_out: np.ndarray, ids: np.ndarray, bounds: np.ndarray, sentences: np.ndarray,
-              keep_word: np.ndarray, keep: np.ndarray, alias: np.ndarray, cbow: bool, window: int, negative: int,
-              alpha_start: float, alpha_end: float, seed: np.uint64) -> tuple[float, int]:
-    """Train on ``sentences`` (indices into ``bounds``: sentence s is ids[bounds[s]:bounds[s + 1]]), in order.
-    Returns the summed loss and the number of examples."""
+def train_job(w_in: np.ndarray, w_out: np.ndarray, own: np.ndarray, ids: np.ndarray, bounds: np.ndarray,
+              sentences: np.ndarray, keep_word: np.ndarray, keep: np.ndarray, alias: np.ndarray, cbow: bool,
+              window: int, negative: int, alpha_start: float, alpha_end: float, seed: np.uint64) -> tuple[float, int]:
+    """Train on ``sentences`` (indices into ``bounds``: sentence s is ids[bounds[s]:bounds[s + 1]]), in order,
+    ``own`` standing for W_out's first rows (``update``). Returns the summed loss and the number of examples."""
     state = np.full(1, np.uint64(seed) | np.uint64(1), dtype=np.uint64)
     dim = w_in.shape[1]
     h, dh = np.empty(dim, dtype=w_in.dtype), np.empty(dim, dtype=w_in.dtype)
@@ -154,12 +156,12 @@ def train_job(w_in: np.ndarray, w_out: np.ndarray, ids: np.ndarray, bounds: np.n
                 for d in range(dim):
                     h[d] /= width
                 n_words = _draw_words(kept[i], negative, keep, alias, state, words)
-                loss += update(w_in, w_out, h, dh, context, width, words, n_words, alpha)
+                loss += update(w_in, w_out, own, h, dh, context, width, words, n_words, alpha)
                 examples += 1
                 continue
             centre, row = kept[i:i + 1], w_in[kept[i]]  # the row itself: ``update`` adds to it only at its end
             for j in range(width):  # skip-gram: the centre's row predicts each context word in turn
                 n_words = _draw_words(context[j], negative, keep, alias, state, words)
-                loss += update(w_in, w_out, row, dh, centre, 1, words, n_words, alpha)
+                loss += update(w_in, w_out, own, row, dh, centre, 1, words, n_words, alpha)
                 examples += 1
     return loss, examples
