@@ -19,7 +19,9 @@ loss ``−log σ(s)`` (positive) and ``−log σ(−s)`` (negative) is summed fo
 
 The rate falls linearly over the whole run; inside a job, from ``alpha_start`` to ``alpha_end`` by the job's
 words done. Everything random in a job comes from its own ``seed`` (xorshift64*), so one thread gives the same
-tables every time; several threads interleave their updates as the machine schedules them.
+tables every time; several threads interleave their updates as the machine schedules them. A job may be given
+``own``, a copy of W_out's first rows that it updates instead of W_out's (skip-gram's workers each keep one when
+there are several: ``train._OwnRows``).
 
 Loops are written out element by element: numba compiles them as fast as the array expressions they replace, in
 about half the time (a first run compiles the kernel, about 3 s; later runs load it from numba's cache).
