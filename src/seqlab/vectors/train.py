@@ -146,23 +146,22 @@ class _Own:
 
 
 class _OwnRows:
-    """Skip-gram's workers sharing the tables write the same rows of W_out, scored once for every context word,
-    and the cores then pass those cache lines to and fro: on Multi30k 27 times over two skip-gram workers went
-    0.5-1.2 million words/s from run to run, about as fast as one at worst. So each worker (thread) updates a copy
-    of its own of W_out's first rows (the vocabulary is sorted by count: all of them unless that is over
-    ``OWN_BYTES``), and adds what it changed to W_out after ``MERGE_WORDS_PER_ROW`` words a row (the merge's cost
-    grows with the rows: this keeps it near 1 % of the training between merges, 2 ms for 25,793 rows of 100
-    against ~150 ms) and at the epoch's end, then
-    reads the rows afresh. The other worker's updates reach it that many words late (Hogwild! already lets a
-    worker read a row another is writing), none is lost (the additions are locked), and rows past the copy are
-    shared as before. In one process, taking turns, 6 rounds: 1.09-1.26 million words/s against 0.54-1.15 shared.
-    The delay costs quality as it grows: on the issue's corpus (vocabulary 6,699: a merge every ~20,000 words),
-    two workers score 19.52 ± 0.54 % on the analogies (``benchmarks/vectors_race.py``, 3 seeds), one 19.49 ± 1.07;
-    with copies of both tables (a probe, 6 seeds) merging every 20,000 words gave 19.29 ± 0.65, every 80,000
-    18.86 ± 0.96, against 19.49 ± 0.87 shared. CBOW, which writes W_out once a position, lost more (that probe:
-    17.35 ± 0.38 merging every 10,000 words, 17.98 ± 0.66 shared) for no clear gain in speed (a copy of W_out
-    merged every 80,000 words: 0.92-1.01× the shared tables' words/s over 6 rounds), so it shares the tables; so
-    does a worker alone (``own`` false: the same vectors as before for its seed)."""
+    """Skip-gram's workers sharing the tables write the same rows of W_out, scored once for every context word, and the
+    cores then pass those cache lines to and fro: on Multi30k 27 times over two skip-gram workers went 0.5-1.2 million
+    words/s from run to run, about as fast as one at worst. So each worker (thread) updates a copy of its own of W_out's
+    first rows (the vocabulary is sorted by count: all of them unless that is over ``OWN_BYTES``), and adds what it
+    changed to W_out after ``MERGE_WORDS_PER_ROW`` words a row (the merge's cost grows with the rows: this keeps it near
+    1 % of the training between merges, 2 ms for 25,793 rows of 100 against ~150 ms) and at the epoch's end, then reads
+    the rows afresh. The other worker's updates reach it that many words late (Hogwild! already lets a worker read a row
+    another is writing), none is lost (the additions are locked), and rows past the copy are shared as before. In one
+    process, taking turns, 6 rounds: 1.09-1.26 million words/s against 0.54-1.15 shared. The delay costs quality as it
+    grows: on the issue's corpus (vocabulary 6,699: a merge every ~20,000 words), two workers score 19.52 ± 0.54 % on
+    the analogies (``benchmarks/vectors_race.py``, 3 seeds), one 19.49 ± 1.07; with copies of both tables (a probe, 6
+    seeds) merging every 20,000 words gave 19.29 ± 0.65, every 80,000 18.86 ± 0.96, against 19.49 ± 0.87 shared. CBOW,
+    which writes W_out once a position, lost more (that probe: 17.35 ± 0.38 merging every 10,000 words, 17.98 ± 0.66
+    shared) for no clear gain in speed (a copy of W_out merged every 80,000 words: 0.92-1.01× the shared tables' words/s
+    over 6 rounds), so it shares the tables; so does a worker alone (``own`` false: the same vectors as before for its
+    seed)."""
 
     def __init__(self, w_out: np.ndarray, own: bool) -> None:
         self.w_out = w_out
