@@ -116,9 +116,10 @@ class _Kernel:
         done = kernel.train_job(w_in, w_out, own.rows, self.ids, self.bounds, job[0], self.keep_word, self.keep,
                                 self.alias, self.cfg.method == "cbow", self.cfg.window, self.cfg.negative, job[1],
                                 job[2], job[3])
-        own.words += int(self.lengths[job[0]].sum())
-        if own.words >= copies.merge_words:
-            copies.merge(own)
+        if copies.rows:  # one worker, or CBOW: the copy has no rows, nothing to merge
+            own.words += int(self.lengths[job[0]].sum())
+            if own.words >= copies.merge_words:
+                copies.merge(own)
         return done
 
     def _jobs(self, epoch: int) -> Iterator[tuple[np.ndarray, float, float, np.uint64]]:
