@@ -35,9 +35,11 @@ def test_one_update_is_autograd_and_sgd_on_the_models_loss(cbow):
                            .w_out.weight.detach().numpy())  # it moved
 
 
-def _train(sentences, window, cbow, sample_keep=None, seed=1, negative=2, dim=4, own_rows=0, tables=None):
+def _train(sentences, window, cbow, sample_keep=None, seed=1, negative=2, dim=4, own_rows=0, tables=None,
+           clock=None):
     """``train_job`` over ``sentences`` (lists of ids) with fresh tables (or ``tables``, W_in and W_out, moved in
-    place), W_out's first ``own_rows`` in a copy added back at the end; returns (loss, examples)."""
+    place), W_out's first ``own_rows`` in a copy merged by ``clock`` (default: only at the end); returns (loss,
+    examples)."""
     vocab = 1 + max(max(s) for s in sentences)
     ids = np.concatenate([np.asarray(s, dtype=np.int64) for s in sentences])
     bounds = np.concatenate([[0], np.cumsum([len(s) for s in sentences])])
@@ -46,10 +48,11 @@ def _train(sentences, window, cbow, sample_keep=None, seed=1, negative=2, dim=4,
     rng = np.random.default_rng(0)
     w_in, w_out = tables or ((0.01 * rng.standard_normal((vocab, dim))).astype(np.float32),
                              np.zeros((vocab, dim), np.float32))
-    own = w_out[:own_rows].copy()
-    done = kernel.train_job(w_in, w_out, own, ids, bounds, np.arange(len(sentences)), keep_word, keep, alias, cbow,
-                            window, negative, 0.025, 0.0001, np.uint64(seed))
-    w_out[:own_rows] = own
+    copy = np.stack([w_out[:own_rows]] * 2)
+    clock = np.array([0, len(ids) + 1]) if clock is None else clock
+    done = kernel.train_job(w_in, w_out, copy, clock, ids, bounds, np.arange(len(sentences)), keep_word, keep, alias,
+                            cbow, window, negative, 0.025, 0.0001, np.uint64(seed))
+    kernel.merge(w_out, copy)
     return done
 
 
@@ -102,8 +105,8 @@ def test_a_jobs_seed_decides_its_updates():
 
 @pytest.mark.parametrize("cbow", [True, False])
 def test_a_copy_of_the_first_rows_stands_for_them(cbow):
-    """W_out's first rows in a copy (``own``, as a worker among several has them) train exactly as the table's own
-    rows: the same loss, and the same tables once the copy is put back."""
+    """W_out's first rows in a copy (as a worker among several has them) train exactly as the table's own rows:
+    the same loss, and the same tables once the copy is merged back."""
     sentences = [list(np.random.default_rng(s).integers(0, 30, size=12)) for s in range(40)]
     rng = np.random.default_rng(2)
     tables = [(0.1 * rng.standard_normal((30, 4))).astype(np.float32) for _ in range(2)]
@@ -111,3 +114,28 @@ def test_a_copy_of_the_first_rows_stands_for_them(cbow):
     assert _train(sentences, 3, cbow, tables=shared) == _train(sentences, 3, cbow, own_rows=8, tables=copied)
     assert all(np.array_equal(a, b) for a, b in zip(shared, copied))
     assert not np.array_equal(shared[1][:8], tables[1][:8])  # the copied rows did move
+
+
+def test_a_copy_is_merged_every_so_many_words_from_job_to_job():
+    """``clock`` (words since the last merge, words between merges): a copy of 8 rows merged before every sentence
+    that finds 50 words trained on since the last merge (12-word sentences: every 5th), the count carried over to
+    the next job; one worker alone trains the same tables (to rounding) as on W_out itself."""
+    sentences = [list(np.random.default_rng(s).integers(0, 30, size=12)) for s in range(40)]
+    rng = np.random.default_rng(3)
+    tables = [(0.1 * rng.standard_normal((30, 4))).astype(np.float32) for _ in range(2)]
+    shared, copied = [t.copy() for t in tables], [t.copy() for t in tables]
+    w_in, w_out = copied
+    ids = np.concatenate(sentences).astype(np.int64)
+    bounds = np.arange(0, 481, 12)
+    keep, alias = alias_table(np.full(30, 1 / 30))
+    copy, clock = np.stack([w_out[:8]] * 2), np.array([0, 50])
+    for job in (np.arange(0, 22), np.arange(22, 40)):
+        kernel.train_job(w_in, w_out, copy, clock, ids, bounds, job, np.ones(30), keep, alias, False, 3, 2, 0.025,
+                         0.0001, np.uint64(job[0] + 1))
+    assert clock[0] == 480 - 7 * 60  # merged before sentences 6, 11, ..., 36: the last 5 sentences not yet
+    assert np.array_equal(copy[1], w_out[:8]) and not np.array_equal(w_out[:8], tables[1][:8])  # merged mid-run
+    kernel.merge(w_out, copy)
+    for job in (np.arange(0, 22), np.arange(22, 40)):
+        kernel.train_job(shared[0], shared[1], np.empty((2, 0, 4), np.float32), np.array([0, 50]), ids, bounds, job,
+                         np.ones(30), keep, alias, False, 3, 2, 0.025, 0.0001, np.uint64(job[0] + 1))
+    assert all(np.allclose(a, b, atol=1e-6) for a, b in zip(shared, copied))

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from seqlab.vectors import train
+from seqlab.vectors import kernel, train
 from seqlab.vectors.config import VectorsTrainConfig
 from seqlab.vectors.pairs import Vocabulary
 from seqlab.vectors.similarity import most_similar
@@ -57,30 +57,31 @@ def test_the_books_recipe_trains_on_one_worker():
 
 
 def test_every_workers_change_to_its_copy_reaches_w_out(monkeypatch):
-    """Several workers each update a copy of W_out's first rows (as many as ``OWN_BYTES`` holds): what each
-    changed is added to W_out when it merges and at the epoch's end, and a merged copy reads W_out afresh."""
+    """Several workers each update a copy of W_out's first rows (skip-gram: as many as ``OWN_BYTES`` holds; CBOW:
+    the hottest few): what each changed is added to W_out when it merges and at the epoch's end, and a merged copy
+    reads W_out afresh. A worker alone has no copy."""
     monkeypatch.setattr(train, "OWN_BYTES", 24)  # two rows of three float32
     w_out = np.arange(12, dtype=np.float32).reshape(4, 3)
     expected = w_out.copy()
-    copies = _OwnRows(w_out, own=True)
+    copies = _OwnRows(w_out, "skipgram", workers=2)
     mine: dict[int, _Own] = {}
     for worker in range(2):  # each thread its own copy
         thread = threading.Thread(target=lambda worker=worker: mine.__setitem__(worker, copies.mine()))
         thread.start()
         thread.join()
-    first, second = mine[0], mine[1]
-    assert first is not second and first.rows.shape == (2, 3)
-    first.rows[0] += 1
-    first.words = 5
-    copies.merge(first)  # mid-epoch: W_out has the first worker's change, which its copy now holds
-    second.rows[0] += 2
-    second.rows[1] -= 1
-    second.words = 5
-    first.rows[1] += 4
-    first.words = 5
+    first, second = mine[0].copy, mine[1].copy
+    assert first is not second and first.shape == (2, 2, 3) and list(mine[0].clock) == [0, 3 * 2]
+    first[0, 0] += 1
+    kernel.merge(w_out, first)  # mid-epoch: W_out has the first worker's change, which its copy now holds
+    second[0, 0] += 2
+    second[0, 1] -= 1
+    first[0, 1] += 4
+    mine[1].clock[0] = 5
     copies.merge_all()
     expected[0] += 3
     expected[1] += 3
     assert np.array_equal(w_out, expected)
-    assert np.array_equal(second.rows, w_out[:2]) and second.words == 0
-    assert _OwnRows(w_out, own=False).rows == 0  # one worker, or CBOW: W_out itself
+    assert np.array_equal(second[0], w_out[:2]) and np.array_equal(second[1], w_out[:2]) and mine[1].clock[0] == 0
+    monkeypatch.setattr(_OwnRows, "COPY", {"cbow": (1, 4)})  # the hottest row, merged every 4 words
+    assert (_OwnRows(w_out, "cbow", workers=2).rows, _OwnRows(w_out, "cbow", workers=2).merge_words) == (1, 4)
+    assert _OwnRows(w_out, "cbow", workers=1).rows == 0

@@ -20,8 +20,8 @@ loss ``−log σ(s)`` (positive) and ``−log σ(−s)`` (negative) is summed fo
 The rate falls linearly over the whole run; inside a job, from ``alpha_start`` to ``alpha_end`` by the job's
 words done. Everything random in a job comes from its own ``seed`` (xorshift64*), so one thread gives the same
 tables every time; several threads interleave their updates as the machine schedules them. A job may be given
-``own``, a copy of W_out's first rows that it updates instead of W_out's (skip-gram's workers each keep one when
-there are several: ``train._OwnRows``).
+``copy``, a copy of W_out's first rows that it updates instead of W_out's and adds back to W_out every so many
+words (``merge``; each of several workers keeps one: ``train._OwnRows``).
 
 Loops are written out element by element: numba compiles them as fast as the array expressions they replace, in
 about half the time (a first run compiles the kernel, about 3 s; later runs load it from numba's cache).
@@ -119,11 +119,28 @@ def _subsample(ids: np.ndarray, start: int, stop: int, keep_word: np.ndarray, st
 
 
 @njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
-def train_job(w_in: np.ndarray, w_out: np.ndarray, own: np.ndarray, ids: np.ndarray, bounds: np.ndarray,
-              sentences: np.ndarray, keep_word: np.ndarray, keep: np.ndarray, alias: np.ndarray, cbow: bool,
-              window: int, negative: int, alpha_start: float, alpha_end: float, seed: np.uint64) -> tuple[float, int]:
+def merge(w_out: np.ndarray, copy: np.ndarray) -> None:
+    """W_out's first rows += what ``copy[0]`` (rows, dim) changed since ``copy[1]`` was read from them; then both
+    hold W_out's rows as they are now. Not locked: a worker merging while another does may, rarely, lose one
+    element's addition (Hogwild!'s own risk for every update)."""
+    for r in range(copy.shape[1]):
+        for d in range(copy.shape[2]):
+            now = w_out[r, d] + (copy[0, r, d] - copy[1, r, d])
+            w_out[r, d] = now
+            copy[0, r, d] = now
+            copy[1, r, d] = now
+
+
+@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+def train_job(w_in: np.ndarray, w_out: np.ndarray, copy: np.ndarray, clock: np.ndarray, ids: np.ndarray,
+              bounds: np.ndarray, sentences: np.ndarray, keep_word: np.ndarray, keep: np.ndarray, alias: np.ndarray,
+              cbow: bool, window: int, negative: int, alpha_start: float, alpha_end: float,
+              seed: np.uint64) -> tuple[float, int]:
     """Train on ``sentences`` (indices into ``bounds``: sentence s is ids[bounds[s]:bounds[s + 1]]), in order,
-    ``own`` standing for W_out's first rows (``update``). Returns the summed loss and the number of examples."""
+    ``copy[0]`` (rows, dim) standing for W_out's first rows (``update``), ``copy[1]`` those rows as last read
+    (``merge``). ``clock`` is (words trained on since the last merge, words between merges): the copy is merged
+    before the first sentence that finds the count reached (it goes on from job to job). Returns the summed loss
+    and the number of examples."""
     state = np.full(1, np.uint64(seed) | np.uint64(1), dtype=np.uint64)
     dim = w_in.shape[1]
     h, dh = np.empty(dim, dtype=w_in.dtype), np.empty(dim, dtype=w_in.dtype)
@@ -135,10 +152,15 @@ def train_job(w_in: np.ndarray, w_out: np.ndarray, own: np.ndarray, ids: np.ndar
     kept = np.empty(longest, dtype=np.int64)
     context = np.empty(2 * window, dtype=np.int64)
     words = np.empty(negative + 1, dtype=np.int64)
+    own = copy[0]  # (rows, dim)
     loss, examples, done = 0.0, 0, 0
     for s in sentences:
         alpha = alpha_start + (alpha_end - alpha_start) * done / max(total, 1)
         done += bounds[s + 1] - bounds[s]
+        if own.shape[0] > 0 and clock[0] >= clock[1]:
+            merge(w_out, copy)
+            clock[0] = 0
+        clock[0] += bounds[s + 1] - bounds[s]
         n = _subsample(ids, bounds[s], bounds[s + 1], keep_word, state, kept)
         for i in range(n):
             reach = 1 + int(_uniform(state) * window)

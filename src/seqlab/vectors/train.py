@@ -28,8 +28,7 @@ from seqlab.vectors.pairs import Stream, cbow_examples, keep_probabilities, stre
 from seqlab.vectors.word2vec import NegativeSamplingWord2Vec, UnigramSampler, alias_table, unigram_probabilities
 
 JOB_WORDS = 10_000  # words of a job: how often the threads take work and the progress bar moves
-OWN_BYTES = 1 << 24  # skip-gram on several workers: each one's copy of W_out's first rows holds at most 16 MiB
-MERGE_WORDS_PER_ROW = 3  # ... and is added back to W_out after this many words a row of it (at least a job's)
+OWN_BYTES = 1 << 24  # several workers: each one's copy of W_out's first rows holds at most 16 MiB (``_OwnRows``)
 _NEGATIVES_AHEAD = 65_536  # the book's recipe: examples whose negative words are drawn in one call
 
 
@@ -95,7 +94,7 @@ class _Kernel:
         """One epoch; the loss per example."""
         w_in, w_out = (table.weight.detach().numpy() for table in (state.model.w_in, state.model.w_out))
         jobs = list(self._jobs(epoch))
-        copies = _OwnRows(w_out, self.cfg.workers > 1 and self.cfg.method == "skipgram")
+        copies = _OwnRows(w_out, self.cfg.method, self.cfg.workers)
         loss, examples = 0.0, 0
         pool = ThreadPoolExecutor(self.cfg.workers)
         try:
@@ -113,14 +112,9 @@ class _Kernel:
                job: tuple[np.ndarray, float, float, np.uint64]) -> tuple[float, int]:
         """One job on this thread, on its own copy of W_out's first rows (``_OwnRows``)."""
         own = copies.mine()
-        done = kernel.train_job(w_in, w_out, own.rows, self.ids, self.bounds, job[0], self.keep_word, self.keep,
-                                self.alias, self.cfg.method == "cbow", self.cfg.window, self.cfg.negative, job[1],
-                                job[2], job[3])
-        if copies.rows:  # one worker, or CBOW: the copy has no rows, nothing to merge
-            own.words += int(self.lengths[job[0]].sum())
-            if own.words >= copies.merge_words:
-                copies.merge(own)
-        return done
+        return kernel.train_job(w_in, w_out, own.copy, own.clock, self.ids, self.bounds, job[0], self.keep_word,
+                                self.keep, self.alias, self.cfg.method == "cbow", self.cfg.window, self.cfg.negative,
+                                job[1], job[2], job[3])
 
     def _jobs(self, epoch: int) -> Iterator[tuple[np.ndarray, float, float, np.uint64]]:
         """The epoch's jobs: sentences (in an order drawn from the seed and the epoch), the rate at their start and
@@ -139,35 +133,43 @@ class _Kernel:
 
 @dataclass
 class _Own:
-    """A worker's copy of W_out's first rows, and the same rows as it last read them from W_out."""
+    """A worker's copy of W_out's first rows: ``copy`` (2, rows, dim), the rows it updates and the same rows as it
+    last read them from W_out, and ``clock``, (words trained on since then, words between merges)."""
 
-    rows: np.ndarray  # (rows, dim): what the worker's updates move
-    read: np.ndarray  # (rows, dim)
-    words: int = 0  # trained on since the last merge
+    copy: np.ndarray
+    clock: np.ndarray
 
 
 class _OwnRows:
-    """Skip-gram's workers sharing the tables write the same rows of W_out, scored once for every context word, and the
-    cores then pass those cache lines to and fro: on Multi30k 27 times over two skip-gram workers went 0.5-1.2 million
-    words/s from run to run, about as fast as one at worst. So each worker (thread) updates a copy of its own of W_out's
-    first rows (the vocabulary is sorted by count: all of them unless that is over ``OWN_BYTES``), and adds what it
-    changed to W_out after ``MERGE_WORDS_PER_ROW`` words a row (the merge's cost grows with the rows: this keeps it near
-    1 % of the training between merges, 2 ms for 25,793 rows of 100 against ~150 ms) and at the epoch's end, then reads
-    the rows afresh. The other worker's updates reach it that many words late (Hogwild! already lets a worker read a row
-    another is writing), none is lost (the additions are locked), and rows past the copy are shared as before. In one
-    process, taking turns, 6 rounds: 1.09-1.26 million words/s against 0.54-1.15 shared. The delay costs quality as it
-    grows: on the issue's corpus (vocabulary 6,699: a merge every ~20,000 words), two workers score 19.52 ± 0.54 % on
-    the analogies (``benchmarks/vectors_race.py``, 3 seeds), one 19.49 ± 1.07; with copies of both tables (a probe, 6
-    seeds) merging every 20,000 words gave 19.29 ± 0.65, every 80,000 18.86 ± 0.96, against 19.49 ± 0.87 shared. CBOW,
-    which writes W_out once a position, lost more (that probe: 17.35 ± 0.38 merging every 10,000 words, 17.98 ± 0.66
-    shared) for no clear gain in speed (a copy of W_out merged every 80,000 words: 0.92-1.01× the shared tables' words/s
-    over 6 rounds), so it shares the tables; so does a worker alone (``own`` false: the same vectors as before for its
-    seed)."""
+    """Workers sharing the tables write the same rows of W_out, the frequent words' (every example scores a few of
+    them as negatives), and the cores then pass those cache lines to and fro: on Multi30k 27 times over two skip-gram
+    workers went 0.5-1.2 million words/s from run to run, about as fast as one at worst. So each worker (thread)
+    updates a copy of its own of W_out's first rows (the vocabulary is sorted by count: the hottest rows), and the
+    kernel adds what the copy changed to W_out every so many words and ``merge_all`` at the epoch's end, then the
+    copy reads the rows afresh (``kernel.merge``). The other worker's updates reach a copy that many words late
+    (Hogwild! already lets a worker read a row another is writing); rows past the copy are shared as before.
 
-    def __init__(self, w_out: np.ndarray, own: bool) -> None:
+    How many rows and how often, per method (``COPY``): skip-gram scores W_out once per context word and copies
+    all of it (up to ``OWN_BYTES``), merged every 3 words a row (the merge's cost grows with the rows: 2 ms for
+    25,793 rows of 100 against ~150 ms of training between merges); in one process, taking turns, 6 rounds:
+    1.09-1.26 million words/s against 0.54-1.15 shared. On the issue's corpus (vocabulary 6,699: a merge every
+    ~20,000 words) two workers score 19.52 ± 0.54 % on the analogies (``benchmarks/vectors_race.py``, 3 seeds),
+    one 19.49 ± 1.07. CBOW writes W_out once a position and its quality suffers more from the delay (copies of
+    both tables merged every 10,000 words: 17.35 ± 0.38 against 17.98 ± 0.66 shared, 6 seeds), so it copies only
+    the 1,024 hottest rows, merged every 2 words a row: on Multi30k 27 times over, 4 rounds taking turns, 2.54
+    million words/s (median) against 1.84 shared (1.01-1.69× in each round) and 1.40 with one worker; analogies
+    on the issue's corpus 17.34 ± 0.61 over 10 seeds against 17.68 ± 0.62 shared (512, 256 or 2,048 rows, or a
+    merge every word a row, all within 17.32-17.59). A worker alone has no copy (the same vectors as before for
+    its seed)."""
+
+    COPY = {"skipgram": (None, 3), "cbow": (1_024, 2)}  # method: (rows at most, None for all; words a row a merge)
+
+    def __init__(self, w_out: np.ndarray, method: str, workers: int) -> None:
         self.w_out = w_out
-        self.rows = min(len(w_out), OWN_BYTES // max(w_out[0].nbytes, 1)) if own else 0
-        self.merge_words = max(JOB_WORDS, MERGE_WORDS_PER_ROW * self.rows)
+        most, per_row = self.COPY[method]
+        fits = OWN_BYTES // max(w_out[0].nbytes, 1)
+        self.rows = min(len(w_out), fits, fits if most is None else most) if workers > 1 else 0
+        self.merge_words = per_row * self.rows
         self.local = threading.local()
         self.all: list[_Own] = []
         self.lock = threading.Lock()
@@ -177,25 +179,16 @@ class _OwnRows:
         own = getattr(self.local, "own", None)
         if own is None:
             with self.lock:
-                read = self.w_out[:self.rows].copy()
-                own = self.local.own = _Own(read.copy(), read)
+                copy = np.stack([self.w_out[:self.rows]] * 2)  # (2, rows, dim)
+                own = self.local.own = _Own(copy, np.array([0, self.merge_words], dtype=np.int64))
                 self.all.append(own)
         return own
-
-    def merge(self, own: _Own) -> None:
-        """W_out's first rows += what ``own`` changed since it read them; then ``own`` reads them afresh."""
-        np.subtract(own.rows, own.read, out=own.rows)  # the change
-        with self.lock:
-            self.w_out[:self.rows] += own.rows
-            np.copyto(own.read, self.w_out[:self.rows])
-        np.copyto(own.rows, own.read)
-        own.words = 0
 
     def merge_all(self) -> None:
         """Every copy's change since its last merge added to W_out (at an epoch's end, the workers done)."""
         for own in self.all:
-            if own.words:
-                self.merge(own)
+            kernel.merge(self.w_out, own.copy)
+            own.clock[0] = 0
 
 
 def _book_epoch(sentences: Sequence[np.ndarray], counts: np.ndarray, cfg: VectorsTrainConfig,
