@@ -160,6 +160,9 @@ def test_a_classifier_trains_classifies_and_is_scored_through_the_cli(tmp_path):
     scores = json.loads(result.stdout)
     assert scores["accuracy"] == 100.0 and scores["macro_f1"] == 100.0 and scores["sentences"] == 60
     assert sum(map(sum, scores["confusion"])) == 60 and scores["labels"] == ["0", "1", "2"]
+    result = runner.invoke(app, ["eval", str(run), "--split", "test", "--json", "--int8", "--workers", "2"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["accuracy"] == 100.0 and json.loads(result.stdout)["sentences"] == 60
     result = runner.invoke(app, ["eval", str(run), "--split", "test"])
     assert "macro_f1" in result.stdout and "rows true, columns predicted" in result.stdout
     result = runner.invoke(app, ["translate", str(run), "사랑"])

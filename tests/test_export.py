@@ -397,9 +397,10 @@ def test_only_a_transformer_exports(engine, tmp_path):
 def test_serve_decodes_with_the_export(date_run, engine, exported):
     from fastapi.testclient import TestClient
 
+    from seqlab.registry import InferenceOptions
     from seqlab.server import create_app
 
-    client = TestClient(create_app(exported(date_run, engine), engine=engine))
+    client = TestClient(create_app(exported(date_run, engine), how=InferenceOptions(engine)))
     dates = ["september 27, 1994", "10/15/94"]
     answer = client.post("/api/translate", json={"inputs": dates, "beam": 3})
     assert answer.status_code == 200

@@ -12,6 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from seqlab import registry
+from seqlab.registry import InferenceOptions
 from seqlab.rundir import RunDir
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "runs"
@@ -57,14 +58,15 @@ class Echo(registry.Kind):
     def owns(self, run_dir: Path) -> bool:
         return (run_dir / "echo.txt").exists()
 
-    def load(self, run_dir: Path, int8: bool = False, engine: str = "torch") -> str:
+    def load(self, run_dir: Path, how: InferenceOptions = InferenceOptions()) -> str:  # noqa: B008 (frozen)
         return (run_dir / "echo.txt").read_text(encoding="utf-8")
 
     def evaluate(self, run_dir: Path, split: str, data_dir: Path | None, options: Any = None,
-                 int8: bool = False) -> dict[str, Any]:
+                 how: InferenceOptions = InferenceOptions()) -> dict[str, Any]:  # noqa: B008 (frozen)
         return {"loss": 0.0, "split": split, "said": self.load(run_dir)}
 
-    def serve(self, run_dir: Path, limits: Any, engine: str) -> tuple[dict[str, Any], Callable[[Any, Any], None]]:
+    def serve(self, run_dir: Path, limits: Any,
+              how: InferenceOptions = InferenceOptions()) -> tuple[dict[str, Any], Callable[[Any, Any], None]]:  # noqa: B008
         said = self.load(run_dir)
 
         def add_routes(app: Any, worker: Any) -> None:
@@ -120,6 +122,20 @@ def test_a_predictor_refuses_a_run_of_another_kind_saying_what_uses_it():
         Classifier.load(FIXTURES / "bert")
     with pytest.raises(ValueError, match="a word-vector run; use seqlab vectors"):
         Classifier.load(FIXTURES / "vectors-cbow")
+
+
+@pytest.mark.parametrize("name", ["seq2seq-transformer", "lm-lstm", "classifier", "bert", "span"])
+def test_every_kind_loads_its_runs_as_asked(name):
+    """``InferenceOptions`` reaches every kind's predictor: int8 layers and workers, whatever the kind (``seqlab
+    eval --int8 --workers``); an export's engine is a seq2seq model's alone, and word vectors have none of them."""
+    run = FIXTURES / name
+    runtime = registry.kind_of_run(run).load(run, InferenceOptions(int8=True, workers=2)).runtime
+    assert (runtime.int8, runtime.workers) == (True, 2)
+    if name != "seq2seq-transformer":
+        with pytest.raises(ValueError, match=f"{name}: .* runs on seqlab's own engine only, not onnx"):
+            registry.kind_of_run(run).load(run, InferenceOptions("onnx"))
+    with pytest.raises(ValueError, match="vectors-cbow: a word-vector run is a table of vectors"):
+        registry.kind_of_run(FIXTURES / "vectors-cbow").load(FIXTURES / "vectors-cbow", InferenceOptions(int8=True))
 
 
 def test_a_kind_without_a_page_says_so_in_one_line(tmp_path):

@@ -19,7 +19,7 @@ from torch import nn
 from seqlab.config import Config, ModelSection
 from seqlab.corpora import PAIRS
 from seqlab.data import load_splits, resolve_data_dir
-from seqlab.registry import Kind
+from seqlab.registry import InferenceOptions, Kind
 from seqlab.rundir import RunDir
 from seqlab.runtime import Runtime
 
@@ -146,11 +146,11 @@ class Lengths(Kind):
     def family(self) -> Any:
         return LengthFamily
 
-    def load(self, run_dir: Path, int8: bool = False, engine: str = "torch") -> LengthPredictor:
+    def load(self, run_dir: Path, how: InferenceOptions = InferenceOptions()) -> LengthPredictor:  # noqa: B008
         return LengthPredictor(run_dir)
 
     def evaluate(self, run_dir: Path, split: str, data_dir: Path | None, options: Any = None,
-                 int8: bool = False) -> dict[str, Any]:
+                 how: InferenceOptions = InferenceOptions()) -> dict[str, Any]:  # noqa: B008
         predictor = self.load(run_dir)
         pairs = load_splits(predictor.config.data, resolve_data_dir(data_dir)).require(split)
         with torch.no_grad():

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -24,6 +25,18 @@ import yaml
 BUILT_IN = "seqlab.kinds"
 CONFIG = "config.yaml"  # a run directory's config (rundir.CONFIG, which sits above this module)
 _KINDS: dict[str, Kind] = {}
+
+
+@dataclass(frozen=True)
+class InferenceOptions:
+    """How a user asks a loaded run to run (``seqlab eval``, ``translate``, ``serve``...; ``Kind.load``): on which
+    engine (seqlab's own, ``torch``; a seq2seq model's ``seqlab export`` directory on ``ct2`` or ``onnx``), with
+    int8 linear layers or not (seqlab's own engine), and on how many batches side by side (``workers``). The
+    predictor resolves it on the machine once (``Runtime.for_inference``) and hands the runtime down."""
+
+    engine: str = "torch"
+    int8: bool = False
+    workers: int = 1
 
 
 class Kind:
@@ -64,22 +77,27 @@ class Kind:
         where its runs have no page."""
         return None
 
-    def load(self, run_dir: Path, int8: bool = False, engine: str = "torch") -> Any:
-        """The run's predictor, ready to use (``int8`` and ``engine`` are a seq2seq model's)."""
-        return self.predictor().load(run_dir)
+    def load(self, run_dir: Path, how: InferenceOptions = InferenceOptions()) -> Any:  # noqa: B008 (frozen)
+        """The run's predictor, ready to use, run as ``how`` asks (only seq2seq models have other engines)."""
+        if how.engine != "torch":
+            raise ValueError(f"{run_dir}: {self.noun} runs on seqlab's own engine only, not {how.engine} (the "
+                             "engines of seqlab export are for seq2seq models)")
+        return self.predictor().load(run_dir, int8=how.int8, workers=how.workers)
 
     def evaluate(self, run_dir: Path, split: str, data_dir: Path | None, options: Any = None,
-                 int8: bool = False) -> dict[str, Any]:
-        """``seqlab eval``'s metrics of the run on ``split`` (``options``: the decoding options, where it decodes)."""
+                 how: InferenceOptions = InferenceOptions()) -> dict[str, Any]:  # noqa: B008 (frozen)
+        """``seqlab eval``'s metrics of the run on ``split`` (``options``: the decoding options, where it decodes;
+        ``how``: how the model runs)."""
         raise ValueError(f"{run_dir}: {self.noun} has no seqlab eval")
 
-    def serve(self, run_dir: Path, limits: Any, engine: str) -> tuple[dict[str, Any], Callable[[Any, Any], None]]:
+    def serve(self, run_dir: Path, limits: Any,
+              how: InferenceOptions = InferenceOptions()) -> tuple[dict[str, Any], Callable[[Any, Any], None]]:  # noqa: B008
         """What ``seqlab serve`` shows of the run: its ``/api/info`` and a function that adds the kind's routes to
         the app (given the app and its worker), both from its ``page``."""
         page = self.page()
         if page is None:
             raise ValueError(f"{run_dir}: {self.noun} has no page: use {self.use}")
-        predictor = self.load(run_dir, engine=engine)
+        predictor = self.load(run_dir, how)
         return page.info(run_dir, predictor, limits), lambda app, worker: page.add_routes(app, worker, predictor)
 
     def commands(self) -> list[tuple[str, Callable[..., Any]]]:

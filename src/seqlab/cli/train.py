@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from seqlab.cli.common import DataDir, Int8, RunArg, fail, setup_logging, with_decoding
+from seqlab.cli.common import DataDir, Int8, RunArg, Workers, fail, setup_logging, with_decoding
 from seqlab.config import ConfigError, load_config
-from seqlab.registry import kind_of_run, kind_of_type, kinds
+from seqlab.registry import InferenceOptions, kind_of_run, kind_of_type, kinds
 
 if TYPE_CHECKING:
     from seqlab.decoding import DecodeOptions
@@ -71,6 +71,7 @@ def evaluate_run(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     data_dir: DataDir = None,
     int8: Int8 = False,
+    workers: Workers = 1,
 ) -> None:
     """Score a run on a split, as its kind scores it. A seq2seq model: loss, perplexity, exact match and BLEU
     (sacreBLEU, cased and lower-cased, with signatures); exact match also over the sentences whose source is not
@@ -82,7 +83,8 @@ def evaluate_run(
 
     setup_logging()
     try:
-        metrics = kind_of_run(run_dir).evaluate(run_dir, split, data_dir, options, int8)
+        metrics = kind_of_run(run_dir).evaluate(run_dir, split, data_dir, options,
+                                                InferenceOptions(int8=int8, workers=workers))
     except (ConfigError, DataError, FileNotFoundError, ValueError) as exc:
         fail(exc)
     _print_metrics(metrics, as_json)

@@ -10,6 +10,7 @@ import typer
 
 from seqlab.cli.common import Engine, Int8, RunArg, Workers, fail, read_lines, setup_logging, warn_cut, with_decoding
 from seqlab.config import ConfigError
+from seqlab.registry import InferenceOptions
 
 if TYPE_CHECKING:
     from seqlab.decoding import DecodeOptions
@@ -87,6 +88,8 @@ def serve(
     = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=0, max=65535)] = 8000,
     engine: Engine = "torch",
+    int8: Int8 = False,
+    workers: Workers = 1,
     max_queue: Annotated[int | None, typer.Option("--max-queue", min=1, help="Requests in work at a time "
                          "(running or waiting); one more gets a 503 with Retry-After [default: Limits.max_queue]")]
     = None,
@@ -107,7 +110,7 @@ def serve(
     default = Limits()
     limits = Limits(max_queue=max_queue or default.max_queue, timeout_s=timeout or default.timeout_s)
     try:
-        web = create_app(run_dir, limits, engine=engine)
+        web = create_app(run_dir, limits, InferenceOptions(engine, int8, workers))
     except (ConfigError, FileNotFoundError, ValueError) as exc:
         fail(exc)
     typer.echo(f"seqlab: serving {run_dir} on http://{host}:{port}/", err=True)

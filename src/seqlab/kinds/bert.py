@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from seqlab.corpora import PAIRS
-from seqlab.registry import Kind, register
+from seqlab.registry import InferenceOptions, Kind, register
 
 
 class Bert(Kind):
@@ -34,13 +34,13 @@ class Bert(Kind):
         return MaskedLanguageModel
 
     def evaluate(self, run_dir: Path, split: str, data_dir: Path | None, options: Any = None,
-                 int8: bool = False) -> dict[str, Any]:
+                 how: InferenceOptions = InferenceOptions()) -> dict[str, Any]:  # noqa: B008 (frozen)
         """The masked tokens' loss, perplexity and accuracy (masks from a fixed seed), and next-sentence accuracy."""
         import numpy as np
 
         from seqlab.data import load_sentence_splits, load_splits, resolve_data_dir
 
-        mlm = self.load(run_dir)
+        mlm = self.load(run_dir, how)
         data = resolve_data_dir(data_dir)
         texts: list[str] | list[tuple[str, str]] = (
             load_splits(mlm.config.data, data).require(split) if mlm.bert.next_sentence

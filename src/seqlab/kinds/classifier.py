@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from seqlab.corpora import PAIRS
-from seqlab.registry import Kind, register
+from seqlab.registry import InferenceOptions, Kind, register
 
 
 class Classifiers(Kind):
@@ -35,12 +35,12 @@ class Classifiers(Kind):
         return Classifier
 
     def evaluate(self, run_dir: Path, split: str, data_dir: Path | None, options: Any = None,
-                 int8: bool = False) -> dict[str, Any]:
+                 how: InferenceOptions = InferenceOptions()) -> dict[str, Any]:  # noqa: B008 (frozen)
         """Loss, accuracy, macro and micro precision, recall and F1, per class, and the confusion matrix."""
         from seqlab.data import load_splits, resolve_data_dir
         from seqlab.evaluate import LabelledSplit, evaluate_classifier
 
-        classifier = self.load(run_dir)
+        classifier = self.load(run_dir, how)
         pairs = load_splits(classifier.config.data, resolve_data_dir(data_dir)).require(split)
         return evaluate_classifier(classifier, LabelledSplit.build(classifier, pairs, split))
 

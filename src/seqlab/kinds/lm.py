@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from seqlab.corpora import PAIRS
-from seqlab.registry import Kind, register
+from seqlab.registry import InferenceOptions, Kind, register
 
 
 class LanguageModels(Kind):
@@ -34,11 +34,11 @@ class LanguageModels(Kind):
         return LanguageModel
 
     def evaluate(self, run_dir: Path, split: str, data_dir: Path | None, options: Any = None,
-                 int8: bool = False) -> dict[str, Any]:
+                 how: InferenceOptions = InferenceOptions()) -> dict[str, Any]:  # noqa: B008 (frozen)
         """Loss and perplexity over the split's whole token stream."""
         from seqlab.data import load_sentence_splits, resolve_data_dir
 
-        lm = self.load(run_dir)
+        lm = self.load(run_dir, how)
         return lm.perplexity(load_sentence_splits(lm.config.data, resolve_data_dir(data_dir)).require(split))
 
     def page(self) -> Any:

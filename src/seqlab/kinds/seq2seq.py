@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from seqlab.corpora import PAIRS
-from seqlab.registry import Kind, register
+from seqlab.registry import InferenceOptions, Kind, register
 
 
 class Seq2seqModels(Kind):
@@ -31,20 +31,20 @@ class Seq2seqModels(Kind):
 
         return Transduction
 
-    def load(self, run_dir: Path, int8: bool = False, engine: str = "torch") -> Any:
-        """A run directory's model, or the directory of ``seqlab export`` for ``engine`` (``ct2``, ``onnx``)."""
+    def load(self, run_dir: Path, how: InferenceOptions = InferenceOptions()) -> Any:  # noqa: B008 (frozen)
+        """A run directory's model, or the directory of ``seqlab export`` for ``how.engine`` (``ct2``, ``onnx``)."""
         from seqlab.export import load_translator
 
-        return load_translator(run_dir, engine, int8)  # type: ignore[arg-type]
+        return load_translator(run_dir, how.engine, how.int8, how.workers)  # type: ignore[arg-type]
 
     def evaluate(self, run_dir: Path, split: str, data_dir: Path | None, options: Any = None,
-                 int8: bool = False) -> dict[str, Any]:
+                 how: InferenceOptions = InferenceOptions()) -> dict[str, Any]:  # noqa: B008 (frozen)
         """Loss, perplexity, exact match (also over sources and targets unseen in training) and sacreBLEU."""
         from seqlab.data import load_splits, resolve_data_dir
         from seqlab.evaluate import EncodedSplit, evaluate
         from seqlab.metrics import bleu_signature
 
-        translator = self.load(run_dir, int8)
+        translator = self.load(run_dir, how)
         splits = load_splits(translator.config.data, resolve_data_dir(data_dir))
         encoded = EncodedSplit.build(translator, splits.require(split), split)
         seen = None if split == "train" else splits["train"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from seqlab.registry import Kind, register
+from seqlab.registry import InferenceOptions, Kind, register
 
 
 class SpanExtractors(Kind):
@@ -34,13 +34,13 @@ class SpanExtractors(Kind):
         return Answerer
 
     def evaluate(self, run_dir: Path, split: str, data_dir: Path | None, options: Any = None,
-                 int8: bool = False) -> dict[str, Any]:
+                 how: InferenceOptions = InferenceOptions()) -> dict[str, Any]:  # noqa: B008 (frozen)
         """The loss and SQuAD's exact match and F1."""
         from seqlab.data import resolve_data_dir
         from seqlab.data.splits import load_question_splits
         from seqlab.evaluate import QuestionSplit, evaluate_answerer
 
-        answerer = self.load(run_dir)
+        answerer = self.load(run_dir, how)
         questions = load_question_splits(answerer.config.data, resolve_data_dir(data_dir)).require(split)
         return evaluate_answerer(answerer, QuestionSplit.build(answerer, questions, split))
 

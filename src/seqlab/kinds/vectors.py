@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from seqlab.registry import Kind, register
+from seqlab.registry import InferenceOptions, Kind, register
 
 
 class WordVectors(Kind):
@@ -22,12 +22,15 @@ class WordVectors(Kind):
         return (run_dir / VOCABULARY).exists()
 
     def evaluate(self, run_dir: Path, split: str, data_dir: Path | None, options: Any = None,
-                 int8: bool = False) -> dict[str, Any]:
+                 how: InferenceOptions = InferenceOptions()) -> dict[str, Any]:  # noqa: B008 (frozen)
         raise ValueError(f"{run_dir}: {self.noun}; use {self.use}")
 
-    def load(self, run_dir: Path, int8: bool = False, engine: str = "torch") -> Any:
+    def load(self, run_dir: Path, how: InferenceOptions = InferenceOptions()) -> Any:  # noqa: B008 (frozen)
+        """The run's vectors (a table, not a network: no engine, int8 or workers to choose)."""
         from seqlab.vectors import load
 
+        if how != InferenceOptions():
+            raise ValueError(f"{run_dir}: {self.noun} is a table of vectors: it has no engine, int8 or workers")
         return load(run_dir)
 
     def page(self) -> Any:

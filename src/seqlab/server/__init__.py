@@ -73,19 +73,19 @@ from pathlib import Path
 
 from fastapi import FastAPI
 
-from seqlab.registry import kind_of_run
+from seqlab.registry import InferenceOptions, kind_of_run
 from seqlab.server.app import Limits, RequestError, Worker, make_app
 
 __all__ = ["Limits", "RequestError", "create_app"]
 
 
 def create_app(run_dir: str | Path, limits: Limits = Limits(),  # noqa: B008 (frozen)
-               engine: str = "torch") -> FastAPI:
-    """The app serving the run in ``run_dir`` with its kind's routes and ``/api/info`` (``Kind.serve``). ``engine:
-    ct2`` or ``onnx``: ``run_dir`` is a ``seqlab export --to ctranslate2`` (no attention) or ``--to onnx``
-    directory, decoded by CTranslate2 or ONNX Runtime."""
+               how: InferenceOptions = InferenceOptions()) -> FastAPI:  # noqa: B008 (frozen)
+    """The app serving the run in ``run_dir`` with its kind's routes and ``/api/info`` (``Kind.serve``), run as
+    ``how`` asks. ``how.engine`` ``ct2`` or ``onnx``: ``run_dir`` is a ``seqlab export --to ctranslate2`` (no
+    attention) or ``--to onnx`` directory, decoded by CTranslate2 or ONNX Runtime."""
     run_dir = Path(run_dir)
-    info, add_routes = kind_of_run(run_dir).serve(run_dir, limits, engine)
+    info, add_routes = kind_of_run(run_dir).serve(run_dir, limits, how)
     app = make_app(info, worker := Worker(limits))
     add_routes(app, worker)
     return app
