@@ -156,13 +156,13 @@ class _OwnRows:
     ~20,000 words) two workers score 19.52 ± 0.54 % on the analogies (``benchmarks/vectors_race.py``, 3 seeds;
     19.65 ± 1.26 since the kernel merges), one 19.49 ± 1.07. CBOW writes W_out once a position and its quality
     suffers more from the delay (copies of both tables merged every 10,000 words: 17.35 ± 0.38 against 17.98 ±
-    0.66 shared, 6 seeds), so it copies only
-    the 1,024 hottest rows, merged every 2 words a row: on Multi30k 27 times over, 4 rounds taking turns, 2.54
-    million words/s (median) against 1.84 shared (1.01-1.69× in each round) and 1.40 with one worker; analogies
-    on the issue's corpus 17.34 ± 0.61 over 10 seeds against 17.68 ± 0.62 shared (512, 256 or 2,048 rows, or a
-    merge every word a row, all within 17.32-17.59; a copy of W_in's 1,024 hottest rows as well: 0.82-1.22× the
-    words/s of W_out's alone over 3 rounds, not kept). A worker alone has no copy (the same vectors as before for
-    its seed)."""
+    0.66 shared, 6 seeds), so it copies only the 1,024 hottest rows, merged every 2 words a row: on Multi30k 27
+    times over, 4 one-epoch rounds taking turns, 2.54 million words/s (median) against 1.84 shared (1.01-1.69× in
+    each round) and 1.40 with one worker; in the 20-million-word race 1.87 against one worker's 1.15 (two CBOW
+    workers here move by ±25 % from minute to minute). Analogies on the issue's corpus 17.34 ± 0.61 over 10 seeds
+    against 17.68 ± 0.62 shared (512, 256 or 2,048 rows, or a merge every word a row, all within 17.32-17.59; a
+    copy of W_in's 1,024 hottest rows as well: 0.82-1.22× the words/s of W_out's alone over 3 rounds, not kept).
+    A worker alone has no copy (the same vectors as before for its seed)."""
 
     COPY = {"skipgram": (None, 3), "cbow": (1_024, 2)}  # method: (rows at most, None for all; words a row a merge)
 
