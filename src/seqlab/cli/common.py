@@ -27,7 +27,7 @@ RunArg = Annotated[Path, typer.Argument(help="A trained run directory.")]
 Engine = Annotated[Literal["torch", "ct2", "onnx"], typer.Option(
     "--engine", help="torch: the run directory's model; ct2 or onnx: a `seqlab export --to ctranslate2` or "
                      "`--to onnx` directory, decoded by CTranslate2 or ONNX Runtime.")]
-Int8 = Annotated[bool, typer.Option("--int8", help="Decode with int8 linear layers (dynamic quantisation; "
+Int8 = Annotated[bool, typer.Option("--int8", help="Run with int8 linear layers (dynamic quantisation; "
                                     "benchmarks/peer_decoding.py measures its speed and accuracy).",
                                     rich_help_panel="Decoding")]
 Workers = Annotated[int, typer.Option("--workers", min=1, help="Batches computed side by side, each on its share of "
