@@ -313,7 +313,11 @@ def _quiet() -> Any:
 def _quantize(source: Path) -> Path:
     """ONNX Runtime's dynamic quantisation: int8 weights per output channel, activations quantised per call;
     after its pre-processing (shape inference, graph optimisation), as ONNX Runtime asks. Returns the int8 graph's
-    path, beside ``source``."""
+    path, beside ``source``. The weights take 7 bits (``reduce_range``, ONNX Runtime's advice for CPUs without
+    VNNI), because an export may run on any CPU: on AVX2 alone its kernels add the products of uint8 activations
+    and 8-bit weights in pairs into 16 bits, which saturate. Measured on a 2-core AMD EPYC with AVX2 only, the
+    int8 graphs of two small date models agreed with fp32 on 96.6 and 98.4 % of 2,800 sources with 8-bit weights,
+    on 99.3 and 99.6 % with 7."""
     from onnxruntime.quantization import QuantType, quantize_dynamic
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
@@ -321,7 +325,7 @@ def _quantize(source: Path) -> Path:
     with _quiet():
         quant_pre_process(source, prepared, auto_merge=True)
         quantize_dynamic(prepared, target := source.with_suffix(".int8.onnx"), weight_type=QuantType.QInt8,
-                         per_channel=True)
+                         per_channel=True, reduce_range=True)
     return target
 
 
