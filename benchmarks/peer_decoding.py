@@ -46,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
@@ -84,7 +85,7 @@ def peer_python(venv: Path) -> Path:
     return python
 
 
-def export(translator: Translator, src: list[list[int]], out: Path) -> None:
+def export(translator: Translator, src: Sequence[Sequence[int]], out: Path) -> None:
     """Write weights.safetensors, model.json and source.txt (see benchmarks/peers/export.py)."""
     model, cfg = translator.model, translator.config.model
     assert isinstance(model, Transformer) and isinstance(cfg, TransformerConfig)  # main refuses other models
@@ -190,7 +191,8 @@ def peer_runs(python: Path, worker: str, export_dir: Path, beams: list[int], rep
     return [{**json.loads(line), "workers": 1} for line in done.stdout.splitlines() if line.startswith("{")]
 
 
-def table(runs: list[dict[str, Any]], translator: Translator, references: list[str]) -> tuple[Table, list[dict[str, Any]]]:
+def table(runs: list[dict[str, Any]], translator: Translator, references: Sequence[str]
+          ) -> tuple[Table, list[dict[str, Any]]]:
     """One row per engine, setting and beam: time over the repeats, speed, quality, agreement with seqlab fp32, and
     the ratio of its time to seqlab's in the same number format at that beam, like against like (float32 and bf16
     to seqlab fp32, int8 to seqlab int8; of the means, and over every pairing of repeats); and each run's numbers

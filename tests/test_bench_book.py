@@ -16,7 +16,7 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -359,7 +359,7 @@ def test_joeynmt_budget_matches_seqlabs_mean_target_tokens_per_batch() -> None:
 # --- decoding next to the peers -------------------------------------------------------------------------------------
 
 
-def _export(date_run: tuple[Path, Path], out: Path) -> list[list[int]]:
+def _export(date_run: tuple[Path, Path], out: Path) -> Sequence[Sequence[int]]:
     """peer_decoding.py's export of the tiny run and its test split (written to ``out``); the source ids."""
     import peer_decoding
 

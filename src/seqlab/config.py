@@ -112,6 +112,9 @@ class Config(Section):
         else:
             self._plain_sources()
         self._corpora(kind)
+        if self.data.prepared is not None and not kind.prepares:
+            able = " or ".join(k.noun for k in registry.kinds() if k.prepares)
+            raise ValueError(f"data.prepared: {kind.noun} reads its corpus itself; prepared directories are for {able}")
         if self.train.best_metric not in (None, *kind.metrics):
             who = (f"{kind.noun} is picked by its valid {kind.metrics[0]}" if len(kind.metrics) == 1
                    else f"model.type {self.model.type} is picked by {', '.join(kind.metrics)}")

@@ -126,6 +126,10 @@ class DataConfig(Section):
                                 "target padded with spaces to this many characters and no <eos> after it; "
                                 "decoding writes exactly this many (trailing spaces dropped from the text)")
     skip_bad_lines: bool = Field(False, description="skip malformed lines (counted) instead of failing")
+    prepared: str | None = Field(
+        None, description="a directory that `seqlab data prepare` wrote for this config: training reads the splits' "
+                          "token ids from its shards, memory-mapped, and its tokenizers, instead of reading and "
+                          "tokenising the corpus (refused where it was prepared from other data or tokens sections)")
 
     @model_validator(mode="after")
     def _one_way(self) -> DataConfig:

@@ -14,6 +14,7 @@ import torch
 
 from seqlab.data import Pair
 from seqlab.data.batching import collate, length_batches
+from seqlab.data.prepared import Prepared
 from seqlab.data.squad import Question
 from seqlab.decoding import DecodeOptions
 from seqlab.loss import token_nll_sum
@@ -29,10 +30,10 @@ from seqlab.specials import PAD
 class EncodedSplit:
     """A split's text and its token ids, encoded once through the translator's tokenizers."""
 
-    sources: list[str]
-    references: list[str]  # normalised as the model would write them
-    src: list[list[int]]
-    trg: list[list[int]]
+    sources: Sequence[str]
+    references: Sequence[str]  # normalised as the model would write them
+    src: Sequence[Sequence[int]]  # lists, or a prepared directory's memory-mapped rows (``data.prepared.Ragged``)
+    trg: Sequence[Sequence[int]]
 
     @classmethod
     def build(cls, translator: Translator, pairs: list[Pair], name: str) -> EncodedSplit:
@@ -44,6 +45,13 @@ class EncodedSplit:
             src=translator.encode_sources(sources, name),
             trg=translator.encode_targets(targets, name),
         )
+
+    @classmethod
+    def prepared(cls, translator: Translator, prepared: Prepared, name: str) -> EncodedSplit:
+        """The split as ``seqlab data prepare`` encoded it (``build``'s ids and texts), memory-mapped: a text is made
+        a string (a reference normalised) when it is read."""
+        return cls(prepared.texts(name, "source"), prepared.texts(name, "target", translator.normalize_target),
+                   prepared.ids(name, "src"), prepared.ids(name, "trg"))
 
 
 @torch.no_grad()

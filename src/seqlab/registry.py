@@ -53,6 +53,7 @@ class Kind:
     metrics: ClassVar[tuple[str, ...]] = ("loss",)  # the valid scores that may pick its best model
     best_metric: ClassVar[str] = "loss"  # the one that does unless ``train.best_metric`` says
     shapes_sources: ClassVar[bool] = False  # whether ``data.source_eos`` / ``data.source_width`` apply to it
+    prepares: ClassVar[bool] = False  # whether its family has ``prepare`` (``seqlab data prepare``, data.prepared)
 
     def sections(self) -> dict[str, type[Any]]:
         """Its configs' ``model`` sections (``seqlab.config.ModelSection`` subclasses), by ``model.type``."""

@@ -1,4 +1,5 @@
-"""``seqlab data fetch``: the public corpora that the configs read."""
+"""``seqlab data fetch``: the public corpora that the configs read; ``seqlab data prepare``: a config's corpus read
+and tokenised once, for every later run (``data.prepared``)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,10 @@ from typing import Annotated
 
 import typer
 
-from seqlab.cli.common import fail, setup_logging
+from seqlab.cli.common import DataDir, fail, setup_logging
 
-app = typer.Typer(no_args_is_help=True, rich_markup_mode=None, help="Get the public corpora that the configs read.")
+app = typer.Typer(no_args_is_help=True, rich_markup_mode=None,
+                  help="Get the public corpora that the configs read; prepare a config's corpus once.")
 
 
 @app.command("fetch")
@@ -34,3 +36,31 @@ def fetch(
         fail(exc)
     for path in paths:
         typer.echo(path)
+
+
+@app.command("prepare")
+def prepare(
+    config: Annotated[Path, typer.Argument(help="YAML config of a seq2seq model: its data and tokens sections.")],
+    out: Annotated[Path, typer.Option("--out", help="The new directory to write (refused where it exists).")],
+    overrides: Annotated[list[str] | None, typer.Option("--set", help="Override a config key: --set "
+                                                                         "tokens.source.vocab_size=8000.")] = None,
+    data_dir: DataDir = None,
+) -> None:
+    """Read the config's corpus once, learn its tokenizers and write every split's token ids and texts to Arrow
+    shards in OUT, with a manifest tying them to the config. Train with --set data.prepared=OUT: the run reads the
+    shards memory-mapped instead of reading and tokenising the corpus."""
+    from seqlab.config import ConfigError, load_config
+    from seqlab.data import DataError
+
+    setup_logging()
+    try:
+        cfg = load_config(config, overrides or [])
+        kind = cfg.kind
+        if not kind.prepares:
+            raise ConfigError(f"{config}: {kind.noun} reads its corpus itself (seqlab data prepare is for seq2seq "
+                              "models)")
+        manifest = kind.family().prepare(cfg, data_dir, out)
+    except (ConfigError, DataError, OSError) as exc:
+        fail(exc)
+    counts = ", ".join(f"{name} {split['rows']:,}" for name, split in manifest["splits"].items())
+    typer.echo(f"{out}: {counts} pairs; train with --set data.prepared={out}")

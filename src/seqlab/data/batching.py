@@ -67,7 +67,7 @@ def collate(src: Sequence[Sequence[int]], trg: Sequence[Sequence[int]], eos: boo
 
 
 def length_batches(
-    src_lengths: Sequence[int], trg_lengths: Sequence[int], batch_tokens: int, seed: int
+    src_lengths: Sequence[int] | np.ndarray, trg_lengths: Sequence[int] | np.ndarray, batch_tokens: int, seed: int
 ) -> list[np.ndarray]:
     """Index arrays of batches: random order, stably sorted by length, cut at the token budget, shuffled.
 

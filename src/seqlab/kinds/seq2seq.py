@@ -19,6 +19,7 @@ class Seq2seqModels(Kind):
     metrics = ("exact_match", "bleu", "loss")
     best_metric = "bleu"
     shapes_sources = True
+    prepares = True
 
     def sections(self) -> dict[str, type[Any]]:
         from seqlab.model.rnn import RNNConfig

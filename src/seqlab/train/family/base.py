@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -55,11 +56,12 @@ class Family(Protocol):
         """Take back what ``carried`` gave, on resume."""
 
 
-def epoch_batches(config: Config, epoch: int, src_lengths: list[int], trg_lengths: list[int] | None = None
-                  ) -> list[np.ndarray]:
+def epoch_batches(config: Config, epoch: int, src_lengths: Sequence[int] | np.ndarray,
+                  trg_lengths: Sequence[int] | np.ndarray | None = None) -> list[np.ndarray]:
     """An epoch's batches of the training inputs: ``train.batch_sentences`` at a time in random order, or grouped
     by length under ``train.batch_tokens`` (inputs plus targets, if any); the order fixed by (seed, epoch)."""
     cfg, seed = config.train, config.seed * 1_000_003 + epoch
     if cfg.batch_sentences:
         return random_batches(len(src_lengths), cfg.batch_sentences, seed)
-    return length_batches(src_lengths, trg_lengths or [0] * len(src_lengths), cfg.batch_tokens, seed)
+    return length_batches(src_lengths, [0] * len(src_lengths) if trg_lengths is None else trg_lengths,
+                          cfg.batch_tokens, seed)

@@ -3,21 +3,35 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+import pyarrow as pa
 import torch
+from tqdm import tqdm
 
 from seqlab.config import Config
-from seqlab.data import load_splits, resolve_data_dir
+from seqlab.data import DataError, Pair, load_splits, resolve_data_dir, selection_run
 from seqlab.data.batching import Batch, collate
+from seqlab.data.prepared import (
+    IDS,
+    ShardWriter,
+    lengths_of,
+    open_prepared,
+    prepared_sections,
+    sections_hash,
+    write_manifest,
+    write_prepared,
+    write_tokenizers,
+)
+from seqlab.data.splits import SPLITS
 from seqlab.evaluate import EncodedSplit, evaluate
 from seqlab.loss import token_nll_sum
 from seqlab.model import build_model, num_parameters
 from seqlab.predictors.translator import Translator
 from seqlab.rundir import RunDir
 from seqlab.runtime import Runtime
-from seqlab.tokenizer import learn_tokenizers
+from seqlab.tokenizer import Tokenizer, learn_tokenizers
 from seqlab.train.family.base import epoch_batches
 
 
@@ -36,19 +50,56 @@ class Transduction:
     @classmethod
     def build(cls, config: Config, run: RunDir, data_dir: str | Path | None, resume: bool,
               parts: int = 1, share: range | None = None, runtime: Runtime | None = None) -> Transduction:
-        """Read the splits, learn the tokenizers (or read them back on resume), build the model, encode the data."""
+        """Read the splits, learn the tokenizers (or read them back on resume), build the model, encode the data;
+        or, with ``data.prepared``, take the tokenizers and the encoded splits from that directory."""
+        if config.data.prepared is not None:
+            return cls._from_prepared(config, run, resume, runtime)
         splits = load_splits(config.data, resolve_data_dir(data_dir))
         if resume:
             source, target = run.tokenizers()
         else:
-            data = config.data
-            source, target = learn_tokenizers(splits["train"], config.tokens,
-                                              (data.source_width is not None, data.target_width is not None))
+            source, target = _learn_tokenizers(config, splits["train"])
             run.save_tokenizers(source, target)
         translator = Translator(build_model(config.model, source.vocab_size, target.vocab_size), source, target, config,
                                 runtime)
         return cls(config, translator, EncodedSplit.build(translator, splits["train"], "train"),
                    EncodedSplit.build(translator, splits["valid"], "valid"))
+
+    @classmethod
+    def _from_prepared(cls, config: Config, run: RunDir, resume: bool, runtime: Runtime | None) -> Transduction:
+        prepared = open_prepared(cast(str, config.data.prepared), prepared_sections(config))
+        source, target = (Tokenizer.from_json(prepared.tokenizer_json(name)) for name in ("source", "target"))
+        if not resume:
+            run.save_tokenizers(source, target)
+        elif [t.to_json() for t in run.tokenizers()] != [source.to_json(), target.to_json()]:
+            raise DataError(f"{prepared.path}: its tokenizers are not the run's; resume from the directory it "
+                            "trained on")
+        translator = Translator(build_model(config.model, source.vocab_size, target.vocab_size), source, target, config,
+                                runtime)
+        return cls(config, translator, EncodedSplit.prepared(translator, prepared, "train"),
+                   EncodedSplit.prepared(translator, prepared, "valid"))
+
+    @classmethod
+    def prepare(cls, config: Config, data_dir: str | Path | None, out: Path, progress: bool = True) -> dict[str, Any]:
+        """``seqlab data prepare``: read the splits, learn the tokenizers and write both, with every split's ids and
+        texts as ``build`` encodes them, into the new directory ``out``; returns its manifest."""
+        splits = load_splits(config.data, resolve_data_dir(data_dir))
+        source, target = _learn_tokenizers(config, splits["train"])
+        with torch.device("meta"):  # the translator encodes; its model is never run
+            model = build_model(config.model, source.vocab_size, target.vocab_size)
+        translator = Translator(model, source, target, config, Runtime())
+        names = [name for name in SPLITS if not (name == "test" and selection_run())]
+        manifest: dict[str, Any] = {}
+
+        def write(directory: Path) -> None:
+            written = {name: _write_split(translator, splits[name], name, directory, progress) for name in names}
+            tokenizers = write_tokenizers(directory, {"source": source.to_json(), "target": target.to_json()})
+            sections = prepared_sections(config)
+            manifest.update(sections=sections, hash=sections_hash(sections), splits=written, tokenizers=tokenizers)
+            write_manifest(directory, manifest)
+
+        write_prepared(out, write)
+        return manifest
 
     def use(self, runtime: Runtime) -> None:
         self.translator.runtime = runtime
@@ -59,8 +110,7 @@ class Transduction:
                 f"→ {t.target.vocab_size}; {num_parameters(self.model):,} parameters")
 
     def batches(self, epoch: int) -> list[np.ndarray]:
-        return epoch_batches(self.config, epoch, [len(s) for s in self.train_set.src],
-                             [len(t) for t in self.train_set.trg])
+        return epoch_batches(self.config, epoch, lengths_of(self.train_set.src), lengths_of(self.train_set.trg))
 
     def batch(self, indices: np.ndarray) -> Batch:
         """The padded batch of these training pairs."""
@@ -91,3 +141,25 @@ class Transduction:
 
     def restore(self, carried: dict[str, torch.Tensor]) -> None:
         pass
+
+
+def _learn_tokenizers(config: Config, train: list[Pair]) -> tuple[Tokenizer, Tokenizer]:
+    data = config.data
+    return learn_tokenizers(train, config.tokens, (data.source_width is not None, data.target_width is not None))
+
+
+PREPARE_ROWS = 100_000  # pairs encoded and written at a time
+
+
+def _write_split(translator: Translator, pairs: list[Pair], name: str, directory: Path, progress: bool
+                 ) -> dict[str, Any]:
+    """One split's pairs encoded as ``EncodedSplit.build`` encodes them, a chunk at a time, into its shards."""
+    writer = ShardWriter(directory, name, {"src": IDS, "trg": IDS, "source": pa.string(), "target": pa.string()})
+    with tqdm(total=len(pairs), desc=f"prepare {name}", unit=" pairs", disable=not progress, leave=False) as bar:
+        for start in range(0, len(pairs), PREPARE_ROWS):
+            chunk = pairs[start:start + PREPARE_ROWS]
+            sources, targets = [s for s, _ in chunk], [t for _, t in chunk]
+            writer.write({"src": translator.encode_sources(sources, name), "trg": translator.encode_targets(targets, name),
+                          "source": sources, "target": targets})
+            bar.update(len(chunk))
+    return writer.close()

@@ -1,0 +1,276 @@
+"""Prepared corpora (``seqlab data prepare``): a config's splits read and tokenised once, their token ids and texts
+written to shards of Arrow IPC files that every later run reads memory-mapped, with a manifest that ties them to
+the config sections and the tokenizers that made them.
+
+    DIR/manifest.json              the format, the config's data and tokens sections and their hash, the
+                                   tokenizers' hashes, per split its shards, rows and tokens per column
+    DIR/source.json, target.json   the tokenizers (a run reads them from here instead of learning them)
+    DIR/train-00000.arrow ...      per split, at most ``SHARD_ROWS`` rows each: columns of token ids (list<int32>)
+                                   and of texts (string)
+
+Arrow's IPC file format is made for this: a column of id lists is one flat array of ids and one of offsets, which a
+memory-mapped file hands to NumPy without a copy (``Ragged``), so a run's memory does not grow with the corpus and
+the operating system shares the pages between the processes of a torchrun job; pyarrow is well kept and its files
+are read from every language. A manifest's hash covers the data and tokens sections (``data.prepared`` left out),
+so a prepared directory never pairs with another config's corpus or tokenizers: ``open_prepared`` refuses it in
+one line naming the directory and the sections that differ.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, overload
+
+import numpy as np
+import pyarrow as pa
+
+from seqlab.config import Config
+from seqlab.data.corpus import DataError
+from seqlab.files import atomic_write
+
+FORMAT = 1
+MANIFEST = "manifest.json"
+SHARD_ROWS = 1_000_000  # rows of one shard: a few hundred MB at most for sentence pairs
+IDS = pa.list_(pa.int32())
+
+
+def prepared_sections(config: Config) -> dict[str, Any]:
+    """What a prepared directory is made from: the kind of model (what its rows hold), the data section (but
+    ``data.prepared`` itself) and the tokens section."""
+    return {"kind": config.kind.name, "data": config.data.model_dump(mode="json", exclude={"prepared"}),
+            "tokens": config.tokens.model_dump(mode="json")}
+
+
+def sections_hash(sections: dict[str, Any]) -> str:
+    """SHA-256 of the sections as canonical JSON (sorted keys): what a prepared directory was made from."""
+    return hashlib.sha256(json.dumps(sections, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class ShardWriter:
+    """A split's rows appended in chunks (``write``), cut into shards of at most ``SHARD_ROWS`` rows:
+    ``DIR/{split}-{i:05d}.arrow``. Columns named in ``schema``: token ids (lists of int) or texts."""
+
+    def __init__(self, directory: Path, split: str, schema: dict[str, pa.DataType]) -> None:
+        self.directory, self.split = directory, split
+        self.schema = pa.schema(list(schema.items()))
+        self.shards: list[dict[str, Any]] = []
+        self.tokens = dict.fromkeys((n for n, t in schema.items() if t == IDS), 0)
+        self._writer: pa.ipc.RecordBatchFileWriter | None = None
+        self._sink: Any = None
+
+    def write(self, columns: dict[str, Sequence[Any]]) -> None:
+        """Rows given column by column, each column as long as the others."""
+        rows = len(next(iter(columns.values())))
+        start = 0
+        while start < rows:
+            if self._writer is None or self.shards[-1]["rows"] == SHARD_ROWS:
+                self._open_shard()
+            take = min(rows - start, SHARD_ROWS - self.shards[-1]["rows"])
+            batch = pa.record_batch([pa.array(columns[name][start:start + take], type=field.type)
+                                     for name, field in zip(self.schema.names, self.schema)], schema=self.schema)
+            assert self._writer is not None
+            self._writer.write_batch(batch)
+            self.shards[-1]["rows"] += take
+            for name in self.tokens:
+                self.tokens[name] += sum(map(len, columns[name][start:start + take]))
+            start += take
+
+    def close(self) -> dict[str, Any]:
+        """The split's part of the manifest: its shards, rows and tokens per id column."""
+        self._close_shard()
+        if not self.shards:  # an empty split still has its (empty) shard, so that its columns are known
+            self._open_shard()
+            self._close_shard()
+        return {"shards": self.shards, "rows": sum(s["rows"] for s in self.shards), "tokens": self.tokens}
+
+    def _open_shard(self) -> None:
+        self._close_shard()
+        name = f"{self.split}-{len(self.shards):05d}.arrow"
+        self._sink = pa.OSFile(str(self.directory / name), "wb")
+        self._writer = pa.ipc.new_file(self._sink, self.schema)
+        self.shards.append({"file": name, "rows": 0})
+
+    def _close_shard(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._sink.close()
+            self._writer = self._sink = None
+
+
+def write_prepared(out: Path, write: Any) -> None:
+    """Make the prepared directory ``out`` whole or not at all: ``write(tmp)`` fills a temporary directory beside
+    it (shards, tokenizers, manifest last), which is then renamed to ``out``. An existing ``out`` is refused."""
+    if out.exists():
+        raise DataError(f"{out}: already exists; prepare into a new directory (or remove it)")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    tmp.chmod(0o777 & ~umask)  # as a directory made by mkdir (mkdtemp's is the owner's only)
+    try:
+        write(tmp)
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def write_tokenizers(directory: Path, tokenizers: dict[str, str]) -> dict[str, str]:
+    """The tokenizers' JSON by name (``source``, ``target``) into ``directory``; returns their hashes."""
+    for name, text in tokenizers.items():
+        atomic_write(directory / f"{name}.json", text)
+    return {name: text_hash(text) for name, text in tokenizers.items()}
+
+
+def write_manifest(directory: Path, manifest: dict[str, Any]) -> None:
+    atomic_write(directory / MANIFEST, json.dumps({"format": FORMAT, **manifest}, indent=1, ensure_ascii=False) + "\n")
+
+
+class Ragged(Sequence[list[int]]):
+    """Rows of token ids in flat arrays with offsets, as Arrow lays a list column out, over one or more shards,
+    memory-mapped: ``ragged[i]`` is row i's ids, made a list when asked for (as an in-memory split holds them);
+    ``lengths()`` every row's length, from the offsets alone."""
+
+    def __init__(self, parts: list[tuple[np.ndarray, np.ndarray]]) -> None:
+        self.parts = parts  # per shard: its ids (total,) and offsets (rows + 1,)
+        self.starts = np.cumsum([0] + [len(offsets) - 1 for _, offsets in parts])  # (shards + 1,) first rows
+
+    def __len__(self) -> int:
+        return int(self.starts[-1])
+
+    @overload
+    def __getitem__(self, index: int) -> list[int]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[list[int]]: ...
+
+    def __getitem__(self, index: int | slice) -> list[int] | list[list[int]]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if not -len(self) <= index < len(self):
+            raise IndexError(index)
+        index %= len(self)
+        shard = int(np.searchsorted(self.starts, index, side="right")) - 1
+        values, offsets = self.parts[shard]
+        row = index - int(self.starts[shard])
+        return list(values[offsets[row]:offsets[row + 1]].tolist())
+
+    def __iter__(self) -> Iterator[list[int]]:
+        for values, offsets in self.parts:
+            for row in range(len(offsets) - 1):
+                yield list(values[offsets[row]:offsets[row + 1]].tolist())
+
+    def lengths(self) -> np.ndarray:
+        """(rows,) every row's number of ids."""
+        return np.concatenate([np.diff(offsets) for _, offsets in self.parts]) if self.parts else np.zeros(0, np.int64)
+
+
+class Texts(Sequence[str]):
+    """A column of texts over the shards, memory-mapped: ``texts[i]`` made a Python string when asked for, passed
+    through ``change`` where one is given."""
+
+    def __init__(self, column: pa.ChunkedArray, change: Callable[[str], str] = str) -> None:
+        self.column = column
+        self.change = change
+
+    def __len__(self) -> int:
+        return len(self.column)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self.change(text) for text in self.column[index].to_pylist()]
+        return self.change(self.column[index].as_py())
+
+
+def lengths_of(rows: Sequence[Sequence[int]]) -> np.ndarray:
+    """(rows,) every row's number of ids: a ``Ragged``'s from its offsets, a list's by counting."""
+    if isinstance(rows, Ragged):
+        return rows.lengths()
+    return np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """An open prepared directory whose manifest matched the config (``open_prepared``)."""
+
+    path: Path
+    manifest: dict[str, Any]
+
+    def tokenizer_json(self, name: str) -> str:
+        """A tokenizer's JSON (``source`` or ``target``), checked against the manifest's hash."""
+        path = self.path / f"{name}.json"
+        text = path.read_text(encoding="utf-8")
+        if text_hash(text) != self.manifest["tokenizers"].get(name):
+            raise DataError(f"{path}: not the tokenizer the manifest names (its hash differs); prepare again")
+        return text
+
+    def rows(self, split: str) -> int:
+        return int(self._split(split)["rows"])
+
+    def ids(self, split: str, column: str) -> Ragged:
+        """A column of token ids, memory-mapped."""
+        parts = []
+        for table in self._tables(split):
+            array = table.column(column).combine_chunks()
+            parts.append((array.values.to_numpy(zero_copy_only=True), array.offsets.to_numpy(zero_copy_only=True)))
+        return Ragged(parts)
+
+    def texts(self, split: str, column: str, change: Callable[[str], str] = str) -> Texts:
+        """A column of texts, memory-mapped, each passed through ``change`` when read."""
+        chunks = [chunk for table in self._tables(split) for chunk in table.column(column).chunks]
+        return Texts(pa.chunked_array(chunks, type=pa.string()), change)
+
+    def _split(self, split: str) -> dict[str, Any]:
+        try:
+            return dict(self.manifest["splits"][split])
+        except KeyError:
+            raise DataError(f"{self.path / MANIFEST}: no split {split!r}") from None
+
+    def _tables(self, split: str) -> Iterator[pa.Table]:
+        for shard in self._split(split)["shards"]:
+            path = self.path / shard["file"]
+            try:
+                table = pa.ipc.open_file(pa.memory_map(str(path), "r")).read_all()
+            except (OSError, pa.ArrowInvalid) as exc:
+                raise DataError(f"{path}: unreadable shard ({exc}); prepare again") from None
+            if table.num_rows != shard["rows"]:
+                raise DataError(f"{path}: {table.num_rows} rows where the manifest says {shard['rows']}; prepare again")
+            yield table
+
+
+def open_prepared(path: str | Path, sections: dict[str, Any]) -> Prepared:
+    """The prepared directory ``path``, made from these config ``sections`` (its manifest's hash); a DataError in
+    one line where it is missing, of another format or made from other sections."""
+    path = Path(path)
+    manifest_path = path / MANIFEST
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise DataError(f"{manifest_path}: missing; data.prepared names a directory of seqlab data prepare") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DataError(f"{manifest_path}: damaged ({exc}); prepare again") from None
+    if manifest.get("format") != FORMAT:
+        raise DataError(f"{manifest_path}: format {manifest.get('format')!r}, this seqlab reads format {FORMAT}")
+    if manifest.get("hash") != sections_hash(sections):
+        made = manifest.get("sections", {})
+        differ = sorted(name for name in set(made) | set(sections) if made.get(name) != sections.get(name))
+        raise DataError(f"{path}: prepared for another config ({', '.join(differ) or 'sections'} differ); prepare "
+                        "it again for this one")
+    return Prepared(path, manifest)
