@@ -82,3 +82,29 @@ def test_a_source_ends_with_eos_or_as_the_book_is_padded_to_a_fixed_width():
 
 def test_pad_right_pads_with_zero():
     assert pad([[1], [2, 3, 4]]).tolist() == [[1, 0, 0], [2, 3, 4]]
+
+
+def test_windowed_batches_of_one_chunk_are_length_batches_and_of_more_stay_in_their_window():
+    import numpy as np
+
+    from seqlab.data.batching import length_batches, windowed_batches
+
+    rng = np.random.default_rng(0)
+    src, trg = rng.integers(1, 30, 1000), rng.integers(1, 30, 1000)
+    whole = windowed_batches(src, trg, [1000], 4, 200, seed=7)
+    assert [b.tolist() for b in whole] == [b.tolist() for b in length_batches(src, trg, 200, seed=7)]
+    chunks = [100] * 9 + [100]
+    batches = windowed_batches(src, trg, chunks, 3, 200, seed=7)
+    assert sorted(np.concatenate(batches).tolist()) == list(range(1000))  # every row once
+    assert all(len(b) * (src[b].max() + trg[b].max() + 1) <= 200 or len(b) == 1 for b in batches)
+    window_of = [frozenset(int(i) // 100 for i in b) for b in batches]
+    groups: list[set[int]] = []
+    for chunks_of_batch in window_of:
+        if groups and len(groups[-1] | chunks_of_batch) <= 3:
+            groups[-1] |= chunks_of_batch
+        else:
+            groups.append(set(chunks_of_batch))
+    assert [len(g) for g in groups] == [3, 3, 3, 1] and set().union(*groups) == set(range(10))
+    again = windowed_batches(src, trg, chunks, 3, 200, seed=7)
+    other = windowed_batches(src, trg, chunks, 3, 200, seed=8)
+    assert [b.tolist() for b in again] == [b.tolist() for b in batches] != [b.tolist() for b in other]

@@ -14,9 +14,10 @@ from seqlab.cli import app
 from seqlab.config import ConfigError, parse_config
 from seqlab.data import DataError
 from seqlab.data import prepared as prepared_module
-from seqlab.data.prepared import Ragged, lengths_of, open_prepared, prepared_sections
+from seqlab.data.prepared import Rows, lengths_of, open_prepared, prepared_sections
 from seqlab.evaluate import EncodedSplit
 from seqlab.predictors.translator import load
+from seqlab.rundir import RunDir
 from seqlab.train.family.seq2seq import Transduction
 from seqlab.train.trainer import Trainer
 
@@ -68,20 +69,45 @@ def test_the_prepared_splits_hold_what_the_in_memory_path_encodes(tmp_path):
         translator, splits["train"], "train").src)
 
 
-def test_rows_are_cut_into_shards_and_read_back_across_them(tmp_path, monkeypatch):
+def test_rows_are_cut_into_shards_of_chunks_and_read_back_a_few_chunks_at_a_time(tmp_path, monkeypatch):
+    raw, whole = _prepare(tmp_path)  # one shard of one chunk
     monkeypatch.setattr(prepared_module, "SHARD_ROWS", 300)
-    raw, out = _prepare(tmp_path)
+    monkeypatch.setattr(prepared_module, "CHUNK_ROWS", 100)
+    out = tmp_path / "chunked"
+    Transduction.prepare(parse_config(raw), None, out, progress=False)
     manifest = json.loads((out / "manifest.json").read_text())
-    assert [s["rows"] for s in manifest["splits"]["train"]["shards"]] == [300, 300, 200]
+    assert [(s["rows"], s["batches"]) for s in manifest["splits"]["train"]["shards"]] == [
+        (300, [100, 100, 100]), (300, [100, 100, 100]), (200, [100, 100])]
     assert sorted(p.name for p in out.glob("train-*.arrow")) == ["train-00000.arrow", "train-00001.arrow",
                                                                 "train-00002.arrow"]
-    ids = open_prepared(out, prepared_sections(parse_config(raw))).ids("train", "src")
-    rows = list(ids)
-    assert isinstance(ids, Ragged) and len(ids) == 800 == len(rows)
-    assert ids[299] == rows[299] and ids[300] == rows[300] and ids[-1] == rows[-1] and ids[650:652] == rows[650:652]
-    assert ids.lengths().tolist() == [len(r) for r in rows]
+    sections = prepared_sections(parse_config(raw))
+    ids = open_prepared(out, sections).ids("train", "src", cache=2)
+    assert isinstance(ids, Rows) and len(ids) == 800 and ids.chunk_rows() == [100] * 8
+    every = [ids[i] for i in range(800)]
+    assert every == list(open_prepared(whole, sections).ids("train", "src"))  # the same rows, however cut
+    assert len(ids._open) == 2  # the last two chunks read, no more
+    assert ids[299] == every[299] and ids[300] == every[300] and ids[-1] == every[-1]
+    assert ids[650:652] == every[650:652] and ids.lengths().tolist() == [len(r) for r in every]
     with pytest.raises(IndexError):
         ids[800]
+
+
+def test_a_run_from_chunked_prepared_data_batches_a_window_at_a_time_and_resumes_exactly(tmp_path, monkeypatch,
+                                                                                        killed_at):
+    monkeypatch.setattr(prepared_module, "CHUNK_ROWS", 100)  # 8 chunks: two windows of 4
+    raw, out = _prepare(tmp_path, train=small_date_config()["train"] | {"epochs": 2, "save_every": 5})
+    config = parse_config(raw | {"data": raw["data"] | {"prepared": str(out)}})
+    (tmp_path / "family").mkdir()
+    batches = Transduction.build(config, RunDir(tmp_path / "family"), None, resume=False).batches(1)
+    assert sorted(i for b in batches for i in b.tolist()) == list(range(800))  # every row once
+    groups: list[set[int]] = []  # the chunks of each window, as the batches reach them
+    for chunks in ({int(i) // 100 for i in b} for b in batches):
+        if groups and len(groups[-1] | chunks) <= 4:
+            groups[-1] |= chunks
+        else:
+            groups.append(chunks)
+    assert len(groups) == 2 and groups[0] | groups[1] == set(range(8))  # one window, then the other
+    resumes_exactly(config, tmp_path, killed_at, 40)
 
 
 def test_a_prepared_directory_is_refused_for_another_config_and_when_damaged(tmp_path):
@@ -96,7 +122,7 @@ def test_a_prepared_directory_is_refused_for_another_config_and_when_damaged(tmp
     shard = out / "valid-00000.arrow"
     shard.write_bytes(shard.read_bytes()[:100])
     with pytest.raises(DataError, match="valid-00000.arrow: unreadable shard"):
-        open_prepared(out, prepared_sections(config)).ids("valid", "src")
+        open_prepared(out, prepared_sections(config)).ids("valid", "src")[0]
     (out / "manifest.json").unlink()
     with pytest.raises(DataError, match="manifest.json: missing"):
         open_prepared(out, prepared_sections(config))

@@ -32,7 +32,7 @@ class EncodedSplit:
 
     sources: Sequence[str]
     references: Sequence[str]  # normalised as the model would write them
-    src: Sequence[Sequence[int]]  # lists, or a prepared directory's memory-mapped rows (``data.prepared.Ragged``)
+    src: Sequence[Sequence[int]]  # lists, or a prepared directory's rows read a window at a time (``prepared.Rows``)
     trg: Sequence[Sequence[int]]
 
     @classmethod
@@ -47,11 +47,11 @@ class EncodedSplit:
         )
 
     @classmethod
-    def prepared(cls, translator: Translator, prepared: Prepared, name: str) -> EncodedSplit:
-        """The split as ``seqlab data prepare`` encoded it (``build``'s ids and texts), memory-mapped: a text is made
-        a string (a reference normalised) when it is read."""
+    def prepared(cls, translator: Translator, prepared: Prepared, name: str, window: int = 4) -> EncodedSplit:
+        """The split as ``seqlab data prepare`` encoded it (``build``'s ids and texts), memory-mapped, ``window``
+        chunks of ids read at a time; a text made a string (a reference normalised) when it is read."""
         return cls(prepared.texts(name, "source"), prepared.texts(name, "target", translator.normalize_target),
-                   prepared.ids(name, "src"), prepared.ids(name, "trg"))
+                   prepared.ids(name, "src", window), prepared.ids(name, "trg", window))
 
 
 @torch.no_grad()

@@ -4,6 +4,9 @@
 little compute goes to padding; a batch holds as many sentences as fit in
 ``batch_tokens`` padded tokens (source + target).
 
+``windowed_batches``: the same a window of chunks at a time (a prepared corpus, ``data.prepared``), so that
+memory holds one window of rows, not the corpus.
+
 ``random_batches`` (``train.batch_sentences``): the book's way, a fixed number
 of sentences drawn in random order. When all sentences are about as long (the
 book's addition task: 3 to 7 characters) there is little padding to save, and
@@ -67,7 +70,8 @@ def collate(src: Sequence[Sequence[int]], trg: Sequence[Sequence[int]], eos: boo
 
 
 def length_batches(
-    src_lengths: Sequence[int] | np.ndarray, trg_lengths: Sequence[int] | np.ndarray, batch_tokens: int, seed: int
+    src_lengths: Sequence[int] | np.ndarray, trg_lengths: Sequence[int] | np.ndarray, batch_tokens: int,
+    seed: int | list[int]
 ) -> list[np.ndarray]:
     """Index arrays of batches: random order, stably sorted by length, cut at the token budget, shuffled.
 
@@ -89,6 +93,26 @@ def length_batches(
         max_src, max_trg = new_src, new_trg
     batches.append(order[start:])
     rng.shuffle(batches)
+    return batches
+
+
+def windowed_batches(
+    src_lengths: Sequence[int] | np.ndarray, trg_lengths: Sequence[int] | np.ndarray, chunks: Sequence[int],
+    window: int, batch_tokens: int, seed: int
+) -> list[np.ndarray]:
+    """``length_batches`` with bounded memory: the rows come in ``chunks`` (their sizes, in order: a prepared
+    split's record batches), taken ``window`` chunks at a time in an order fixed by ``seed``; each window's rows are
+    batched by ``length_batches`` on their own and its batches follow each other, so that a reader holds one window
+    of rows at a time. The first window is batched with ``seed`` itself: rows in one window (a corpus in memory)
+    are batched exactly as ``length_batches`` batches them."""
+    src_len, trg_len = np.asarray(src_lengths), np.asarray(trg_lengths)
+    starts = np.cumsum([0, *chunks])
+    order = np.random.default_rng([seed, len(chunks)]).permutation(len(chunks))
+    batches: list[np.ndarray] = []
+    for first in range(0, len(order), window):
+        rows = np.concatenate([np.arange(starts[c], starts[c + 1]) for c in order[first:first + window]])
+        window_seed = seed if first == 0 else [seed, first]
+        batches += [rows[b] for b in length_batches(src_len[rows], trg_len[rows], batch_tokens, window_seed)]
     return batches
 
 

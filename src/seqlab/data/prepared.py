@@ -3,17 +3,19 @@ written to shards of Arrow IPC files that every later run reads memory-mapped, w
 the config sections and the tokenizers that made them.
 
     DIR/manifest.json              the format, the config's data and tokens sections and their hash, the
-                                   tokenizers' hashes, per split its shards, rows and tokens per column
+                                   tokenizers' hashes, per split its shards (their record batches' rows), rows
+                                   and tokens per column
     DIR/source.json, target.json   the tokenizers (a run reads them from here instead of learning them)
     DIR/train-00000.arrow ...      per split, at most ``SHARD_ROWS`` rows each: columns of token ids (list<int32>)
                                    and of texts (string)
 
 Arrow's IPC file format is made for this: a column of id lists is one flat array of ids and one of offsets, which a
-memory-mapped file hands to NumPy without a copy (``Ragged``), so a run's memory does not grow with the corpus and
-the operating system shares the pages between the processes of a torchrun job; pyarrow is well kept and its files
-are read from every language. A manifest's hash covers the data and tokens sections (``data.prepared`` left out),
-so a prepared directory never pairs with another config's corpus or tokenizers: ``open_prepared`` refuses it in
-one line naming the directory and the sections that differ.
+memory-mapped file hands to NumPy without a copy; a shard is a sequence of record batches of ``CHUNK_ROWS`` rows,
+the chunks a run reads and batches a window at a time (``Rows``, ``batching.windowed_batches``), so that its
+memory does not grow with the corpus; pyarrow is well kept and its files are read from every language. A
+manifest's hash covers the data and tokens sections (``data.prepared`` left out), so a prepared directory never
+pairs with another config's corpus or tokenizers: ``open_prepared`` refuses it in one line naming the directory
+and the sections that differ.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import json
 import os
 import shutil
 import tempfile
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +41,7 @@ from seqlab.files import atomic_write
 FORMAT = 1
 MANIFEST = "manifest.json"
 SHARD_ROWS = 1_000_000  # rows of one shard: a few hundred MB at most for sentence pairs
+CHUNK_ROWS = 100_000  # rows of one record batch (what a writer is given at a time, at most)
 IDS = pa.list_(pa.int32())
 
 
@@ -58,8 +62,9 @@ def text_hash(text: str) -> str:
 
 
 class ShardWriter:
-    """A split's rows appended in chunks (``write``), cut into shards of at most ``SHARD_ROWS`` rows:
-    ``DIR/{split}-{i:05d}.arrow``. Columns named in ``schema``: token ids (lists of int) or texts."""
+    """A split's rows appended (``write``) as record batches of at most ``CHUNK_ROWS`` rows, cut into shards of
+    at most ``SHARD_ROWS`` rows: ``DIR/{split}-{i:05d}.arrow``. Columns named in ``schema``: token ids (lists of
+    int) or texts."""
 
     def __init__(self, directory: Path, split: str, schema: dict[str, pa.DataType]) -> None:
         self.directory, self.split = directory, split
@@ -76,12 +81,13 @@ class ShardWriter:
         while start < rows:
             if self._writer is None or self.shards[-1]["rows"] == SHARD_ROWS:
                 self._open_shard()
-            take = min(rows - start, SHARD_ROWS - self.shards[-1]["rows"])
+            take = min(rows - start, SHARD_ROWS - self.shards[-1]["rows"], CHUNK_ROWS)
             batch = pa.record_batch([pa.array(columns[name][start:start + take], type=field.type)
                                      for name, field in zip(self.schema.names, self.schema)], schema=self.schema)
             assert self._writer is not None
             self._writer.write_batch(batch)
             self.shards[-1]["rows"] += take
+            self.shards[-1]["batches"].append(take)
             for name in self.tokens:
                 self.tokens[name] += sum(map(len, columns[name][start:start + take]))
             start += take
@@ -99,7 +105,7 @@ class ShardWriter:
         name = f"{self.split}-{len(self.shards):05d}.arrow"
         self._sink = pa.OSFile(str(self.directory / name), "wb")
         self._writer = pa.ipc.new_file(self._sink, self.schema)
-        self.shards.append({"file": name, "rows": 0})
+        self.shards.append({"file": name, "rows": 0, "batches": []})
 
     def _close_shard(self) -> None:
         if self._writer is not None:
@@ -137,14 +143,26 @@ def write_manifest(directory: Path, manifest: dict[str, Any]) -> None:
     atomic_write(directory / MANIFEST, json.dumps({"format": FORMAT, **manifest}, indent=1, ensure_ascii=False) + "\n")
 
 
-class Ragged(Sequence[list[int]]):
-    """Rows of token ids in flat arrays with offsets, as Arrow lays a list column out, over one or more shards,
-    memory-mapped: ``ragged[i]`` is row i's ids, made a list when asked for (as an in-memory split holds them);
-    ``lengths()`` every row's length, from the offsets alone."""
+@dataclass(frozen=True)
+class Chunk:
+    """One record batch of a shard: the unit a prepared split is read and batched in (``windowed_batches``)."""
 
-    def __init__(self, parts: list[tuple[np.ndarray, np.ndarray]]) -> None:
-        self.parts = parts  # per shard: its ids (total,) and offsets (rows + 1,)
-        self.starts = np.cumsum([0] + [len(offsets) - 1 for _, offsets in parts])  # (shards + 1,) first rows
+    path: Path
+    batch: int  # its index in the shard
+    rows: int
+
+
+class Rows(Sequence[list[int]]):
+    """A column of token-id lists over a split's chunks, as Arrow lays it out (ids and offsets), read a chunk at a
+    time from the shard's memory map and let go again: ``rows[i]`` is row i's ids as a list; the last ``cache``
+    chunks read stay open, so memory holds a window of rows, not the split. ``lengths()`` every row's length,
+    from the offsets alone."""
+
+    def __init__(self, chunks: list[Chunk], column: str, cache: int) -> None:
+        self.chunks, self.column, self.cache = chunks, column, cache
+        self.starts = np.cumsum([0] + [chunk.rows for chunk in chunks])  # (chunks + 1,) each chunk's first row
+        self._open: OrderedDict[int, tuple[np.ndarray, np.ndarray]] = OrderedDict()  # chunk -> ids, offsets
+        self._lengths: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.starts[-1])
@@ -161,19 +179,54 @@ class Ragged(Sequence[list[int]]):
         if not -len(self) <= index < len(self):
             raise IndexError(index)
         index %= len(self)
-        shard = int(np.searchsorted(self.starts, index, side="right")) - 1
-        values, offsets = self.parts[shard]
-        row = index - int(self.starts[shard])
+        chunk = int(np.searchsorted(self.starts, index, side="right")) - 1
+        values, offsets = self._read(chunk)
+        row = index - int(self.starts[chunk])
         return list(values[offsets[row]:offsets[row + 1]].tolist())
 
-    def __iter__(self) -> Iterator[list[int]]:
-        for values, offsets in self.parts:
-            for row in range(len(offsets) - 1):
-                yield list(values[offsets[row]:offsets[row + 1]].tolist())
+    def chunk_rows(self) -> list[int]:
+        return [chunk.rows for chunk in self.chunks]
 
     def lengths(self) -> np.ndarray:
-        """(rows,) every row's number of ids."""
-        return np.concatenate([np.diff(offsets) for _, offsets in self.parts]) if self.parts else np.zeros(0, np.int64)
+        """(rows,) every row's number of ids (int32: 4 bytes a row is what a split costs in memory), read once."""
+        if self._lengths is None:
+            self._lengths = np.concatenate([np.diff(_column(chunk, self.column)[1]) for chunk in self.chunks]
+                                           ).astype(np.int32) if self.chunks else np.zeros(0, np.int32)
+        return self._lengths
+
+    def _read(self, chunk: int) -> tuple[np.ndarray, np.ndarray]:
+        if chunk in self._open:
+            self._open.move_to_end(chunk)
+        else:
+            self._open[chunk] = _column(self.chunks[chunk], self.column)
+            while len(self._open) > self.cache:  # its map is closed once nothing holds a view of it
+                self._open.popitem(last=False)
+        return self._open[chunk]
+
+
+def _column(chunk: Chunk, column: str) -> tuple[np.ndarray, np.ndarray]:
+    """A chunk's column of id lists: its ids and offsets, views of the shard's memory map."""
+    try:
+        batch = pa.ipc.open_file(pa.memory_map(str(chunk.path), "r")).get_batch(chunk.batch)
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise DataError(f"{chunk.path}: unreadable shard ({exc}); prepare again") from None
+    if batch.num_rows != chunk.rows:
+        raise DataError(f"{chunk.path}: {batch.num_rows} rows in record batch {chunk.batch} where the manifest says "
+                        f"{chunk.rows}; prepare again")
+    array = batch.column(column)
+    return array.values.to_numpy(zero_copy_only=True), array.offsets.to_numpy(zero_copy_only=True)
+
+
+def lengths_of(rows: Sequence[Sequence[int]]) -> np.ndarray:
+    """(rows,) every row's number of ids: a prepared column's from its offsets, a list's by counting."""
+    if isinstance(rows, Rows):
+        return rows.lengths()
+    return np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+
+
+def chunks_of(rows: Sequence[Sequence[int]]) -> list[int] | None:
+    """The rows of each chunk a prepared column is read in; None for a list (one chunk, in memory)."""
+    return rows.chunk_rows() if isinstance(rows, Rows) else None
 
 
 class Texts(Sequence[str]):
@@ -199,13 +252,6 @@ class Texts(Sequence[str]):
         return self.change(self.column[index].as_py())
 
 
-def lengths_of(rows: Sequence[Sequence[int]]) -> np.ndarray:
-    """(rows,) every row's number of ids: a ``Ragged``'s from its offsets, a list's by counting."""
-    if isinstance(rows, Ragged):
-        return rows.lengths()
-    return np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
-
-
 @dataclass(frozen=True)
 class Prepared:
     """An open prepared directory whose manifest matched the config (``open_prepared``)."""
@@ -224,13 +270,11 @@ class Prepared:
     def rows(self, split: str) -> int:
         return int(self._split(split)["rows"])
 
-    def ids(self, split: str, column: str) -> Ragged:
-        """A column of token ids, memory-mapped."""
-        parts = []
-        for table in self._tables(split):
-            array = table.column(column).combine_chunks()
-            parts.append((array.values.to_numpy(zero_copy_only=True), array.offsets.to_numpy(zero_copy_only=True)))
-        return Ragged(parts)
+    def ids(self, split: str, column: str, cache: int = 4) -> Rows:
+        """A column of token ids, read ``cache`` chunks at a time."""
+        chunks = [Chunk(self.path / shard["file"], i, rows) for shard in self._split(split)["shards"]
+                  for i, rows in enumerate(shard["batches"])]
+        return Rows(chunks, column, cache)
 
     def texts(self, split: str, column: str, change: Callable[[str], str] = str) -> Texts:
         """A column of texts, memory-mapped, each passed through ``change`` when read."""

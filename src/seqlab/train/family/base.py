@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from seqlab.config import Config
-from seqlab.data.batching import length_batches, random_batches
+from seqlab.data.batching import random_batches, windowed_batches
 from seqlab.rundir import RunDir
 from seqlab.runtime import Runtime
 
@@ -57,11 +57,13 @@ class Family(Protocol):
 
 
 def epoch_batches(config: Config, epoch: int, src_lengths: Sequence[int] | np.ndarray,
-                  trg_lengths: Sequence[int] | np.ndarray | None = None) -> list[np.ndarray]:
+                  trg_lengths: Sequence[int] | np.ndarray | None = None,
+                  chunks: Sequence[int] | None = None) -> list[np.ndarray]:
     """An epoch's batches of the training inputs: ``train.batch_sentences`` at a time in random order, or grouped
-    by length under ``train.batch_tokens`` (inputs plus targets, if any); the order fixed by (seed, epoch)."""
+    by length under ``train.batch_tokens`` (inputs plus targets, if any), ``train.batch_window`` of the ``chunks``
+    at a time (a prepared split's; an in-memory one is one chunk); the order fixed by (seed, epoch)."""
     cfg, seed = config.train, config.seed * 1_000_003 + epoch
     if cfg.batch_sentences:
         return random_batches(len(src_lengths), cfg.batch_sentences, seed)
-    return length_batches(src_lengths, [0] * len(src_lengths) if trg_lengths is None else trg_lengths,
-                          cfg.batch_tokens, seed)
+    return windowed_batches(src_lengths, [0] * len(src_lengths) if trg_lengths is None else trg_lengths,
+                            [len(src_lengths)] if chunks is None else chunks, cfg.batch_window, cfg.batch_tokens, seed)

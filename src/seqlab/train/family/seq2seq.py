@@ -14,8 +14,10 @@ from seqlab.config import Config
 from seqlab.data import DataError, Pair, load_splits, resolve_data_dir, selection_run
 from seqlab.data.batching import Batch, collate
 from seqlab.data.prepared import (
+    CHUNK_ROWS,
     IDS,
     ShardWriter,
+    chunks_of,
     lengths_of,
     open_prepared,
     prepared_sections,
@@ -76,8 +78,9 @@ class Transduction:
                             "trained on")
         translator = Translator(build_model(config.model, source.vocab_size, target.vocab_size), source, target, config,
                                 runtime)
-        return cls(config, translator, EncodedSplit.prepared(translator, prepared, "train"),
-                   EncodedSplit.prepared(translator, prepared, "valid"))
+        window = config.train.batch_window
+        return cls(config, translator, EncodedSplit.prepared(translator, prepared, "train", window),
+                   EncodedSplit.prepared(translator, prepared, "valid", window))
 
     @classmethod
     def prepare(cls, config: Config, data_dir: str | Path | None, out: Path, progress: bool = True) -> dict[str, Any]:
@@ -110,7 +113,8 @@ class Transduction:
                 f"→ {t.target.vocab_size}; {num_parameters(self.model):,} parameters")
 
     def batches(self, epoch: int) -> list[np.ndarray]:
-        return epoch_batches(self.config, epoch, lengths_of(self.train_set.src), lengths_of(self.train_set.trg))
+        src, trg = self.train_set.src, self.train_set.trg
+        return epoch_batches(self.config, epoch, lengths_of(src), lengths_of(trg), chunks_of(src))
 
     def batch(self, indices: np.ndarray) -> Batch:
         """The padded batch of these training pairs."""
@@ -148,16 +152,13 @@ def _learn_tokenizers(config: Config, train: list[Pair]) -> tuple[Tokenizer, Tok
     return learn_tokenizers(train, config.tokens, (data.source_width is not None, data.target_width is not None))
 
 
-PREPARE_ROWS = 100_000  # pairs encoded and written at a time
-
-
 def _write_split(translator: Translator, pairs: list[Pair], name: str, directory: Path, progress: bool
                  ) -> dict[str, Any]:
     """One split's pairs encoded as ``EncodedSplit.build`` encodes them, a chunk at a time, into its shards."""
     writer = ShardWriter(directory, name, {"src": IDS, "trg": IDS, "source": pa.string(), "target": pa.string()})
     with tqdm(total=len(pairs), desc=f"prepare {name}", unit=" pairs", disable=not progress, leave=False) as bar:
-        for start in range(0, len(pairs), PREPARE_ROWS):
-            chunk = pairs[start:start + PREPARE_ROWS]
+        for start in range(0, len(pairs), CHUNK_ROWS):
+            chunk = pairs[start:start + CHUNK_ROWS]
             sources, targets = [s for s, _ in chunk], [t for _, t in chunk]
             writer.write({"src": translator.encode_sources(sources, name), "trg": translator.encode_targets(targets, name),
                           "source": sources, "target": targets})
