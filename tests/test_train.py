@@ -602,3 +602,25 @@ def test_a_full_disk_during_a_save_keeps_the_previous_files_and_resumes(name, tm
         straight, resumed = load_file(str(tmp_path / "straight" / saved)), load_file(str(run / saved))
         assert straight.keys() == resumed.keys()
         assert all(torch.equal(straight[key], resumed[key]) for key in straight), saved
+
+
+def test_max_steps_ends_the_run_inside_an_epoch_validated_and_resumable(tmp_path, killed_at):
+    """train.max_steps: the epoch in progress ends at that step (validated, logged, checkpointed); the steps are
+    the first ones of the unbounded run, and a kill before them resumes to the same end."""
+    raw = _reversal_config(tmp_path, epochs=3)
+    Trainer(parse_config(raw), tmp_path / "whole", progress=False).fit()
+    per_epoch = [json.loads(line)["step"] for line in (tmp_path / "whole" / "log.jsonl").read_text().splitlines()]
+    stop = per_epoch[0] + 3  # three steps into epoch 2
+    config = parse_config(raw | {"train": raw["train"] | {"max_steps": stop, "save_every": 2}})
+    cut = Trainer(config, tmp_path / "cut", progress=False)
+    cut.fit()
+    log = [json.loads(line) for line in (tmp_path / "cut" / "log.jsonl").read_text().splitlines()]
+    assert [(r["epoch"], r["step"]) for r in log] == [(1, per_epoch[0]), (2, stop)]
+    assert cut.scheduler.last_epoch == stop
+    assert Trainer(config, tmp_path / "cut", resume=True, progress=False).position.step == stop
+    with killed_at(stop - 1):
+        Trainer(config, tmp_path / "killed", progress=False).fit()
+    Trainer(config, tmp_path / "killed", resume=True, progress=False).fit()
+    killed = [json.loads(line) for line in (tmp_path / "killed" / "log.jsonl").read_text().splitlines()]
+    assert [(r["step"], r["train_loss"], r["valid"]["loss"]) for r in killed] == [
+        (r["step"], r["train_loss"], r["valid"]["loss"]) for r in log]

@@ -48,6 +48,9 @@ class TokensConfig(Section):
 
 class TrainConfig(Section):
     epochs: int = Field(10, gt=0)
+    max_steps: int | None = Field(
+        None, gt=0, description="stop after this many optimisation steps, even inside an epoch, which then ends "
+                                "there (validated, logged, checkpointed); the schedule spans the steps taken")
     batch_tokens: int = Field(4096, gt=0, description="token budget per batch (padded source + target)")
     batch_sentences: int | None = Field(
         None, gt=0, description="instead of the token budget: this many sentences per batch, in random order"

@@ -103,7 +103,8 @@ class Trainer:
         self.scaler = self.runtime.grad_scaler()
         self.position = Position(parts=self.parts)
         steps = len(step_groups(self.family.batches(1), self.parts))
-        self.scheduler = build_schedule(self.optimizer, config, config.train.epochs * steps)
+        total = config.train.epochs * steps
+        self.scheduler = build_schedule(self.optimizer, config, min(total, config.train.max_steps or total))
         self.engine = NumpyEngine(config, self.family) if config.train.engine == "numpy" else None
         self.average = NTAverage(config.train.nt_asgd)
         if resume:
@@ -238,7 +239,7 @@ class Trainer:
         returns what the best model is (``model_info``)."""
         cfg = self.config.train
         pos = self.position
-        while pos.epoch <= cfg.epochs and not self.target_reached():
+        while pos.epoch <= cfg.epochs and not self.target_reached() and not self.steps_taken():
             self.train_epoch()
             self.end_epoch()
             if cfg.early_stopping and pos.bad_epochs >= cfg.early_stopping:
@@ -246,7 +247,13 @@ class Trainer:
                 break
         if self.target_reached():
             log.info("stopped: valid %s reached train.stop_at (%g)", self.config.best_metric, cfg.stop_at)
+        elif self.steps_taken():
+            log.info("stopped: %d steps taken (train.max_steps)", pos.step)
         return self.run.model_info()
+
+    def steps_taken(self) -> bool:
+        """``train.max_steps`` steps are taken."""
+        return self.config.train.max_steps is not None and self.position.step >= self.config.train.max_steps
 
     def target_reached(self) -> bool:
         """The best valid score is at ``train.stop_at`` or better (a loss at or below it)."""
@@ -265,6 +272,8 @@ class Trainer:
         bar = tqdm(total=len(steps), initial=done, desc=f"epoch {pos.epoch}", unit="step", leave=False,
                    disable=hidden if self.world.is_main else True)
         for group in steps[done:]:
+            if self.steps_taken():  # the epoch ends here
+                break
             started = time.perf_counter()
             loss_sum, tokens = self.train_step(self.world.share(group))
             pos.loss_sum += loss_sum
