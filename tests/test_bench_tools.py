@@ -4,6 +4,7 @@ models and tiny data written into tmp_path, with what it printed, recorded or wr
 from __future__ import annotations
 
 import functools
+import gzip
 import hashlib
 import importlib
 import json
@@ -484,3 +485,31 @@ def test_lm_generate_runs_end_to_end(bench: Bench, tmp_path: Path, capsys: pytes
     assert "20 starts" in out
     result = recorded(tmp_path, "lm_generate-run")
     assert [len(run["seconds"]) for run in result.runs[:2]] == [2, 2]
+
+
+def test_prepared_data_runs_end_to_end(bench: Bench, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The scaled corpus is the training files repeated; every scale is prepared and trained from its shards, the
+    memory scales also from the corpus, for the same steps."""
+    data = tmp_path / "data"
+    (data / "pairs").mkdir(parents=True)
+    words = "one two three four five six seven eight".split()
+    for split, n in (("train", 60), ("val", 10), ("test", 10)):
+        for side, order in (("src", 1), ("trg", -1)):
+            with gzip.open(data / "pairs" / f"{split}.{side}.gz", "wt", encoding="utf-8") as f:
+                f.writelines(" ".join(words[i % 5:i % 5 + 3][::order]) + "\n" for i in range(n))
+    raw = small_date_config()
+    raw["data"] = {name: {"format": "aligned", "source": f"pairs/{split}.src.gz", "target": f"pairs/{split}.trg.gz"}
+                   for name, split in (("train", "train"), ("valid", "val"), ("test", "test"))}
+    raw["data"] |= {"max_source_length": 16, "max_target_length": 16}
+    raw["tokens"] = {"source": {"level": "word"}}
+    config = tmp_path / "pairs.yaml"
+    config.write_text(yaml.safe_dump(raw), encoding="utf-8")
+    bench("prepared_data").main(["--data-dir", str(data), "--config", str(config), "--scales", "3",
+                                 "--memory-scales", "3", "--steps", "2", "--results", str(tmp_path)])
+    rows = table_rows(capsys.readouterr().out)
+    assert [row[:2] for row in rows] == [["3×", "180"]] and rows[0][6] != "—"  # also trained from the corpus
+    result = recorded(tmp_path, "prepared_data-pairs")
+    assert [run["pairs"] for run in result.runs] == [180]
+    run = result.runs[0]
+    assert run["prepared_steps"] == run["memory_steps"] == 2 and run["prepared_mib"] > 0
+    assert rows[0][9] == f"{run['prepared_tokens_per_s'] / run['memory_tokens_per_s']:.3f}"

@@ -1,0 +1,136 @@
+"""Prepared corpora at scale: a seq2seq config's training corpus repeated N times, prepared once (``seqlab data
+prepare``) and trained from its shards for a fixed number of steps, against the same steps read from the corpus.
+
+    python benchmarks/prepared_data.py --data-dir ../shared/data [--config configs/multi30k_de_en.yaml] \\
+        [--scales 1 10 100] [--memory-scales 1 10] [--steps 100] [--results DIR]
+
+For each scale N, one command after another on the machine, each in its own process: the config's training files
+(an aligned corpus) written N times over into a temporary data directory, its valid and test files as they are; then
+
+* ``seqlab data prepare CONFIG --out DIR``: wall seconds, pairs a second, peak resident memory;
+* ``seqlab train CONFIG --set data.prepared=DIR --set train.max_steps=S``: peak resident memory and training
+  tokens a second (the run's log: the steps' seconds, validation excluded), validation cut to
+  ``eval.valid_limit`` 100 sentences;
+* at the ``--memory-scales``, the same training from the corpus (read, tokenised and batched in memory).
+
+Peak resident memory is each process's own high-water mark (``wait4``'s ``ru_maxrss``), the prepared run's
+memory-mapped pages included. The flat-memory claim is the prepared rows' peak memory across the scales; the
+speed claim the prepared run's tokens a second over the in-memory run's at the same scale.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+from report import add_results_option, machine, markdown, publish
+from scoreboard import Result, Table, command
+
+from seqlab.rundir import RunDir
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def peak_run(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Run a seqlab command in its own process: its wall seconds and peak resident memory (MiB)."""
+    started = time.perf_counter()
+    process = subprocess.Popen([sys.executable, "-m", "seqlab", *argv], env=env, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode:
+        raise SystemExit(f"seqlab {' '.join(argv)} failed ({process.returncode})")
+    return time.perf_counter() - started, usage.ru_maxrss / 1024  # Linux: KiB
+
+
+def repeated_data(config: dict[str, Any], data_dir: Path, scale: int, out: Path) -> Path:
+    """A data directory whose training files are the config's repeated ``scale`` times (plain text), valid and
+    test linked as they are; the same relative paths, so the config reads it unchanged but for the suffix."""
+    data = config["data"]
+    for side in ("source", "target"):
+        given = data_dir / data["train"][side]
+        lines = (gzip.open if given.suffix == ".gz" else open)(given, "rt", encoding="utf-8").read()
+        target = out / data["train"][side].removesuffix(".gz")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with target.open("w", encoding="utf-8") as f:
+            for _ in range(scale):
+                f.write(lines if lines.endswith("\n") else lines + "\n")
+    for split in ("valid", "test"):
+        for side in ("source", "target"):
+            link = out / data[split][side]
+            if not link.exists():
+                link.symlink_to(data_dir / data[split][side])
+    return out
+
+
+def scale_rows(config_path: Path, data_dir: Path, scale: int, steps: int, in_memory: bool,
+               work: Path) -> dict[str, Any]:
+    """One scale: prepare, train from the shards, and (``in_memory``) train from the corpus."""
+    config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
+    data = repeated_data(config, data_dir, scale, work / f"data-{scale}")
+    env = os.environ | {"SEQLAB_DATA": str(data)}
+    files = [f"--set=data.train.{side}={config['data']['train'][side].removesuffix('.gz')}"
+             for side in ("source", "target")]
+    prepared = work / f"prepared-{scale}"
+    prepare_s, prepare_mib = peak_run(["data", "prepare", str(config_path), "--out", str(prepared), *files], env)
+    pairs = int(yaml.safe_load((prepared / "manifest.json").read_text())["splits"]["train"]["rows"])
+    short = [*files, f"--set=train.max_steps={steps}", "--set=train.epochs=1", "--set=eval.valid_limit=100"]
+    row: dict[str, Any] = {"scale": scale, "pairs": pairs, "prepare_s": prepare_s, "prepare_mib": prepare_mib}
+    for name, extra in (("prepared", [f"--set=data.prepared={prepared}"]), ("memory", [])):
+        if name == "memory" and not in_memory:
+            continue
+        run = work / f"run-{name}-{scale}"
+        wall, mib = peak_run(["train", str(config_path), "--out", str(run), *short, *extra], env)
+        record = RunDir(run).log()[-1]
+        row |= {f"{name}_wall_s": wall, f"{name}_mib": mib, f"{name}_tokens_per_s": record["train_tokens_per_s"],
+                f"{name}_steps": record["step"]}
+    return row
+
+
+def table(rows: list[dict[str, Any]], config: Path, steps: int) -> Table:
+    columns = ["scale", "training pairs", "prepare s", "pairs/s", "prepare peak MiB", "train peak MiB (prepared)",
+               "train peak MiB (in memory)", "tokens/s prepared", "tokens/s in memory", "prepared ÷ in memory",
+               "train wall s (prepared / in memory)"]
+    out = []
+    for r in rows:
+        memory = "memory_mib" in r
+        out.append([f"{r['scale']}×", f"{r['pairs']:,}", f"{r['prepare_s']:.1f}", f"{r['pairs'] / r['prepare_s']:,.0f}",
+                    f"{r['prepare_mib']:,.0f}", f"{r['prepared_mib']:,.0f}",
+                    f"{r['memory_mib']:,.0f}" if memory else "—", f"{r['prepared_tokens_per_s']:,.0f}",
+                    f"{r['memory_tokens_per_s']:,.0f}" if memory else "—",
+                    f"{r['prepared_tokens_per_s'] / r['memory_tokens_per_s']:.3f}" if memory else "—",
+                    f"{r['prepared_wall_s']:.1f} / {r['memory_wall_s']:.1f}" if memory else f"{r['prepared_wall_s']:.1f}"])
+    return Table(f"Prepared corpora: `{config.name}`'s training corpus repeated, {steps} training steps", columns, out)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data-dir", required=True, type=Path, help="../shared/data")
+    parser.add_argument("--config", type=Path, default=ROOT / "configs" / "multi30k_de_en.yaml")
+    parser.add_argument("--scales", type=int, nargs="+", default=[1, 10, 100])
+    parser.add_argument("--memory-scales", type=int, nargs="*", default=[1, 10],
+                        help="the scales also trained from the corpus in memory")
+    parser.add_argument("--steps", type=int, default=100)
+    add_results_option(parser)
+    given = sys.argv[1:] if argv is None else argv
+    args = parser.parse_args(given)
+    with tempfile.TemporaryDirectory(prefix="prepared-data-") as tmp:
+        rows = [scale_rows(args.config.resolve(), args.data_dir.resolve(), scale, args.steps,
+                           scale in args.memory_scales, Path(tmp)) for scale in args.scales]
+    made = table(rows, args.config, args.steps)
+    print(f"#### {made.title}\n\n{time.strftime('%Y-%m-%d')}, {machine()}. Command: `{command(__file__, given)}`\n\n"
+          f"{markdown(made)}\n")
+    publish(Result(f"prepared_data-{args.config.stem}", made.title, command(__file__, given), [made], rows,
+                   notes=["peak resident memory: each process's ru_maxrss (memory-mapped pages included)",
+                          "tokens/s: the run's log, training steps only (validation excluded)"]), args.results)
+
+
+if __name__ == "__main__":
+    main()
