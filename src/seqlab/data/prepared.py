@@ -267,9 +267,6 @@ class Prepared:
             raise DataError(f"{path}: not the tokenizer the manifest names (its hash differs); prepare again")
         return text
 
-    def rows(self, split: str) -> int:
-        return int(self._split(split)["rows"])
-
     def ids(self, split: str, column: str, cache: int = 4) -> Rows:
         """A column of token ids, read ``cache`` chunks at a time."""
         chunks = [Chunk(self.path / shard["file"], i, rows) for shard in self._split(split)["shards"]
