@@ -1,6 +1,7 @@
 """Kill -9 trials: does a training run killed at any moment, then resumed, end exactly as one that was never killed?
 
-    python benchmarks/kill_trials.py [--trials 20] [--seed 0] [--epochs 3] [--save-every 3] [--json FILE] [--keep]
+    python benchmarks/kill_trials.py [--trials 20] [--seed 0] [--epochs 3] [--save-every 3] [--prepared] \
+        [--json FILE] [--keep]
 
 A small date Transformer (the shape of tests/conftest.py's ``small_date_config``: 1 layer of 32, character tokens,
 850 generated training pairs, 3 epochs of 39 steps, a checkpoint every 3 steps and at every epoch's end; about
@@ -61,6 +62,7 @@ KINDS = ("time", "replace:before", "replace:after", "fsync:before", "fsync:after
 COMPARED = ("model.safetensors", "checkpoint.safetensors")
 TIMING = re.compile(r"^(seconds|.*_seconds|.*_per_s)$")
 SAVE_EVERY = 3  # 39 steps an epoch: the last mid-epoch checkpoint falls on the epoch's last step
+PREPARED_CHUNK = 200  # rows of a chunk with --prepared: 950 training pairs in 5 chunks, batched in 3 windows
 
 
 def trial_config(epochs: int = 3, precision: str = "fp32", save_every: int = SAVE_EVERY) -> dict[str, Any]:
@@ -329,12 +331,22 @@ def _where(kill: Kill | None, note: Path) -> str:
     return f"{info['phase']} {info['event']} #{info['k']} ({info['file']})"
 
 
-def prepare(work: Path, epochs: int = 3, precision: str = "fp32", save_every: int = SAVE_EVERY) -> Setup:
+def prepare(work: Path, epochs: int = 3, precision: str = "fp32", save_every: int = SAVE_EVERY,
+            prepared: bool = False) -> Setup:
     """Write the config, train the reference with ``python -m seqlab train``, then the control through the
-    tripwire (its file events and writing time); the control must be bit-identical to the reference."""
+    tripwire (its file events and writing time); the control must be bit-identical to the reference. ``prepared``:
+    the config's data first made a prepared directory (``seqlab data prepare``) of chunks of ``PREPARED_CHUNK`` rows,
+    which every run trains from, ``train.batch_window`` 2 of them at a time."""
     work.mkdir(parents=True, exist_ok=True)
     config = work / "date-small.yaml"
-    config.write_text(yaml.safe_dump(trial_config(epochs, precision, save_every), sort_keys=False), encoding="utf-8")
+    raw = trial_config(epochs, precision, save_every)
+    config.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
+    if prepared:
+        subprocess.run([sys.executable, "-m", "seqlab", "data", "prepare", str(config), "--out", str(work / "prepared"),
+                        "--chunk-rows", str(PREPARED_CHUNK)], check=True, cwd=ROOT, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL)
+        raw["data"]["prepared"], raw["train"]["batch_window"] = str(work / "prepared"), 2
+        config.write_text(yaml.safe_dump(raw, sort_keys=False), encoding="utf-8")
     reference = work / "straight"
     subprocess.run([sys.executable, "-m", "seqlab", "train", str(config), "--out", str(reference)], check=True,
                    cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -553,6 +565,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="the config's train.precision (default fp32)")
     parser.add_argument("--save-every", type=int, default=SAVE_EVERY,
                         help=f"the config's train.save_every (default {SAVE_EVERY})")
+    parser.add_argument("--prepared", action="store_true",
+                        help="train from a prepared directory of the config's data (seqlab data prepare), read and "
+                             "batched a window of chunks at a time")
     parser.add_argument("--json", type=Path, default=Path(tempfile.gettempdir()) / "seqlab-kill-trials.json",
                         help="write every number here (default: %(default)s)")
     parser.add_argument("--work", type=Path, help="the runs' directory (default: a temporary one, deleted after)")
@@ -564,10 +579,11 @@ def run_trials(args: argparse.Namespace, work: Path) -> tuple[Setup, list[Trial]
     """The reference, the control, then ``args.trials`` trials, each printed as it ends."""
     from report import machine
 
-    setup = prepare(work, args.epochs, args.precision, args.save_every)
+    setup = prepare(work, args.epochs, args.precision, args.save_every, args.prepared)
     census = setup.census
     control = "identical" if not setup.control_differences else f"NOT IDENTICAL: {setup.control_differences}"
-    print(f"{machine()}; the config's train.precision {args.precision}\ncontrol run: {census.counts} file events "
+    data = "; trained from a prepared directory" if args.prepared else ""
+    print(f"{machine()}; the config's train.precision {args.precision}{data}\ncontrol run: {census.counts} file events "
           f"in {census.writing_seconds:.2f} s of writing; {control} to the straight run", flush=True)
     rng = random.Random(args.seed)
     trials = []
@@ -599,7 +615,7 @@ def main(argv: list[str] | None = None) -> None:
           f"{numbers['resumes']} resumes, {numbers['fresh_starts']} fresh starts, "
           f"{numbers['leftover_tmp_files']} temporary files left behind); {seconds:.0f} s")
     result = {"command": "python benchmarks/kill_trials.py " + " ".join(argv), "machine": machine(),
-              "seed": args.seed, "config": trial_config(args.epochs, args.precision, args.save_every), "seconds": seconds,
+              "seed": args.seed, "config": yaml.safe_load(setup.config.read_text(encoding="utf-8")), "seconds": seconds,
               "census": asdict(setup.census), "control_differences": setup.control_differences, "summary": numbers,
               "trials": [asdict(t) | {"identical": t.identical, "log_identical": t.log_identical} for t in trials]}
     args.json.parent.mkdir(parents=True, exist_ok=True)

@@ -72,9 +72,8 @@ def test_the_prepared_splits_hold_what_the_in_memory_path_encodes(tmp_path):
 def test_rows_are_cut_into_shards_of_chunks_and_read_back_a_few_chunks_at_a_time(tmp_path, monkeypatch):
     raw, whole = _prepare(tmp_path)  # one shard of one chunk
     monkeypatch.setattr(prepared_module, "SHARD_ROWS", 300)
-    monkeypatch.setattr(prepared_module, "CHUNK_ROWS", 100)
     out = tmp_path / "chunked"
-    Transduction.prepare(parse_config(raw), None, out, progress=False)
+    Transduction.prepare(parse_config(raw), None, out, progress=False, chunk_rows=100)
     manifest = json.loads((out / "manifest.json").read_text())
     assert [(s["rows"], s["batches"]) for s in manifest["splits"]["train"]["shards"]] == [
         (300, [100, 100, 100]), (300, [100, 100, 100]), (200, [100, 100])]
@@ -92,10 +91,10 @@ def test_rows_are_cut_into_shards_of_chunks_and_read_back_a_few_chunks_at_a_time
         ids[800]
 
 
-def test_a_run_from_chunked_prepared_data_batches_a_window_at_a_time_and_resumes_exactly(tmp_path, monkeypatch,
-                                                                                        killed_at):
-    monkeypatch.setattr(prepared_module, "CHUNK_ROWS", 100)  # 8 chunks: two windows of 4
-    raw, out = _prepare(tmp_path, train=small_date_config()["train"] | {"epochs": 2, "save_every": 5})
+def test_a_run_from_chunked_prepared_data_batches_a_window_at_a_time_and_resumes_exactly(tmp_path, killed_at):
+    raw = small_date_config() | {"train": small_date_config()["train"] | {"epochs": 2, "save_every": 5}}
+    out = tmp_path / "prepared"
+    Transduction.prepare(parse_config(raw), None, out, progress=False, chunk_rows=100)  # 8 chunks: 2 windows of 4
     config = parse_config(raw | {"data": raw["data"] | {"prepared": str(out)}})
     (tmp_path / "family").mkdir()
     batches = Transduction.build(config, RunDir(tmp_path / "family"), None, resume=False).batches(1)

@@ -5,12 +5,14 @@ corpus readers and the config loader fail only with their one-line errors on gen
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -50,6 +52,21 @@ def test_killed_runs_resume_bit_identical(kill_trials, two_epochs):
         assert trial.kills and (trial.resumes == 1 or trial.fresh_starts), trial.line()
         assert trial.identical and trial.log_identical, trial.line()
     assert "checkpoint.safetensors" in trial.kills[-1] and "after replace" in trial.kills[-1]
+
+
+@pytest.mark.slow
+def test_a_run_from_a_prepared_directory_killed_mid_epoch_resumes_bit_identical(kill_trials, tmp_path):
+    """``--prepared``: the runs read the config's data from ``seqlab data prepare``'s shards, 5 chunks batched 2 at
+    a time; killed before the rename of its 8th checkpoint (step 24 of 39, past the first window) and resumed."""
+    setup = kill_trials.prepare(tmp_path, epochs=1, save_every=3, prepared=True)
+    assert setup.control_differences == [], "two unkilled runs differ: training is not deterministic"
+    config = yaml.safe_load(setup.config.read_text(encoding="utf-8"))
+    assert config["data"]["prepared"] == str(tmp_path / "prepared") and config["train"]["batch_window"] == 2
+    manifest = json.loads((tmp_path / "prepared" / "manifest.json").read_text(encoding="utf-8"))
+    assert len(manifest["splits"]["train"]["shards"][0]["batches"]) == 5
+    kill = kill_trials.Kill("replace:before", k=setup.census.nth("replace", "checkpoint.safetensors", 8))
+    trial = kill_trials.run_trial(setup, 1, [kill])
+    assert trial.kills and trial.resumes == 1 and trial.identical and trial.log_identical, trial.line()
 
 
 @pytest.mark.slow

@@ -45,6 +45,8 @@ def prepare(
     overrides: Annotated[list[str] | None, typer.Option("--set", help="Override a config key: --set "
                                                                          "tokens.source.vocab_size=8000.")] = None,
     data_dir: DataDir = None,
+    chunk_rows: Annotated[int, typer.Option("--chunk-rows", min=1, help="Rows of a record batch: a run holds "
+                                            "train.batch_window of them in memory at a time.")] = 100_000,
 ) -> None:
     """Read the config's corpus once, learn its tokenizers and write every split's token ids and texts to Arrow
     shards in OUT, with a manifest tying them to the config. Train with --set data.prepared=OUT: the run reads the
@@ -59,7 +61,7 @@ def prepare(
         if not kind.prepares:
             raise ConfigError(f"{config}: {kind.noun} reads its corpus itself (seqlab data prepare is for seq2seq "
                               "models)")
-        manifest = kind.family().prepare(cfg, data_dir, out)
+        manifest = kind.family().prepare(cfg, data_dir, out, chunk_rows=chunk_rows)
     except (ConfigError, DataError, OSError) as exc:
         fail(exc)
     counts = ", ".join(f"{name} {split['rows']:,}" for name, split in manifest["splits"].items())

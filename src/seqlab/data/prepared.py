@@ -10,8 +10,8 @@ the config sections and the tokenizers that made them.
                                    and of texts (string)
 
 Arrow's IPC file format is made for this: a column of id lists is one flat array of ids and one of offsets, which a
-memory-mapped file hands to NumPy without a copy; a shard is a sequence of record batches of ``CHUNK_ROWS`` rows,
-the chunks a run reads and batches a window at a time (``Rows``, ``batching.windowed_batches``), so that its
+memory-mapped file hands to NumPy without a copy; a shard is a sequence of record batches (``CHUNK_ROWS`` rows by
+default), the chunks a run reads and batches a window at a time (``Rows``, ``batching.windowed_batches``), so that its
 memory does not grow with the corpus; pyarrow is well kept and its files are read from every language. A
 manifest's hash covers the data and tokens sections (``data.prepared`` left out), so a prepared directory never
 pairs with another config's corpus or tokenizers: ``open_prepared`` refuses it in one line naming the directory
@@ -41,7 +41,7 @@ from seqlab.files import atomic_write
 FORMAT = 1
 MANIFEST = "manifest.json"
 SHARD_ROWS = 1_000_000  # rows of one shard: a few hundred MB at most for sentence pairs
-CHUNK_ROWS = 100_000  # rows of one record batch (what a writer is given at a time, at most)
+CHUNK_ROWS = 100_000  # rows of one record batch by default (``seqlab data prepare --chunk-rows``)
 IDS = pa.list_(pa.int32())
 
 
@@ -62,12 +62,13 @@ def text_hash(text: str) -> str:
 
 
 class ShardWriter:
-    """A split's rows appended (``write``) as record batches of at most ``CHUNK_ROWS`` rows, cut into shards of
+    """A split's rows appended (``write``) as record batches of at most ``chunk_rows`` rows, cut into shards of
     at most ``SHARD_ROWS`` rows: ``DIR/{split}-{i:05d}.arrow``. Columns named in ``schema``: token ids (lists of
     int) or texts."""
 
-    def __init__(self, directory: Path, split: str, schema: dict[str, pa.DataType]) -> None:
-        self.directory, self.split = directory, split
+    def __init__(self, directory: Path, split: str, schema: dict[str, pa.DataType], chunk_rows: int = CHUNK_ROWS
+                 ) -> None:
+        self.directory, self.split, self.chunk_rows = directory, split, chunk_rows
         self.schema = pa.schema(list(schema.items()))
         self.shards: list[dict[str, Any]] = []
         self.tokens = dict.fromkeys((n for n, t in schema.items() if t == IDS), 0)
@@ -81,7 +82,7 @@ class ShardWriter:
         while start < rows:
             if self._writer is None or self.shards[-1]["rows"] == SHARD_ROWS:
                 self._open_shard()
-            take = min(rows - start, SHARD_ROWS - self.shards[-1]["rows"], CHUNK_ROWS)
+            take = min(rows - start, SHARD_ROWS - self.shards[-1]["rows"], self.chunk_rows)
             batch = pa.record_batch([pa.array(columns[name][start:start + take], type=field.type)
                                      for name, field in zip(self.schema.names, self.schema)], schema=self.schema)
             assert self._writer is not None

@@ -83,9 +83,11 @@ class Transduction:
                    EncodedSplit.prepared(translator, prepared, "valid", window))
 
     @classmethod
-    def prepare(cls, config: Config, data_dir: str | Path | None, out: Path, progress: bool = True) -> dict[str, Any]:
+    def prepare(cls, config: Config, data_dir: str | Path | None, out: Path, progress: bool = True,
+                chunk_rows: int = CHUNK_ROWS) -> dict[str, Any]:
         """``seqlab data prepare``: read the splits, learn the tokenizers and write both, with every split's ids and
-        texts as ``build`` encodes them, into the new directory ``out``; returns its manifest."""
+        texts as ``build`` encodes them, in record batches of ``chunk_rows``, into the new directory ``out``;
+        returns its manifest."""
         splits = load_splits(config.data, resolve_data_dir(data_dir))
         source, target = _learn_tokenizers(config, splits["train"])
         with torch.device("meta"):  # the translator encodes; its model is never run
@@ -95,7 +97,8 @@ class Transduction:
         manifest: dict[str, Any] = {}
 
         def write(directory: Path) -> None:
-            written = {name: _write_split(translator, splits[name], name, directory, progress) for name in names}
+            written = {name: _write_split(translator, splits[name], name, directory, chunk_rows, progress)
+                       for name in names}
             tokenizers = write_tokenizers(directory, {"source": source.to_json(), "target": target.to_json()})
             sections = prepared_sections(config)
             manifest.update(sections=sections, hash=sections_hash(sections), splits=written, tokenizers=tokenizers)
@@ -152,13 +155,14 @@ def _learn_tokenizers(config: Config, train: list[Pair]) -> tuple[Tokenizer, Tok
     return learn_tokenizers(train, config.tokens, (data.source_width is not None, data.target_width is not None))
 
 
-def _write_split(translator: Translator, pairs: list[Pair], name: str, directory: Path, progress: bool
-                 ) -> dict[str, Any]:
+def _write_split(translator: Translator, pairs: list[Pair], name: str, directory: Path, chunk_rows: int,
+                 progress: bool) -> dict[str, Any]:
     """One split's pairs encoded as ``EncodedSplit.build`` encodes them, a chunk at a time, into its shards."""
-    writer = ShardWriter(directory, name, {"src": IDS, "trg": IDS, "source": pa.string(), "target": pa.string()})
+    writer = ShardWriter(directory, name, {"src": IDS, "trg": IDS, "source": pa.string(), "target": pa.string()},
+                         chunk_rows)
     with tqdm(total=len(pairs), desc=f"prepare {name}", unit=" pairs", disable=not progress, leave=False) as bar:
-        for start in range(0, len(pairs), CHUNK_ROWS):
-            chunk = pairs[start:start + CHUNK_ROWS]
+        for start in range(0, len(pairs), chunk_rows):
+            chunk = pairs[start:start + chunk_rows]
             sources, targets = [s for s, _ in chunk], [t for _, t in chunk]
             writer.write({"src": translator.encode_sources(sources, name), "trg": translator.encode_targets(targets, name),
                           "source": sources, "target": targets})
