@@ -605,6 +605,7 @@ def main(argv: list[str] | None = None) -> None:
     started = time.perf_counter()
     try:
         setup, trials = run_trials(args, work)
+        config = yaml.safe_load(setup.config.read_text(encoding="utf-8"))  # as trained, before its directory goes
     finally:
         if not args.keep and args.work is None:
             shutil.rmtree(work, ignore_errors=True)
@@ -615,7 +616,7 @@ def main(argv: list[str] | None = None) -> None:
           f"{numbers['resumes']} resumes, {numbers['fresh_starts']} fresh starts, "
           f"{numbers['leftover_tmp_files']} temporary files left behind); {seconds:.0f} s")
     result = {"command": "python benchmarks/kill_trials.py " + " ".join(argv), "machine": machine(),
-              "seed": args.seed, "config": yaml.safe_load(setup.config.read_text(encoding="utf-8")), "seconds": seconds,
+              "seed": args.seed, "config": config, "seconds": seconds,
               "census": asdict(setup.census), "control_differences": setup.control_differences, "summary": numbers,
               "trials": [asdict(t) | {"identical": t.identical, "log_identical": t.log_identical} for t in trials]}
     args.json.parent.mkdir(parents=True, exist_ok=True)
