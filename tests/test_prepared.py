@@ -159,3 +159,64 @@ def test_the_cli_prepares_a_seq2seq_config_and_refuses_other_kinds(tmp_path):
     with pytest.raises(ConfigError, match="data.prepared: a language model reads its corpus itself"):
         parse_config({"data": small_date_config()["data"] | {"prepared": "p"}, "model": {"type": "lm"},
                       "train": {"schedule": "cosine"}})
+
+
+def _tsv_config(tmp_path: Path) -> dict:
+    """small_date_config's pairs written to TSV files: explicit train/valid/test files."""
+    from seqlab.data import load_splits, resolve_data_dir
+
+    raw = small_date_config()
+    splits = load_splits(parse_config(raw).data, resolve_data_dir(None))
+    data = {"max_source_length": 40}
+    for name in ("train", "valid", "test"):
+        path = tmp_path / f"{name}.tsv"
+        path.write_text("".join(f"{s}\t{t}\n" for s, t in splits[name]) + ("\t\n" if name == "train" else ""),
+                        encoding="utf-8")  # a bad last line in train, skipped
+        data[name] = {"format": "tsv", "path": str(path)}
+    return raw | {"data": data | {"skip_bad_lines": True}}
+
+
+def test_explicit_training_files_are_prepared_pair_by_pair_as_the_in_memory_path_reads_them(tmp_path, monkeypatch,
+                                                                                           caplog):
+    """The training file is read from disk at each pass (tokenizers, then ids), never as one list; the result is
+    the in-memory path's: the same tokenizers and ids, the bad line skipped and counted once."""
+    import logging
+
+    import seqlab.data.splits as splits_module
+
+    raw = _tsv_config(tmp_path)
+    Trainer(parse_config(raw), tmp_path / "memory", progress=False).fit()
+    translator = load(tmp_path / "memory")
+    reading = splits_module.read_corpus
+
+    def read_corpus(spec, *args, **kwargs):
+        assert not str(spec.path).endswith("train.tsv"), "the training file was read whole"
+        return reading(spec, *args, **kwargs)
+
+    monkeypatch.setattr(splits_module, "read_corpus", read_corpus)
+    caplog.clear()  # the training's own warning of the bad line
+    with caplog.at_level(logging.WARNING, logger="seqlab"):
+        Transduction.prepare(parse_config(raw), None, tmp_path / "prepared", progress=False)
+    assert sum("skipped 1 bad line" in r.getMessage() for r in caplog.records) == 1
+    for name in ("source", "target"):
+        assert (tmp_path / "prepared" / f"{name}.json").read_text() == \
+            (tmp_path / "memory" / f"{name}_tokenizer.json").read_text()
+    monkeypatch.setattr(splits_module, "read_corpus", reading)
+    from seqlab.data import load_splits, resolve_data_dir
+
+    built = EncodedSplit.build(translator, load_splits(parse_config(raw).data, resolve_data_dir(None))["train"], "train")
+    prepared = open_prepared(tmp_path / "prepared", prepared_sections(parse_config(raw)))
+    assert list(prepared.ids("train", "src")) == built.src and list(prepared.ids("train", "trg")) == built.trg
+
+
+def test_a_corpus_stream_reads_the_pairs_of_read_corpus_at_every_pass(tmp_path):
+    from seqlab.data.corpus import CorpusStream, read_corpus
+
+    raw = _tsv_config(tmp_path)
+    spec = parse_config(raw).data.train
+    stream = CorpusStream(spec, tmp_path, skip_bad_lines=True)
+    assert list(stream) == list(stream) == read_corpus(spec, tmp_path, skip_bad_lines=True)
+    empty = tmp_path / "empty.tsv"
+    empty.write_text("\t\n", encoding="utf-8")
+    with pytest.raises(DataError, match="empty.tsv: no pairs"):
+        list(CorpusStream(spec.model_copy(update={"path": str(empty)}), tmp_path, skip_bad_lines=True))

@@ -79,8 +79,9 @@ normalisation) and the ``tokenizers`` pipeline, ``from_json`` rebuilds it exactl
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from tokenizers import Regex, decoders, models, pre_tokenizers, trainers
@@ -191,6 +192,25 @@ def _prepare(texts: Sequence[str], cfg: TokenizerConfig) -> list[str]:
     return mark_boundaries(batch) if cfg.morphemes else batch
 
 
+TRAIN_BATCH = 10_000  # texts normalised and handed to the trainer at a time: a corpus is never held whole
+
+
+def _prepared_batches(texts: Iterable[str], cfg: TokenizerConfig, seen: list[int]) -> Iterator[list[str]]:
+    """``texts`` as the trainer takes them (``_prepare``), a batch at a time; ``seen[0]`` counts them. The same
+    vocabulary as one list of them (the trainer counts words, whatever the batches)."""
+    batch: list[str] = []
+    for text in texts:
+        if not isinstance(text, str):
+            raise TypeError(f"training texts must be str, got {type(text).__name__} at index {seen[0]}")
+        batch.append(text)
+        seen[0] += 1
+        if len(batch) == TRAIN_BATCH:
+            yield _prepare(batch, cfg)
+            batch = []
+    if batch:
+        yield _prepare(batch, cfg)
+
+
 def _as_rows(ids: Any) -> list[list[int]]:
     if hasattr(ids, "tolist"):  # a torch tensor / numpy array
         ids = ids.tolist()
@@ -231,14 +251,10 @@ class Tokenizer:
         """
         specials = [*SPECIALS, MASK_TOKEN] if mask else list(SPECIALS)
         tok, trainer = _pipeline(cfg, specials)
-        batch = []
-        for text in texts:
-            if not isinstance(text, str):
-                raise TypeError(f"training texts must be str, got {type(text).__name__} at index {len(batch)}")
-            batch.append(text)
-        if not batch:
+        seen = [0]
+        tok.train_from_iterator(_prepared_batches(texts, cfg, seen), trainer)
+        if not seen[0]:
             raise ValueError("cannot train a tokenizer on no text")
-        tok.train_from_iterator(_prepare(batch, cfg), trainer)
         if cfg.level == "char":
             tok = _char_encoder(tok.get_vocab(with_added_tokens=False), specials)
         elif cfg.level == "word":
@@ -400,19 +416,20 @@ class Tokenizer:
         return cls(tok, cfg)
 
 
-def learn_tokenizers(train_pairs: Sequence[tuple[str, str]], cfg: TokensConfig,
+def learn_tokenizers(train_pairs: Iterable[tuple[str, str]], cfg: TokensConfig,
                      spaces: tuple[bool, bool] = (False, False)) -> tuple[Tokenizer, Tokenizer]:
     """The source and target tokenizers learnt from the training pairs (one shared one if ``cfg.shared``).
     ``spaces``: whether the source's and the target's vocabulary must hold the space character, which pads the
     book's fixed-width questions and answers (``data.source_width``, ``data.target_width``) as it does in the
-    book's files (``Tokenizer.with_space``)."""
-    sources, targets = [s for s, _ in train_pairs], [t for _, t in train_pairs]
+    book's files (``Tokenizer.with_space``). The pairs are iterated once per side (a list, or a corpus read from
+    its files each time: ``data.corpus.CorpusStream``)."""
+    sources, targets = (s for s, _ in train_pairs), (t for _, t in train_pairs)
     if cfg.shared:
-        shared = _with_space(sources + targets, cfg.source, any(spaces))
+        shared = _with_space(itertools.chain(sources, targets), cfg.source, any(spaces))
         return shared, shared
     return _with_space(sources, cfg.source, spaces[0]), _with_space(targets, cfg.target, spaces[1])
 
 
-def _with_space(texts: list[str], cfg: TokenizerConfig, space: bool) -> Tokenizer:
+def _with_space(texts: Iterable[str], cfg: TokenizerConfig, space: bool) -> Tokenizer:
     tokenizer = Tokenizer.train(texts, cfg)
     return tokenizer.with_space() if space else tokenizer

@@ -130,9 +130,8 @@ def _empty_side(source: str, target: str) -> str | None:
     return None
 
 
-def _read_book(path: Path, bad: BadLines) -> list[Pair]:
+def _book_pairs(path: Path, bad: BadLines) -> Iterator[Pair]:
     """``question_answer`` lines; split at the first ``_`` as the book does (``line.find('_')``)."""
-    pairs = []
     for lineno, line in _lines(path):
         idx = line.find("_")
         if idx < 0:
@@ -142,12 +141,10 @@ def _read_book(path: Path, bad: BadLines) -> list[Pair]:
         if reason := _empty_side(source, target):
             bad(path, lineno, reason)
             continue
-        pairs.append((source, target))
-    return pairs
+        yield source, target
 
 
-def _read_tsv(path: Path, bad: BadLines) -> list[Pair]:
-    pairs = []
+def _tsv_pairs(path: Path, bad: BadLines) -> Iterator[Pair]:
     for lineno, line in _lines(path):
         fields = line.split("\t")
         if len(fields) != 2:
@@ -157,29 +154,26 @@ def _read_tsv(path: Path, bad: BadLines) -> list[Pair]:
         if reason := _empty_side(source, target):
             bad(path, lineno, reason)
             continue
-        pairs.append((source, target))
-    return pairs
+        yield source, target
 
 
-def _read_aligned(source_path: Path, target_path: Path, bad: BadLines) -> list[Pair]:
-    sources = [line for _, line in _lines(source_path)]
-    targets = [line for _, line in _lines(target_path)]
-    if len(sources) != len(targets):
-        raise DataError(
-            f"{source_path}: {len(sources)} lines, but {target_path}: {len(targets)} lines;"
-            " aligned files must have the same number of lines"
-        )
-    pairs = []
-    for lineno, (source, target) in enumerate(zip(sources, targets), 1):
+def _aligned_pairs(source_path: Path, target_path: Path, bad: BadLines) -> Iterator[Pair]:
+    """Line i of one file with line i of the other. Both files are read through once first (every line decoded,
+    the lines counted), so that files of different lengths, or one that is not UTF-8, fail before any pair is
+    read or bad line counted, as when they were read whole; then they are read side by side."""
+    counts = [sum(1 for _ in _lines(path)) for path in (source_path, target_path)]
+    if counts[0] != counts[1]:
+        raise DataError(f"{source_path}: {counts[0]} lines, but {target_path}: {counts[1]} lines;"
+                        " aligned files must have the same number of lines")
+    for (lineno, source), (_, target) in zip(_lines(source_path), _lines(target_path)):
         source, target = source.strip(), target.strip()
         if reason := _empty_side(source, target):
             bad(source_path if not source else target_path, lineno, reason)
             continue
-        pairs.append((source, target))
-    return pairs
+        yield source, target
 
 
-def _read_csv(path: Path, source_column: str, target_column: str, bad: BadLines) -> list[Pair]:
+def _csv_pairs(path: Path, source_column: str, target_column: str, bad: BadLines) -> Iterator[Pair]:
     """A header row, then records; a record may span lines (quoted newlines), reported at its first line."""
     reader = csv.reader(text for _, text in _lines(path, keep_ends=True))
     try:
@@ -191,7 +185,6 @@ def _read_csv(path: Path, source_column: str, target_column: str, bad: BadLines)
             if name not in columns:
                 raise DataError(f"{path}:1: no column {name!r}; the columns are {', '.join(map(repr, columns))}")
         s, t = columns.index(source_column), columns.index(target_column)
-        pairs = []
         start = reader.line_num + 1
         for row in reader:
             if len(row) != len(columns):
@@ -199,11 +192,32 @@ def _read_csv(path: Path, source_column: str, target_column: str, bad: BadLines)
             elif reason := _empty_side(row[s].strip(), row[t].strip()):
                 bad(path, start, reason)
             else:
-                pairs.append((row[s].strip(), row[t].strip()))
+                yield row[s].strip(), row[t].strip()
             start = reader.line_num + 1
     except csv.Error as exc:
         raise DataError(f"{path}:{reader.line_num}: not valid CSV: {exc}") from None
-    return pairs
+
+
+def _pairs(spec: Corpus, data_dir: Path, bad: BadLines) -> tuple[Path, Iterator[Pair]]:
+    """A file corpus's first file and its pairs, read as they are asked for."""
+    if isinstance(spec, BookCorpus):
+        origin = locate(spec.path, data_dir)
+        return origin, _book_pairs(origin, bad)
+    if isinstance(spec, TsvCorpus):
+        origin = locate(spec.path, data_dir)
+        return origin, _tsv_pairs(origin, bad)
+    if isinstance(spec, AlignedCorpus):
+        origin = locate(spec.source, data_dir)
+        return origin, _aligned_pairs(origin, locate(spec.target, data_dir), bad)
+    if isinstance(spec, CsvCorpus):
+        origin = locate(spec.path, data_dir)
+        return origin, _csv_pairs(origin, spec.source_column, spec.target_column, bad)
+    raise TypeError(f"not a corpus spec: {spec!r}")
+
+
+def _no_pairs(origin: Path, bad: BadLines) -> DataError:
+    why = f"all {bad.count} were bad lines, skipped" if bad.count else "no data lines"
+    return DataError(f"{origin}: no pairs ({why})")
 
 
 def read_corpus(spec: Corpus | SquadCorpus, data_dir: Path, skip_bad_lines: bool = False) -> list[Pair]:
@@ -213,25 +227,35 @@ def read_corpus(spec: Corpus | SquadCorpus, data_dir: Path, skip_bad_lines: bool
     if isinstance(spec, SquadCorpus):
         raise DataError(f"{spec.path}: a SQuAD file holds questions about contexts, which model.type span reads")
     bad = BadLines(skip_bad_lines)
-    if isinstance(spec, BookCorpus):
-        origin = locate(spec.path, data_dir)
-        pairs = _read_book(origin, bad)
-    elif isinstance(spec, TsvCorpus):
-        origin = locate(spec.path, data_dir)
-        pairs = _read_tsv(origin, bad)
-    elif isinstance(spec, AlignedCorpus):
-        origin = locate(spec.source, data_dir)
-        pairs = _read_aligned(origin, locate(spec.target, data_dir), bad)
-    elif isinstance(spec, CsvCorpus):
-        origin = locate(spec.path, data_dir)
-        pairs = _read_csv(origin, spec.source_column, spec.target_column, bad)
-    else:
-        raise TypeError(f"not a corpus spec: {spec!r}")
+    origin, stream = _pairs(spec, data_dir, bad)
+    pairs = list(stream)
     bad.warn()
     if not pairs:
-        why = f"all {bad.count} were bad lines, skipped" if bad.count else "no data lines"
-        raise DataError(f"{origin}: no pairs ({why})")
+        raise _no_pairs(origin, bad)
     return pairs
+
+
+class CorpusStream(Iterable[Pair]):
+    """A file corpus read afresh from its files each time it is iterated, pair by pair, so that it is never in
+    memory whole (``seqlab data prepare``): the pairs of ``read_corpus``, in the same order, with its errors (one
+    without pairs at the end of a pass) and its count of skipped bad lines (once, after the first pass)."""
+
+    def __init__(self, spec: Corpus, data_dir: Path, skip_bad_lines: bool = False) -> None:
+        self.spec, self.data_dir, self.skip_bad_lines = spec, data_dir, skip_bad_lines
+        self._warned = False
+
+    def __iter__(self) -> Iterator[Pair]:
+        bad = BadLines(self.skip_bad_lines)
+        origin, stream = _pairs(self.spec, self.data_dir, bad)
+        count = 0
+        for pair in stream:
+            count += 1
+            yield pair
+        if not self._warned:
+            bad.warn()
+            self._warned = True
+        if not count:
+            raise _no_pairs(origin, bad)
 
 
 def read_sentences(spec: TextCorpus, data_dir: Path, skip_bad_lines: bool = False) -> list[str]:

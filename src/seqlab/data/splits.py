@@ -16,8 +16,8 @@ from typing import TypeVar, cast
 
 import numpy as np
 
-from seqlab.corpora import Corpus, DataConfig, LinesCorpus, SplitConfig, SquadCorpus, TextCorpus
-from seqlab.data.corpus import BadLines, DataError, Pair, locate, read_corpus, read_sentences
+from seqlab.corpora import Corpus, DataConfig, LinesCorpus, SplitConfig, SquadCorpus, TaskCorpus, TextCorpus
+from seqlab.data.corpus import BadLines, CorpusStream, DataError, Pair, locate, read_corpus, read_sentences
 from seqlab.data.squad import Question, read_squad
 
 Item = TypeVar("Item")
@@ -159,6 +159,15 @@ def load_splits(cfg: DataConfig, data_dir: Path) -> Splits[Pair]:
     if cfg.corpus is not None:
         return _shuffled(lambda: read(cfg.corpus), cfg.split, lambda pair: pair[0])
     return _explicit(cfg, read)
+
+
+def streamed_train(cfg: DataConfig, data_dir: Path) -> CorpusStream | None:
+    """The training pairs of explicit ``data.train`` files as a ``CorpusStream`` (read from the files at each pass,
+    never held whole: ``seqlab data prepare``); None for a corpus cut into splits, or generated, which is read
+    whole."""
+    if cfg.train is None or isinstance(cfg.train, (TaskCorpus, LinesCorpus, SquadCorpus)):
+        return None
+    return CorpusStream(cast(Corpus, cfg.train), data_dir, cfg.skip_bad_lines)
 
 
 def load_sentence_splits(cfg: DataConfig, data_dir: Path) -> Splits[str]:

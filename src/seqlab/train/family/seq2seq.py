@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Iterable, Sized
 from pathlib import Path
 from typing import Any, cast
 
@@ -26,7 +28,7 @@ from seqlab.data.prepared import (
     write_prepared,
     write_tokenizers,
 )
-from seqlab.data.splits import SPLITS
+from seqlab.data.splits import SPLITS, streamed_train
 from seqlab.evaluate import EncodedSplit, evaluate
 from seqlab.loss import token_nll_sum
 from seqlab.model import build_model, num_parameters
@@ -88,8 +90,10 @@ class Transduction:
         """``seqlab data prepare``: read the splits, learn the tokenizers and write both, with every split's ids and
         texts as ``build`` encodes them, in record batches of ``chunk_rows``, into the new directory ``out``;
         returns its manifest."""
-        splits = load_splits(config.data, resolve_data_dir(data_dir))
-        source, target = _learn_tokenizers(config, splits["train"])
+        where = resolve_data_dir(data_dir)
+        splits = load_splits(config.data, where)  # each split read when asked for
+        train = streamed_train(config.data, where) or splits["train"]  # explicit files: read pair by pair
+        source, target = _learn_tokenizers(config, train)
         with torch.device("meta"):  # the translator encodes; its model is never run
             model = build_model(config.model, source.vocab_size, target.vocab_size)
         translator = Translator(model, source, target, config, Runtime())
@@ -97,8 +101,8 @@ class Transduction:
         manifest: dict[str, Any] = {}
 
         def write(directory: Path) -> None:
-            written = {name: _write_split(translator, splits[name], name, directory, chunk_rows, progress)
-                       for name in names}
+            written = {name: _write_split(translator, train if name == "train" else splits[name], name, directory,
+                                          chunk_rows, progress) for name in names}
             tokenizers = write_tokenizers(directory, {"source": source.to_json(), "target": target.to_json()})
             sections = prepared_sections(config)
             manifest.update(sections=sections, hash=sections_hash(sections), splits=written, tokenizers=tokenizers)
@@ -150,19 +154,21 @@ class Transduction:
         pass
 
 
-def _learn_tokenizers(config: Config, train: list[Pair]) -> tuple[Tokenizer, Tokenizer]:
+def _learn_tokenizers(config: Config, train: Iterable[Pair]) -> tuple[Tokenizer, Tokenizer]:
     data = config.data
     return learn_tokenizers(train, config.tokens, (data.source_width is not None, data.target_width is not None))
 
 
-def _write_split(translator: Translator, pairs: list[Pair], name: str, directory: Path, chunk_rows: int,
+def _write_split(translator: Translator, pairs: Iterable[Pair], name: str, directory: Path, chunk_rows: int,
                  progress: bool) -> dict[str, Any]:
-    """One split's pairs encoded as ``EncodedSplit.build`` encodes them, a chunk at a time, into its shards."""
+    """One split's pairs (a list, or a corpus read pair by pair) encoded as ``EncodedSplit.build`` encodes them, a
+    chunk at a time, into its shards."""
     writer = ShardWriter(directory, name, {"src": IDS, "trg": IDS, "source": pa.string(), "target": pa.string()},
                          chunk_rows)
-    with tqdm(total=len(pairs), desc=f"prepare {name}", unit=" pairs", disable=not progress, leave=False) as bar:
-        for start in range(0, len(pairs), chunk_rows):
-            chunk = pairs[start:start + chunk_rows]
+    pairs_left = iter(pairs)
+    total = len(pairs) if isinstance(pairs, Sized) else None
+    with tqdm(total=total, desc=f"prepare {name}", unit=" pairs", disable=not progress, leave=False) as bar:
+        while chunk := list(itertools.islice(pairs_left, chunk_rows)):
             sources, targets = [s for s, _ in chunk], [t for _, t in chunk]
             writer.write({"src": translator.encode_sources(sources, name), "trg": translator.encode_targets(targets, name),
                           "source": sources, "target": targets})
