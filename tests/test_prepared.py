@@ -167,7 +167,7 @@ def _tsv_config(tmp_path: Path) -> dict:
 
     raw = small_date_config()
     splits = load_splits(parse_config(raw).data, resolve_data_dir(None))
-    data = {"max_source_length": 40}
+    data: dict[str, object] = {"max_source_length": 40}
     for name in ("train", "valid", "test"):
         path = tmp_path / f"{name}.tsv"
         path.write_text("".join(f"{s}\t{t}\n" for s, t in splits[name]) + ("\t\n" if name == "train" else ""),
@@ -210,10 +210,12 @@ def test_explicit_training_files_are_prepared_pair_by_pair_as_the_in_memory_path
 
 
 def test_a_corpus_stream_reads_the_pairs_of_read_corpus_at_every_pass(tmp_path):
+    from seqlab.corpora import TsvCorpus
     from seqlab.data.corpus import CorpusStream, read_corpus
 
     raw = _tsv_config(tmp_path)
     spec = parse_config(raw).data.train
+    assert isinstance(spec, TsvCorpus)
     stream = CorpusStream(spec, tmp_path, skip_bad_lines=True)
     assert list(stream) == list(stream) == read_corpus(spec, tmp_path, skip_bad_lines=True)
     empty = tmp_path / "empty.tsv"
