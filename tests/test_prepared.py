@@ -43,12 +43,6 @@ def test_a_run_from_a_prepared_directory_trains_exactly_as_one_from_the_corpus(t
         assert (tmp_path / "streamed" / f"{name}_tokenizer.json").read_text() == (out / f"{name}.json").read_text()
 
 
-def test_a_run_from_a_prepared_directory_resumes_exactly_after_a_kill(tmp_path, killed_at):
-    raw, out = _prepare(tmp_path, train=small_date_config()["train"] | {"epochs": 2, "save_every": 5})
-    config = parse_config(raw | {"data": raw["data"] | {"prepared": str(out)}})
-    resumes_exactly(config, tmp_path, killed_at, 40)  # inside epoch 2 (37 steps an epoch), after its first checkpoint
-
-
 def test_the_prepared_splits_hold_what_the_in_memory_path_encodes(tmp_path):
     raw, out = _prepare(tmp_path)
     config = parse_config(raw)

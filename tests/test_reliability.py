@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -55,21 +54,6 @@ def test_killed_runs_resume_bit_identical(kill_trials, two_epochs):
 
 
 @pytest.mark.slow
-def test_a_run_from_a_prepared_directory_killed_mid_epoch_resumes_bit_identical(kill_trials, tmp_path):
-    """``--prepared``: the runs read the config's data from ``seqlab data prepare``'s shards, 5 chunks batched 2 at
-    a time; killed before the rename of its 8th checkpoint (step 24 of 39, past the first window) and resumed."""
-    setup = kill_trials.prepare(tmp_path, epochs=1, save_every=3, prepared=True)
-    assert setup.control_differences == [], "two unkilled runs differ: training is not deterministic"
-    config = yaml.safe_load(setup.config.read_text(encoding="utf-8"))
-    assert config["data"]["prepared"] == str(tmp_path / "prepared") and config["train"]["batch_window"] == 2
-    manifest = json.loads((tmp_path / "prepared" / "manifest.json").read_text(encoding="utf-8"))
-    assert len(manifest["splits"]["train"]["shards"][0]["batches"]) == 5
-    kill = kill_trials.Kill("replace:before", k=setup.census.nth("replace", "checkpoint.safetensors", 8))
-    trial = kill_trials.run_trial(setup, 1, [kill])
-    assert trial.kills and trial.resumes == 1 and trial.identical and trial.log_identical, trial.line()
-
-
-@pytest.mark.slow
 def test_a_kill_after_the_epoch_log_record_does_not_log_the_epoch_twice(kill_trials, two_epochs):
     """39 steps an epoch, a checkpoint every 3: the step-39 checkpoint holds the epoch's whole training, the log
     gets the epoch's record, the kill comes before the epoch-end checkpoint's rename; resumed from step 39 (its
@@ -95,14 +79,15 @@ def test_a_run_killed_before_its_first_checkpoint_can_go_on(kill_trials, two_epo
 
 @pytest.mark.slow
 def test_kill_trials_runs_end_to_end(kill_trials, tmp_path):
-    """The script as a user runs it, at toy size: one killed trial of a 1-epoch run, resumed to the same result."""
-    import json
-
+    """The script as a user runs it, at toy size: one killed trial of a 1-epoch run, resumed to the same result;
+    ``--prepared``: every run trains from ``seqlab data prepare``'s shards (5 chunks, batched 2 at a time; the
+    tests above train from the corpus)."""
     out = tmp_path / "kill.json"
-    kill_trials.main(["--trials", "1", "--epochs", "1", "--seed", "3", "--json", str(out)])
+    kill_trials.main(["--trials", "1", "--epochs", "1", "--seed", "3", "--prepared", "--json", str(out)])
     result = json.loads(out.read_text(encoding="utf-8"))
-    assert result["summary"]["trials"] == result["summary"]["identical"] == 1
+    assert result["summary"]["trials"] == result["summary"]["identical"] == result["summary"]["logs_identical"] == 1
     assert result["summary"]["kills"] >= 1 and result["command"].endswith("--json " + str(out))
+    assert result["config"]["data"]["prepared"].endswith("prepared") and result["config"]["train"]["batch_window"] == 2
 
 
 # --- fuzzing (benchmarks/fuzz.py) -------------------------------------------------------------------------------
