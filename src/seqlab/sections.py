@@ -56,7 +56,8 @@ class TrainConfig(Section):
         None, gt=0, description="instead of the token budget: this many sentences per batch, in random order"
     )
     batch_window: int = Field(
-        4, gt=0, description="with data.prepared: how many of its chunks (100,000 rows each) are batched together, "
+        4, gt=0, description="with data.prepared: how many of its chunks (record batches of 100,000 rows, or "
+                             "seqlab data prepare --chunk-rows) are batched together, "
                              "in an order fixed by the seed and epoch: the rows in memory at a time (a corpus in "
                              "memory is one chunk, batched whole)")
     schedule: Literal["transformer", "constant", "cosine", "linear", "plateau"] = Field(

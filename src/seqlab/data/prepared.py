@@ -115,7 +115,7 @@ class ShardWriter:
             self._writer = self._sink = None
 
 
-def write_prepared(out: Path, write: Any) -> None:
+def write_prepared(out: Path, write: Callable[[Path], None]) -> None:
     """Make the prepared directory ``out`` whole or not at all: ``write(tmp)`` fills a temporary directory beside
     it (shards, tokenizers, manifest last), which is then renamed to ``out``. An existing ``out`` is refused."""
     if out.exists():
