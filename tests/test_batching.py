@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from seqlab.data.batching import collate, length_batches, pad, random_batches
+from seqlab.data.batching import InMemory, Lengths, collate, length_batches, pad, random_batches, windowed_batches
 from seqlab.data.inputs import source_ids
 from seqlab.specials import EOS, PAD, SOS
 
@@ -84,27 +84,63 @@ def test_pad_right_pads_with_zero():
     assert pad([[1], [2, 3, 4]]).tolist() == [[1, 0, 0], [2, 3, 4]]
 
 
-def test_windowed_batches_of_one_chunk_are_length_batches_and_of_more_stay_in_their_window():
-    import numpy as np
+def _chunked(values: np.ndarray, chunk: int) -> Lengths:
+    """Lengths read in chunks of ``chunk`` rows (as a prepared column's), the chunks read recorded in ``.read``."""
 
-    from seqlab.data.batching import length_batches, windowed_batches
+    class Chunked:
+        def __init__(self) -> None:
+            self.read: list[int] = []
 
-    rng = np.random.default_rng(0)
-    src, trg = rng.integers(1, 30, 1000), rng.integers(1, 30, 1000)
-    whole = windowed_batches(src, trg, [1000], 4, 200, seed=7)
-    assert [b.tolist() for b in whole] == [b.tolist() for b in length_batches(src, trg, 200, seed=7)]
-    chunks = [100] * 9 + [100]
-    batches = windowed_batches(src, trg, chunks, 3, 200, seed=7)
-    assert sorted(np.concatenate(batches).tolist()) == list(range(1000))  # every row once
-    assert all(len(b) * (src[b].max() + trg[b].max() + 1) <= 200 or len(b) == 1 for b in batches)
-    window_of = [frozenset(int(i) // 100 for i in b) for b in batches]
+        def chunk_rows(self) -> list[int]:
+            return [chunk] * (len(values) // chunk)
+
+        def lengths(self, chunks: np.ndarray) -> np.ndarray:
+            self.read += chunks.tolist()
+            return np.concatenate([values[c * chunk:(c + 1) * chunk] for c in chunks])
+
+    return Chunked()
+
+
+def _windows(batches: list[np.ndarray], rows: int, window: int) -> list[set[int]]:
+    """The chunks (of ``rows`` rows) that each run of batches drew from, a new set where a batch leaves the
+    last set's ``window`` chunks."""
     groups: list[set[int]] = []
-    for chunks_of_batch in window_of:
-        if groups and len(groups[-1] | chunks_of_batch) <= 3:
+    for chunks_of_batch in ({int(i) // rows for i in b} for b in batches):
+        if groups and len(groups[-1] | chunks_of_batch) <= window:
             groups[-1] |= chunks_of_batch
         else:
             groups.append(set(chunks_of_batch))
+    return groups
+
+
+def test_windowed_batches_of_one_chunk_are_length_batches_and_of_more_stay_in_their_window():
+    rng = np.random.default_rng(0)
+    src, trg = rng.integers(1, 30, 1000), rng.integers(1, 30, 1000)
+    [whole] = windowed_batches(InMemory(src), InMemory(trg), 4, 200, seed=7)
+    assert [b.tolist() for b in whole] == [b.tolist() for b in length_batches(src, trg, 200, seed=7)]
+    [stream] = windowed_batches(_chunked(src, 100), _chunked(trg, 100), 3, 200, seed=7)
+    batches = list(stream)
+    assert len(stream) == len(batches) and sorted(np.concatenate(batches).tolist()) == list(range(1000))  # each once
+    assert all(len(b) * (src[b].max() + trg[b].max() + 1) <= 200 or len(b) == 1 for b in batches)
+    groups = _windows(batches, 100, 3)
     assert [len(g) for g in groups] == [3, 3, 3, 1] and set().union(*groups) == set(range(10))
-    again = windowed_batches(src, trg, chunks, 3, 200, seed=7)
-    other = windowed_batches(src, trg, chunks, 3, 200, seed=8)
+    [again] = windowed_batches(_chunked(src, 100), _chunked(trg, 100), 3, 200, seed=7)
+    [other] = windowed_batches(_chunked(src, 100), _chunked(trg, 100), 3, 200, seed=8)
     assert [b.tolist() for b in again] == [b.tolist() for b in batches] != [b.tolist() for b in other]
+
+
+def test_a_stream_reads_a_window_when_it_reaches_it_and_each_part_of_a_step_its_own_chunks():
+    src = np.random.default_rng(1).integers(1, 30, 1000)
+    lengths = _chunked(src, 100)
+    [stream] = windowed_batches(lengths, None, 3, 200, seed=7)
+    next(iter(stream))
+    assert len(lengths.read) == 3  # type: ignore[attr-defined]  # the first window's lengths, not the split's
+    streams = windowed_batches(_chunked(src, 100), None, 2, 200, seed=7, parts=2)
+    chunks = [{int(i) // 100 for b in s for i in b} for s in streams]
+    assert len(streams) == 2 and chunks[0] | chunks[1] == set(range(10)) and not chunks[0] & chunks[1]
+    assert [len(c) for c in chunks] == [5, 5] and all(len(_windows(list(s), 100, 2)) == 3 for s in streams)
+    assert sorted(i for s in streams for b in s for i in b.tolist()) == list(range(1000))  # every row once
+    next_epoch = windowed_batches(_chunked(src, 100), None, 2, 200, seed=8, parts=2)
+    assert [{int(i) // 100 for b in s for i in b} for s in next_epoch] == chunks  # each part keeps its chunks
+    assert [b.tolist() for b in next_epoch[0]] != [b.tolist() for b in streams[0]]  # in another order
+    assert len(windowed_batches(_chunked(src, 100), None, 2, 200, seed=7, parts=11)) == 1  # fewer chunks than parts

@@ -18,7 +18,7 @@ from conftest import small_date_config
 from safetensors.torch import load_file
 
 from seqlab.rundir import CHECKPOINT, LOG, MODEL, RunDir
-from seqlab.train.distributed import World, step_groups
+from seqlab.train.distributed import EpochSteps, World
 
 # torchrun beside the interpreter running the tests (the venv's)
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2", "-m",
@@ -31,12 +31,30 @@ TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--np
 LOSS_RTOL, WEIGHT_ATOL = 1e-6, 2e-3
 
 
-def test_step_groups_fill_the_last_step_from_the_epochs_first_batches():
-    batches = [np.array([i]) for i in range(5)]
-    groups = step_groups(batches, 2)
-    assert [[int(b[0]) for b in g] for g in groups] == [[0, 1], [2, 3], [4, 0]]
-    assert [[int(b[0]) for b in g] for g in step_groups(batches, 1)] == [[i] for i in range(5)]
-    assert [[int(b[0]) for b in g] for g in step_groups(batches[:1], 3)] == [[0, 0, 0]]
+def _steps(streams: list[list[int]], parts: int, world: World | None = None, start: int = 0) -> list[list[int]]:
+    epoch = EpochSteps([[np.array([i]) for i in s] for s in streams], parts, world or World())
+    return [[int(b[0]) for b in g] for g in epoch.groups(start)]
+
+
+def test_one_stream_is_stepped_parts_at_a_time_the_last_step_filled_from_the_epochs_first_batches():
+    assert _steps([[0, 1, 2, 3, 4]], 2) == [[0, 1], [2, 3], [4, 0]]
+    assert _steps([[0, 1, 2, 3, 4]], 1) == [[i] for i in range(5)]
+    assert _steps([[0]], 3) == [[0, 0, 0]]
+    assert _steps([[0, 1, 2, 3, 4]], 2, start=1) == [[2, 3], [4, 0]]  # resumed at step 1
+    assert _steps([[0, 1, 2, 3, 4, 5]], 4, World(rank=1, size=2)) == [[2, 3], [0, 1]]  # rank 1's half of each step
+
+
+def test_streams_of_a_steps_parts_give_one_batch_each_and_a_process_reads_its_own(monkeypatch):
+    assert _steps([[0, 1, 2], [10, 11], [20]], 3) == [[0, 10, 20], [1, 11, 20], [2, 10, 20]]  # shorter ones again
+    assert _steps([[0, 1, 2], [10, 11], [20]], 3, start=2) == [[2, 10, 20]]
+    monkeypatch.setattr(World, "max", lambda self, value: 3)  # rank 0's longest stream: the other rank's has 3
+
+    class Unread(list):
+        def __iter__(self):
+            raise AssertionError("rank 1 read rank 0's stream")
+
+    epoch = EpochSteps([Unread([np.array([0])]), [np.array([10]), np.array([11])]], 2, World(rank=1, size=2))
+    assert len(epoch) == 3 and [[int(b[0]) for b in g] for g in epoch.groups()] == [[10], [11], [10]]
 
 
 def test_each_rank_takes_its_slice_of_a_step():
@@ -88,8 +106,8 @@ def _bert_config(directory: Path, **train: object) -> Path:
                   **train}})
 
 
-def _run(command: list[str], **kwargs: object) -> subprocess.CompletedProcess:
-    env = os.environ | {"OMP_NUM_THREADS": "1", "SEQLAB_PRECISION": "fp32"}
+def _run(command: list[str], env: dict[str, str] | None = None, **kwargs: object) -> subprocess.CompletedProcess:
+    env = env or os.environ | {"OMP_NUM_THREADS": "1", "SEQLAB_PRECISION": "fp32"}
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120, **kwargs)  # type: ignore[call-overload]
 
 
@@ -129,13 +147,47 @@ def _same_training(one: Path, two: Path, exact: bool = False) -> None:
                 torch.testing.assert_close(weights_two[name], value, atol=WEIGHT_ATOL, rtol=0, msg=name)
 
 
+READING = '''
+"""seqlab, each process writing which record batches of the training shards it reads to read-RANK.txt."""
+import os
+from pathlib import Path
+
+from seqlab.cli import app
+from seqlab.data import prepared
+
+real_column = prepared._column
+
+
+def column(chunk, name):
+    if chunk.path.name.startswith("train-"):
+        with open(Path(os.environ["READ_DIR"]) / f"read-{os.environ['RANK']}.txt", "a") as out:
+            out.write(f"{chunk.batch}\\n")
+    return real_column(chunk, name)
+
+
+prepared._column = column
+app(prog_name="seqlab")
+'''
+
+
 @pytest.fixture(scope="module")
 def date_under_torchrun(tmp_path_factory) -> tuple[Path, Path]:
-    """The date Transformer's config for 6 epochs with a checkpoint every 7 steps, and its run trained under
-    torchrun, unbroken: shared by the seq2seq case of the accumulate test and the killed-rank test."""
+    """The date Transformer's config for 6 epochs with a checkpoint every 7 steps, trained from a prepared
+    directory of 8 chunks read 2 at a time, and its run trained under torchrun, unbroken, each process recording
+    the chunks it read (``READING``): shared by the seq2seq case of the accumulate test and the killed-rank test."""
+    from seqlab.config import load_config
+    from seqlab.train.family.seq2seq import Transduction
+
     tmp = tmp_path_factory.mktemp("date-torchrun")
-    config = _date_config(tmp, epochs=6, save_every=7)
-    _train(TORCHRUN, config, tmp / "two")
+    config = _date_config(tmp, epochs=6, save_every=7, batch_window=2)
+    Transduction.prepare(load_config(config, []), None, tmp / "prepared", progress=False, chunk_rows=100)
+    raw = yaml.safe_load(config.read_text(encoding="utf-8"))
+    config = _write(tmp, "date", raw | {"data": raw["data"] | {"prepared": str(tmp / "prepared")}})
+    script = tmp / "reading.py"
+    script.write_text(READING, encoding="utf-8")
+    done = _run([*TORCHRUN[:-2], str(script), "train", str(config), "--out", str(tmp / "two")],
+                env=os.environ | {"OMP_NUM_THREADS": "1", "SEQLAB_PRECISION": "fp32", "READ_DIR": str(tmp)})
+    assert done.returncode == 0, done.stderr[-3000:]
     return config, tmp / "two"
 
 
@@ -144,6 +196,8 @@ def date_under_torchrun(tmp_path_factory) -> tuple[Path, Path]:
 def test_two_processes_take_the_steps_of_one_with_accumulate_2(tmp_path, family, request):
     if family == "seq2seq":
         config, two = request.getfixturevalue("date_under_torchrun")
+        read = [set((two.parent / f"read-{rank}.txt").read_text().split()) for rank in (0, 1)]
+        assert len(read[0]) == len(read[1]) == 4 and not read[0] & read[1]  # each process its half of the chunks
     else:
         config, two = {"lm": _lm_config, "bert": _bert_config}[family](tmp_path), tmp_path / "two"
         _train(TORCHRUN, config, two)
@@ -214,7 +268,7 @@ def test_each_process_hands_on_the_rows_it_trains_and_their_sum_is_the_state(tmp
     config = load_config(_lm_config(tmp_path), [])
     (tmp_path / "run").mkdir()
     whole = StreamLM.build(config, RunDir(tmp_path / "run"), None, False, parts=4)
-    for batch in whole.batches(1)[:8]:  # two steps of 4 groups
+    for batch in list(whole.batches(1)[0])[:8]:  # two steps of 4 groups
         whole.loss(batch)
     state = whole.carried()
     halves = []

@@ -5,6 +5,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import resumes_exactly, small_date_config
 from safetensors.torch import load_file
@@ -14,7 +15,7 @@ from seqlab.cli import app
 from seqlab.config import ConfigError, parse_config
 from seqlab.data import DataError
 from seqlab.data import prepared as prepared_module
-from seqlab.data.prepared import Rows, lengths_of, open_prepared, prepared_sections
+from seqlab.data.prepared import Rows, open_prepared, prepared_sections
 from seqlab.evaluate import EncodedSplit
 from seqlab.predictors.translator import load
 from seqlab.rundir import RunDir
@@ -56,7 +57,8 @@ def test_the_prepared_splits_hold_what_the_in_memory_path_encodes(tmp_path):
         built, read = EncodedSplit.build(translator, splits[name], name), EncodedSplit.prepared(translator, prepared, name)
         assert list(read.src) == built.src and list(read.trg) == built.trg
         assert list(read.sources) == built.sources and list(read.references) == built.references
-        assert lengths_of(read.src).tolist() == [len(s) for s in built.src]
+        assert isinstance(read.src, Rows) and read.src.lengths(np.arange(len(read.src.chunks))).tolist() == [
+            len(s) for s in built.src]
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["splits"]["train"]["rows"] == 800 and manifest["splits"]["valid"]["rows"] == 100
     assert manifest["splits"]["train"]["tokens"]["src"] == sum(len(s) for s in EncodedSplit.build(
@@ -80,18 +82,20 @@ def test_rows_are_cut_into_shards_of_chunks_and_read_back_a_few_chunks_at_a_time
     assert every == list(open_prepared(whole, sections).ids("train", "src"))  # the same rows, however cut
     assert len(ids._open) == 2  # the last two chunks read, no more
     assert ids[299] == every[299] and ids[300] == every[300] and ids[-1] == every[-1]
-    assert ids[650:652] == every[650:652] and ids.lengths().tolist() == [len(r) for r in every]
+    assert ids[650:652] == every[650:652] and ids.lengths(np.arange(8)).tolist() == [len(r) for r in every]
     with pytest.raises(IndexError):
         ids[800]
 
 
-def test_a_run_from_chunked_prepared_data_batches_a_window_at_a_time_and_resumes_exactly(tmp_path, killed_at):
+def test_a_run_from_chunked_prepared_data_batches_a_window_at_a_time_and_resumes_exactly(tmp_path, killed_at,
+                                                                                          monkeypatch):
     raw = small_date_config() | {"train": small_date_config()["train"] | {"epochs": 2, "save_every": 5}}
     out = tmp_path / "prepared"
     Transduction.prepare(parse_config(raw), None, out, progress=False, chunk_rows=100)  # 8 chunks: 2 windows of 4
     config = parse_config(raw | {"data": raw["data"] | {"prepared": str(out)}})
     (tmp_path / "family").mkdir()
-    batches = Transduction.build(config, RunDir(tmp_path / "family"), None, resume=False).batches(1)
+    [stream] = Transduction.build(config, RunDir(tmp_path / "family"), None, resume=False).batches(1)
+    batches = list(stream)
     assert sorted(i for b in batches for i in b.tolist()) == list(range(800))  # every row once
     groups: list[set[int]] = []  # the chunks of each window, as the batches reach them
     for chunks in ({int(i) // 100 for i in b} for b in batches):
@@ -100,6 +104,16 @@ def test_a_run_from_chunked_prepared_data_batches_a_window_at_a_time_and_resumes
         else:
             groups.append(chunks)
     assert len(groups) == 2 and groups[0] | groups[1] == set(range(8))  # one window, then the other
+    second = Transduction.build(config, RunDir(tmp_path / "family"), None, resume=True, parts=2, share=range(1, 2))
+    streams, read, real = second.batches(1), [], prepared_module._column  # a step's two parts: two streams
+
+    def column(chunk: prepared_module.Chunk, name: str) -> tuple:
+        read.append(chunk.batch)
+        return real(chunk, name)
+
+    monkeypatch.setattr(prepared_module, "_column", column)
+    rows = {int(i) for b in streams[1] for i in b}
+    assert len(streams) == 2 and set(read) == {i // 100 for i in rows} and len(set(read)) == 4  # its own chunks only
     resumes_exactly(config, tmp_path, killed_at, 40)
 
 

@@ -450,7 +450,8 @@ def poisoned(monkeypatch, tmp_path):
     real_loss = Transduction.loss
 
     def arm(config) -> None:
-        batch = Trainer(config, tmp_path / "probe", progress=False).family.batches(2)[POISONED - STEPS - 1]
+        [stream] = Trainer(config, tmp_path / "probe", progress=False).family.batches(2)
+        batch = list(stream)[POISONED - STEPS - 1]
 
         def loss(self, indices):
             loss_sum, count = real_loss(self, indices)

@@ -73,9 +73,9 @@ class LengthFamily:
     def describe(self) -> str:
         return f"{len(self.train)} train / {len(self.valid)} valid pairs; a length model"
 
-    def batches(self, epoch: int) -> list[np.ndarray]:
+    def batches(self, epoch: int) -> list[list[np.ndarray]]:
         order = np.random.RandomState(self.config.seed * 1000 + epoch).permutation(len(self.train))
-        return np.array_split(order, max(1, len(order) // 8))
+        return [np.array_split(order, max(1, len(order) // 8))]  # one stream
 
     def loss(self, indices: np.ndarray) -> tuple[torch.Tensor, int]:
         return squared_errors(self._model, [self.train[i] for i in indices]).sum(), len(indices)

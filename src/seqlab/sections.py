@@ -58,8 +58,8 @@ class TrainConfig(Section):
     batch_window: int = Field(
         4, gt=0, description="with data.prepared: how many of its chunks (record batches of 100,000 rows, or "
                              "seqlab data prepare --chunk-rows) are batched together, "
-                             "in an order fixed by the seed and epoch: the rows in memory at a time (a corpus in "
-                             "memory is one chunk, batched whole)")
+                             "in an order fixed by the seed and epoch: the rows in memory at a time, for each part of "
+                             "a step a process trains (a corpus in memory is one chunk, batched whole)")
     schedule: Literal["transformer", "constant", "cosine", "linear", "plateau"] = Field(
         "transformer", description="the seed's warm-up; or train.lr fixed, or decayed to 0 along a half cosine, "
         "or BERT's (a linear rise to train.lr over train.warmup steps, then a linear fall to 0 at the last), or "

@@ -4,8 +4,9 @@
 little compute goes to padding; a batch holds as many sentences as fit in
 ``batch_tokens`` padded tokens (source + target).
 
-``windowed_batches``: the same a window of chunks at a time (a prepared corpus, ``data.prepared``), so that
-memory holds one window of rows, not the corpus.
+``windowed_batches``: the same a window of chunks at a time (a prepared corpus, ``data.prepared``), as
+streams (``Stream``) whose batches are made when reached, so that memory holds one window of rows, not the corpus;
+with more chunks than a step has batches, one stream for each of the step's parts (each process its own).
 
 ``random_batches`` (``train.batch_sentences``): the book's way, a fixed number
 of sentences drawn in random order. When all sentences are about as long (the
@@ -21,8 +22,9 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence, Sized
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -96,24 +98,88 @@ def length_batches(
     return batches
 
 
-def windowed_batches(
-    src_lengths: Sequence[int] | np.ndarray, trg_lengths: Sequence[int] | np.ndarray, chunks: Sequence[int],
-    window: int, batch_tokens: int, seed: int
-) -> list[np.ndarray]:
-    """``length_batches`` with bounded memory: the rows come in ``chunks`` (their sizes, in order: a prepared
-    split's record batches), taken ``window`` chunks at a time in an order fixed by ``seed``; each window's rows are
-    batched by ``length_batches`` on their own and its batches follow each other, so that a reader holds one window
-    of rows at a time. The first window is batched with ``seed`` itself: rows in one window (a corpus in memory)
-    are batched exactly as ``length_batches`` batches them."""
-    src_len, trg_len = np.asarray(src_lengths), np.asarray(trg_lengths)
-    starts = np.cumsum([0, *chunks])
-    order = np.random.default_rng([seed, len(chunks)]).permutation(len(chunks))
-    batches: list[np.ndarray] = []
-    for first in range(0, len(order), window):
-        rows = np.concatenate([np.arange(starts[c], starts[c + 1]) for c in order[first:first + window]])
-        window_seed = seed if first == 0 else [seed, first]
-        batches += [rows[b] for b in length_batches(src_len[rows], trg_len[rows], batch_tokens, window_seed)]
-    return batches
+class Lengths(Protocol):
+    """A column's row lengths as its rows are read: in chunks (a prepared split's record batches, ``Rows``), or as
+    one chunk (rows in memory, ``InMemory``)."""
+
+    def chunk_rows(self) -> list[int]:
+        """Each chunk's number of rows, in order."""
+
+    def lengths(self, chunks: np.ndarray) -> np.ndarray:
+        """(rows of ``chunks``,) their rows' lengths, chunk after chunk in the order given."""
+
+
+@dataclass(frozen=True)
+class InMemory:
+    """The row lengths of a column in memory: one chunk."""
+
+    values: np.ndarray  # (rows,)
+
+    @classmethod
+    def of(cls, rows: Sequence[Sized]) -> InMemory:
+        return cls(np.fromiter(map(len, rows), dtype=np.int64, count=len(rows)))
+
+    def chunk_rows(self) -> list[int]:
+        return [len(self.values)]
+
+    def lengths(self, chunks: np.ndarray) -> np.ndarray:
+        return self.values  # chunks is [0]: the one chunk
+
+
+class BatchStream(Protocol):
+    """Batches in training order, as many as ``len`` says; iterating again gives the same batches."""
+
+    def __len__(self) -> int: ...
+
+    def __iter__(self) -> Iterator[np.ndarray]: ...
+
+
+@dataclass(frozen=True)
+class Stream:
+    """``length_batches`` with bounded memory: the batches of some ``chunks`` of rows, ``window`` chunks at a time;
+    each window's rows are batched on their own when the stream reaches it (its lengths read then), and its
+    batches follow each other, so that a reader holds one window of rows at a time and nothing of the epoch is
+    listed whole. A lone stream's first window is batched with ``seed`` itself: rows in one window (a corpus in
+    memory) are batched exactly as ``length_batches`` batches them."""
+
+    chunks: np.ndarray  # (chunks of this stream,) their indices, in the order read
+    starts: np.ndarray  # (all chunks + 1,) each chunk's first row
+    src: Lengths
+    trg: Lengths | None  # None: inputs alone (a classifier's)
+    window: int
+    batch_tokens: int
+    seed: int
+    key: tuple[int, ...] = ()  # (streams, which): one of a step's parts; () a lone stream
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        for first in range(0, len(self.chunks), self.window):
+            group = self.chunks[first:first + self.window]
+            rows = np.concatenate([np.arange(self.starts[c], self.starts[c + 1]) for c in group])
+            src = self.src.lengths(group)
+            trg = np.zeros_like(src) if self.trg is None else self.trg.lengths(group)
+            seed = self.seed if first == 0 and not self.key else [self.seed, *self.key, first]
+            yield from (rows[b] for b in length_batches(src, trg, self.batch_tokens, seed))
+
+    def __len__(self) -> int:
+        """Its batches, counted by batching every window (their arrays dropped as counted)."""
+        return sum(1 for _ in self)
+
+
+def windowed_batches(src: Lengths, trg: Lengths | None, window: int, batch_tokens: int, seed: int, parts: int = 1
+                     ) -> list[BatchStream]:
+    """An epoch's token-budget batches of a corpus read in chunks, as streams (``Stream``). Where there are at least
+    ``parts`` chunks (a step's batches: processes × ``train.accumulate``), chunk c goes to stream c mod ``parts``
+    in every epoch, and a step takes one batch of each stream, so that a process reads its own parts' chunks only,
+    the same ones from epoch to epoch (``distributed.EpochSteps``); else there is one stream, of which a step takes
+    ``parts`` consecutive batches. A stream takes its chunks in an order fixed by ``seed``."""
+    sizes = src.chunk_rows()
+    starts = np.cumsum([0, *sizes])
+    if parts == 1 or len(sizes) < parts:
+        order = np.random.default_rng([seed, len(sizes)]).permutation(len(sizes))
+        return [Stream(order, starts, src, trg, window, batch_tokens, seed)]
+    dealt = [np.arange(part, len(sizes), parts) for part in range(parts)]
+    return [Stream(np.random.default_rng([seed, len(sizes), part]).permutation(chunks), starts, src, trg, window,
+                   batch_tokens, seed, (parts, part)) for part, chunks in enumerate(dealt)]
 
 
 def random_batches(num_sentences: int, batch_size: int, seed: int) -> list[np.ndarray]:

@@ -156,14 +156,13 @@ class Chunk:
 class Rows(Sequence[list[int]]):
     """A column of token-id lists over a split's chunks, as Arrow lays it out (ids and offsets), read a chunk at a
     time from the shard's memory map and let go again: ``rows[i]`` is row i's ids as a list; the last ``cache``
-    chunks read stay open, so memory holds a window of rows, not the split. ``lengths()`` every row's length,
-    from the offsets alone."""
+    chunks read stay open, so memory holds a window of rows, not the split. ``lengths(chunks)`` those chunks'
+    row lengths, from the offsets (``batching.Lengths``)."""
 
     def __init__(self, chunks: list[Chunk], column: str, cache: int) -> None:
         self.chunks, self.column, self.cache = chunks, column, cache
         self.starts = np.cumsum([0] + [chunk.rows for chunk in chunks])  # (chunks + 1,) each chunk's first row
         self._open: OrderedDict[int, tuple[np.ndarray, np.ndarray]] = OrderedDict()  # chunk -> ids, offsets
-        self._lengths: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.starts[-1])
@@ -188,12 +187,12 @@ class Rows(Sequence[list[int]]):
     def chunk_rows(self) -> list[int]:
         return [chunk.rows for chunk in self.chunks]
 
-    def lengths(self) -> np.ndarray:
-        """(rows,) every row's number of ids (int32: 4 bytes a row is what a split costs in memory), read once."""
-        if self._lengths is None:
-            self._lengths = np.concatenate([np.diff(_column(chunk, self.column)[1]) for chunk in self.chunks]
-                                           ).astype(np.int32) if self.chunks else np.zeros(0, np.int32)
-        return self._lengths
+    def lengths(self, chunks: np.ndarray) -> np.ndarray:
+        """(rows of ``chunks``,) their rows' numbers of ids, from the offsets (the chunks read, as their rows are
+        about to be)."""
+        if len(chunks) == 0:
+            return np.zeros(0, np.int32)
+        return np.concatenate([np.diff(self._read(int(chunk))[1]) for chunk in chunks])
 
     def _read(self, chunk: int) -> tuple[np.ndarray, np.ndarray]:
         if chunk in self._open:
@@ -216,18 +215,6 @@ def _column(chunk: Chunk, column: str) -> tuple[np.ndarray, np.ndarray]:
                         f"{chunk.rows}; prepare again")
     array = batch.column(column)
     return array.values.to_numpy(zero_copy_only=True), array.offsets.to_numpy(zero_copy_only=True)
-
-
-def lengths_of(rows: Sequence[Sequence[int]]) -> np.ndarray:
-    """(rows,) every row's number of ids: a prepared column's from its offsets, a list's by counting."""
-    if isinstance(rows, Rows):
-        return rows.lengths()
-    return np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
-
-
-def chunks_of(rows: Sequence[Sequence[int]]) -> list[int] | None:
-    """The rows of each chunk a prepared column is read in; None for a list (one chunk, in memory)."""
-    return rows.chunk_rows() if isinstance(rows, Rows) else None
 
 
 class Texts(Sequence[str]):

@@ -4,7 +4,8 @@
 ``WORLD_SIZE`` and the rendezvous in their environment; ``World.from_env`` joins them into one process group
 (gloo for tensors on the CPU, NCCL for those on CUDA devices). Every process builds the same model and reads the
 same epoch's batches, fixed by (seed, epoch); one optimisation step takes ``N × train.accumulate`` consecutive
-batches, of which rank r trains on the r-th ``train.accumulate`` (``step_groups``, ``World.share``). PyTorch's
+batches, of which rank r trains on the r-th ``train.accumulate`` (``EpochSteps``, ``World.share``); a prepared
+corpus is dealt to the step's parts, and each process reads the chunks of its own. PyTorch's
 ``DistributedDataParallel`` (``wrap``) averages the gradients over the processes, so N processes take the
 steps that one process takes with ``train.accumulate: N`` (the mean of the batches' mean losses). Only rank 0
 writes the run directory; the others wait for it where they read what it wrote.
@@ -16,8 +17,9 @@ from __future__ import annotations
 
 import datetime
 import importlib
+import itertools
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +28,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from seqlab.data.batching import BatchStream
 from seqlab.model import device_of
 
 
@@ -102,6 +105,14 @@ class World:
             dist.all_reduce(summed[name])
         return summed
 
+    def max(self, value: int) -> int:
+        """The largest of the processes' ``value`` (every process gets it)."""
+        if self.size == 1:
+            return value
+        box = torch.tensor([value], dtype=torch.int64)
+        dist.all_reduce(box, op=dist.ReduceOp.MAX)
+        return int(box)
+
     def from_main(self, value: Any) -> Any:
         """Rank 0's ``value`` on every process (e.g. its validation, which decides the best model for all)."""
         if self.size == 1:
@@ -145,9 +156,36 @@ class StepLoss(nn.Module):
         return self.loss(indices)
 
 
-def step_groups(batches: list[np.ndarray], parts: int) -> list[list[np.ndarray]]:
-    """An epoch's batches as optimisation steps of ``parts`` consecutive batches; the last step is filled up from
-    the epoch's first batches (every process takes the same number of steps, as DistributedSampler pads)."""
-    steps = -(-len(batches) // parts)
-    padded = [batches[i % len(batches)] for i in range(steps * parts)]
-    return [padded[i * parts : (i + 1) * parts] for i in range(steps)]
+class EpochSteps:
+    """An epoch's optimisation steps of ``parts`` batches, this process's share of each (``groups``), made as they
+    are reached from a family's streams of batches (``Family.batches``). One stream: a step takes ``parts``
+    consecutive batches of it and every process reads it all; the last step is filled up from the epoch's first
+    batches (every process takes the same number of steps, as DistributedSampler pads). One stream for each part (a
+    prepared corpus dealt to the parts, ``batching.windowed_batches``): a step takes one batch of each, and a
+    process reads its own parts' streams only; the epoch has as many steps as the longest stream has batches (the
+    processes agree on it), and a shorter stream starts again from its first batch."""
+
+    def __init__(self, streams: list[BatchStream], parts: int, world: World) -> None:
+        self.world, self.parts = world, parts
+        self.lone = len(streams) == 1
+        if self.lone:
+            self.read = streams
+            self.count = -(-len(streams[0]) // parts)
+        else:
+            assert len(streams) == parts, (len(streams), parts)
+            mine = world.positions(parts // world.size)
+            self.read = streams[mine.start:mine.stop]
+            self.count = world.max(max(map(len, self.read)))
+
+    def __len__(self) -> int:
+        return self.count
+
+    def groups(self, start: int = 0) -> Iterator[list[np.ndarray]]:
+        """This process's batches of each step, from step ``start`` on."""
+        again = [itertools.chain.from_iterable(itertools.repeat(stream)) for stream in self.read]  # started again
+        if self.lone:
+            steps: Iterator[list[np.ndarray]] = (self.world.share(list(itertools.islice(again[0], self.parts)))
+                                                 for _ in itertools.count())
+        else:
+            steps = map(list, zip(*again))
+        return itertools.islice(steps, start, self.count)

@@ -39,7 +39,7 @@ from seqlab.rundir import RunDir
 from seqlab.runtime import PROBE_WARMUP, Runtime, measure_precision
 from seqlab.train.averaged_sgd import PREFIX as AVERAGE_PREFIX
 from seqlab.train.averaged_sgd import NTAverage
-from seqlab.train.distributed import World, step_groups
+from seqlab.train.distributed import EpochSteps, World
 from seqlab.train.family import Family, build_family
 from seqlab.train.numpy_engine import PREFIX as ENGINE_PREFIX
 from seqlab.train.numpy_engine import NumpyEngine
@@ -102,7 +102,7 @@ class Trainer:
         self.optimizer = build_optimizer(self.model, config.train)
         self.scaler = self.runtime.grad_scaler()
         self.position = Position(parts=self.parts)
-        steps = len(step_groups(self.family.batches(1), self.parts))
+        steps = len(EpochSteps(self.family.batches(1), self.parts, self.world))
         total = config.train.epochs * steps
         self.scheduler = build_schedule(self.optimizer, config, min(total, config.train.max_steps or total))
         self.engine = NumpyEngine(config, self.family) if config.train.engine == "numpy" else None
@@ -130,7 +130,8 @@ class Trainer:
         state and a language model's carried state put back) and taken by every process."""
         measured = None
         if self.world.is_main:
-            batches = itertools.cycle(self.family.batches(1)[:PROBE_WARMUP])  # the timed steps see warm shapes
+            first = list(itertools.islice(self.family.batches(1)[0], PROBE_WARMUP))
+            batches = itertools.cycle(first)  # the timed steps see warm shapes
             carried = self.family.carried()
 
             def step(runtime: Runtime) -> int:
@@ -265,17 +266,17 @@ class Trainer:
     def train_epoch(self) -> None:
         """The rest of the epoch in progress, from ``position.batch`` on."""
         pos, cfg = self.position, self.config.train
-        steps = step_groups(self.family.batches(pos.epoch), self.parts)
+        steps = EpochSteps(self.family.batches(pos.epoch), self.parts, self.world)
         self.model.train()
         done = pos.batch // self.parts
         hidden = None if self.progress is None else not self.progress  # None: shown only on a terminal
         bar = tqdm(total=len(steps), initial=done, desc=f"epoch {pos.epoch}", unit="step", leave=False,
                    disable=hidden if self.world.is_main else True)
-        for group in steps[done:]:
+        for group in steps.groups(done):
             if self.steps_taken():  # the epoch ends here
                 break
             started = time.perf_counter()
-            loss_sum, tokens = self.train_step(self.world.share(group))
+            loss_sum, tokens = self.train_step(group)
             pos.loss_sum += loss_sum
             pos.tokens += tokens
             pos.seconds += time.perf_counter() - started

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Sequence, Sized
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 import torch
 from torch import nn
 
 from seqlab.config import Config
-from seqlab.data.batching import random_batches, windowed_batches
+from seqlab.data.batching import BatchStream, InMemory, Lengths, random_batches, windowed_batches
+from seqlab.data.prepared import Rows
 from seqlab.rundir import RunDir
 from seqlab.runtime import Runtime
 
@@ -29,8 +30,9 @@ class Family(Protocol):
     def describe(self) -> str:
         """The data and model sizes, for the line training starts with."""
 
-    def batches(self, epoch: int) -> list[np.ndarray]:
-        """That epoch's batches (index arrays into the training set), in training order; fixed by the seed."""
+    def batches(self, epoch: int) -> list[BatchStream]:
+        """That epoch's batches (index arrays into the training set) in training order, fixed by the seed: one
+        stream, or one for each of a step's parts (``windowed_batches``)."""
 
     def loss(self, indices: np.ndarray) -> tuple[torch.Tensor, int]:
         """The summed training loss of one batch and the number of ``unit`` it is summed over."""
@@ -56,14 +58,19 @@ class Family(Protocol):
         """Take back what ``carried`` gave, on resume."""
 
 
-def epoch_batches(config: Config, epoch: int, src_lengths: Sequence[int] | np.ndarray,
-                  trg_lengths: Sequence[int] | np.ndarray | None = None,
-                  chunks: Sequence[int] | None = None) -> list[np.ndarray]:
-    """An epoch's batches of the training inputs: ``train.batch_sentences`` at a time in random order, or grouped
-    by length under ``train.batch_tokens`` (inputs plus targets, if any), ``train.batch_window`` of the ``chunks``
-    at a time (a prepared split's; an in-memory one is one chunk); the order fixed by (seed, epoch)."""
-    cfg, seed = config.train, config.seed * 1_000_003 + epoch
+def epoch_batches(config: Config, epoch: int, src: Sequence[Sized] | Lengths, trg: Sequence[Sized] | Lengths | None = None,
+                  parts: int = 1) -> list[BatchStream]:
+    """An epoch's batches of the training inputs ``src`` (and targets ``trg``, if any), rows in memory or a
+    prepared split's ``Rows``: ``train.batch_sentences`` at a time in random order, or grouped by length under
+    ``train.batch_tokens`` (inputs plus targets), ``train.batch_window`` chunks at a time, as one stream or one for
+    each of a step's ``parts`` (``windowed_batches``); the order fixed by (seed, epoch)."""
+    cfg, seed, inputs = config.train, config.seed * 1_000_003 + epoch, _lengths(src)
     if cfg.batch_sentences:
-        return random_batches(len(src_lengths), cfg.batch_sentences, seed)
-    return windowed_batches(src_lengths, [0] * len(src_lengths) if trg_lengths is None else trg_lengths,
-                            [len(src_lengths)] if chunks is None else chunks, cfg.batch_window, cfg.batch_tokens, seed)
+        return [random_batches(sum(inputs.chunk_rows()), cfg.batch_sentences, seed)]
+    return windowed_batches(inputs, None if trg is None else _lengths(trg), cfg.batch_window, cfg.batch_tokens, seed,
+                            parts)
+
+
+def _lengths(rows: Sequence[Sized] | Lengths) -> Lengths:
+    """A prepared column's lengths as it reads them; a list's counted."""
+    return rows if isinstance(rows, Rows) else InMemory.of(cast(Sequence[Sized], rows))

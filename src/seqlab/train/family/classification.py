@@ -12,7 +12,7 @@ from torch import nn
 from seqlab import registry
 from seqlab.config import Config
 from seqlab.data import load_splits, resolve_data_dir
-from seqlab.data.batching import pad
+from seqlab.data.batching import BatchStream, pad
 from seqlab.evaluate import LabelledSplit, evaluate_classifier
 from seqlab.loss import class_nll_sum
 from seqlab.model import build_classifier, num_parameters
@@ -70,8 +70,8 @@ class Classification:
         return (f"{len(self.train_set.src)} train / {len(self.valid_set.src)} valid texts; classes {classes}; "
                 f"vocab {self.classifier.tokenizer.vocab_size}; {num_parameters(self.model):,} parameters")
 
-    def batches(self, epoch: int) -> list[np.ndarray]:
-        return epoch_batches(self.config, epoch, [len(s) for s in self.train_set.src])
+    def batches(self, epoch: int) -> list[BatchStream]:
+        return epoch_batches(self.config, epoch, self.train_set.src)
 
     def loss(self, indices: np.ndarray) -> tuple[torch.Tensor, int]:
         src = pad([self.train_set.src[i] for i in indices]).to(self.classifier.device)  # (batch, len)

@@ -10,6 +10,7 @@ import torch
 
 from seqlab.config import Config
 from seqlab.data import Splits, load_sentence_splits, load_splits, resolve_data_dir
+from seqlab.data.batching import BatchStream
 from seqlab.model import num_parameters
 from seqlab.model.bert import BertConfig
 from seqlab.predictors.masked_lm import Examples, MaskedLanguageModel
@@ -73,12 +74,12 @@ class MaskedLM:
         return (f"{len(self.train)} train / {len(self.valid.ids)} valid {what}; vocab {self.mlm.tokenizer.vocab_size} "
                 f"(<mask> at 4); {num_parameters(self.model):,} parameters")
 
-    def batches(self, epoch: int) -> list[np.ndarray]:
+    def batches(self, epoch: int) -> list[BatchStream]:
         """That epoch's batches; also makes that epoch's inputs (next sentences) the ones ``loss`` reads."""
         if epoch != self.epoch and self.bert.next_sentence:
             self.examples = self._examples(epoch)
         self.epoch = epoch
-        return epoch_batches(self.config, epoch, [len(row) for row in self.examples.ids])
+        return epoch_batches(self.config, epoch, self.examples.ids)
 
     def loss(self, indices: np.ndarray) -> tuple[torch.Tensor, int]:
         rng = np.random.default_rng([self.config.seed, self.epoch, *indices.tolist()])

@@ -14,13 +14,11 @@ from tqdm import tqdm
 
 from seqlab.config import Config
 from seqlab.data import DataError, Pair, load_splits, resolve_data_dir, selection_run
-from seqlab.data.batching import Batch, collate
+from seqlab.data.batching import Batch, BatchStream, collate
 from seqlab.data.prepared import (
     CHUNK_ROWS,
     IDS,
     ShardWriter,
-    chunks_of,
-    lengths_of,
     open_prepared,
     prepared_sections,
     sections_hash,
@@ -44,8 +42,10 @@ class Transduction:
 
     unit = "tokens"
 
-    def __init__(self, config: Config, translator: Translator, train_set: EncodedSplit, valid_set: EncodedSplit) -> None:
+    def __init__(self, config: Config, translator: Translator, train_set: EncodedSplit, valid_set: EncodedSplit,
+                 parts: int = 1) -> None:
         self.config = config
+        self.parts = parts  # batches a step: a prepared split is dealt to them (``windowed_batches``)
         self.translator = translator
         self.model = translator.model
         self.train_set = train_set
@@ -57,7 +57,7 @@ class Transduction:
         """Read the splits, learn the tokenizers (or read them back on resume), build the model, encode the data;
         or, with ``data.prepared``, take the tokenizers and the encoded splits from that directory."""
         if config.data.prepared is not None:
-            return cls._from_prepared(config, run, resume, runtime)
+            return cls._from_prepared(config, run, resume, runtime, parts, len(share or range(parts)))
         splits = load_splits(config.data, resolve_data_dir(data_dir))
         if resume:
             source, target = run.tokenizers()
@@ -67,10 +67,13 @@ class Transduction:
         translator = Translator(build_model(config.model, source.vocab_size, target.vocab_size), source, target, config,
                                 runtime)
         return cls(config, translator, EncodedSplit.build(translator, splits["train"], "train"),
-                   EncodedSplit.build(translator, splits["valid"], "valid"))
+                   EncodedSplit.build(translator, splits["valid"], "valid"), parts)
 
     @classmethod
-    def _from_prepared(cls, config: Config, run: RunDir, resume: bool, runtime: Runtime | None) -> Transduction:
+    def _from_prepared(cls, config: Config, run: RunDir, resume: bool, runtime: Runtime | None, parts: int,
+                       own: int) -> Transduction:
+        """The tokenizers and splits of ``data.prepared``; a window of chunks held for each of the ``own`` parts
+        of a step this process trains (of ``parts``)."""
         prepared = open_prepared(cast(str, config.data.prepared), prepared_sections(config))
         source, target = (Tokenizer.from_json(prepared.tokenizer_json(name)) for name in ("source", "target"))
         if not resume:
@@ -81,8 +84,8 @@ class Transduction:
         translator = Translator(build_model(config.model, source.vocab_size, target.vocab_size), source, target, config,
                                 runtime)
         window = config.train.batch_window
-        return cls(config, translator, EncodedSplit.prepared(translator, prepared, "train", window),
-                   EncodedSplit.prepared(translator, prepared, "valid", window))
+        return cls(config, translator, EncodedSplit.prepared(translator, prepared, "train", window * own),
+                   EncodedSplit.prepared(translator, prepared, "valid", window), parts)
 
     @classmethod
     def prepare(cls, config: Config, data_dir: str | Path | None, out: Path, progress: bool = True,
@@ -119,9 +122,8 @@ class Transduction:
         return (f"{len(self.train_set.src)} train / {len(self.valid_set.src)} valid pairs; vocab {t.source.vocab_size} "
                 f"→ {t.target.vocab_size}; {num_parameters(self.model):,} parameters")
 
-    def batches(self, epoch: int) -> list[np.ndarray]:
-        src, trg = self.train_set.src, self.train_set.trg
-        return epoch_batches(self.config, epoch, lengths_of(src), lengths_of(trg), chunks_of(src))
+    def batches(self, epoch: int) -> list[BatchStream]:
+        return epoch_batches(self.config, epoch, self.train_set.src, self.train_set.trg, self.parts)
 
     def batch(self, indices: np.ndarray) -> Batch:
         """The padded batch of these training pairs."""

@@ -10,6 +10,7 @@ import torch
 
 from seqlab.config import Config
 from seqlab.data import resolve_data_dir
+from seqlab.data.batching import BatchStream
 from seqlab.data.splits import load_question_splits
 from seqlab.evaluate import QuestionSplit, evaluate_answerer
 from seqlab.loss import class_nll_sum
@@ -68,9 +69,9 @@ class SpanExtraction:
         return (f"{len(self.trainable)} train{skipped} / {len(self.valid_set.rows)} valid questions; "
                 f"vocab {self.answerer.tokenizer.vocab_size}; {num_parameters(self.model):,} parameters")
 
-    def batches(self, epoch: int) -> list[np.ndarray]:
-        batches = epoch_batches(self.config, epoch, [len(self.train_set.rows[i].ids) for i in self.trainable])
-        return [self.trainable[b] for b in batches]
+    def batches(self, epoch: int) -> list[BatchStream]:
+        streams = epoch_batches(self.config, epoch, [self.train_set.rows[i].ids for i in self.trainable])
+        return [[self.trainable[b] for b in stream] for stream in streams]
 
     def loss(self, indices: np.ndarray) -> tuple[torch.Tensor, int]:
         with self.answerer.autocast():

@@ -10,6 +10,7 @@ import torch
 
 from seqlab.config import Config, ConfigError
 from seqlab.data import load_sentence_splits, resolve_data_dir
+from seqlab.data.batching import BatchStream
 from seqlab.data.stream import tbptt_batches
 from seqlab.loss import token_nll_sum
 from seqlab.model import num_parameters
@@ -70,9 +71,9 @@ class StreamLM:
                 f"{len(self.valid)} valid sentences; vocab {self.lm.tokenizer.vocab_size}; "
                 f"{num_parameters(self.model):,} parameters")
 
-    def batches(self, epoch: int) -> list[np.ndarray]:
-        """``[k, group]`` in stream order (each row continues the last), a step's groups together."""
-        return [np.array([k, g]) for k in range(len(self.inputs)) for g in range(self.parts)]
+    def batches(self, epoch: int) -> list[BatchStream]:
+        """``[k, group]`` in stream order (each row continues the last), a step's groups together: one stream."""
+        return [[np.array([k, g]) for k in range(len(self.inputs)) for g in range(self.parts)]]
 
     def batch(self, indices: np.ndarray) -> tuple[torch.Tensor, torch.Tensor, bool]:
         """Inputs and targets (B / parts, T) of step ``indices[0]``'s row group ``indices[1]``, and whether its
