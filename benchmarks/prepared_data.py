@@ -2,7 +2,7 @@
 prepare``) and trained from its shards for a fixed number of steps, against the same steps read from the corpus.
 
     python benchmarks/prepared_data.py --data-dir ../shared/data [--config configs/multi30k_de_en.yaml] \\
-        [--scales 1 10 100] [--memory-scales 1 10] [--steps 100] [--results DIR]
+        [--scales 1 10 100] [--memory-scales 1 10] [--steps 100] [--set KEY=VALUE ...] [--results DIR]
 
 For each scale N, one command after another on the machine, each in its own process: the config's training files
 (an aligned corpus) written N times over into a temporary data directory, its valid and test files as they are; then
@@ -70,14 +70,15 @@ def repeated_data(config: dict[str, Any], data_dir: Path, scale: int, out: Path)
     return out
 
 
-def scale_rows(config_path: Path, data_dir: Path, scale: int, steps: int, in_memory: bool,
-               work: Path) -> dict[str, Any]:
-    """One scale: prepare, train from the shards, and (``in_memory``) train from the corpus."""
+def scale_rows(config_path: Path, data_dir: Path, scale: int, steps: int, in_memory: bool, work: Path,
+               sets: list[str]) -> dict[str, Any]:
+    """One scale: prepare, train from the shards, and (``in_memory``) train from the corpus; ``sets``: the
+    config's overrides (``KEY=VALUE``) in every command."""
     config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
     data = repeated_data(config, data_dir, scale, work / f"data-{scale}")
     env = os.environ | {"SEQLAB_DATA": str(data)}
     files = [f"--set=data.train.{side}={config['data']['train'][side].removesuffix('.gz')}"
-             for side in ("source", "target")]
+             for side in ("source", "target")] + [f"--set={given}" for given in sets]
     prepared = work / f"prepared-{scale}"
     prepare_s, prepare_mib = peak_run(["data", "prepare", str(config_path), "--out", str(prepared), *files], env)
     pairs = int(yaml.safe_load((prepared / "manifest.json").read_text())["splits"]["train"]["rows"])
@@ -118,12 +119,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--memory-scales", type=int, nargs="*", default=[1, 10],
                         help="the scales also trained from the corpus in memory")
     parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                        help="a config override for every command, e.g. tokens.source.sample=2000000")
     add_results_option(parser)
     given = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(given)
     with tempfile.TemporaryDirectory(prefix="prepared-data-") as tmp:
         rows = [scale_rows(args.config.resolve(), args.data_dir.resolve(), scale, args.steps,
-                           scale in args.memory_scales, Path(tmp)) for scale in args.scales]
+                           scale in args.memory_scales, Path(tmp), args.sets) for scale in args.scales]
     made = table(rows, args.config, args.steps)
     print(f"#### {made.title}\n\n{time.strftime('%Y-%m-%d')}, {machine()}. Command: `{command(__file__, given)}`\n\n"
           f"{markdown(made)}\n")

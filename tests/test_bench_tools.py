@@ -505,11 +505,12 @@ def test_prepared_data_runs_end_to_end(bench: Bench, tmp_path: Path, capsys: pyt
     config = tmp_path / "pairs.yaml"
     config.write_text(yaml.safe_dump(raw), encoding="utf-8")
     bench("prepared_data").main(["--data-dir", str(data), "--config", str(config), "--scales", "3",
-                                 "--memory-scales", "3", "--steps", "2", "--results", str(tmp_path)])
+                                 "--memory-scales", "3", "--steps", "2", "--set", "tokens.source.sample=100",
+                                 "--results", str(tmp_path)])
     rows = table_rows(capsys.readouterr().out)
     assert [row[:2] for row in rows] == [["3×", "180"]] and rows[0][6] != "—"  # also trained from the corpus
     result = recorded(tmp_path, "prepared_data-pairs")
-    assert [run["pairs"] for run in result.runs] == [180]
+    assert [run["pairs"] for run in result.runs] == [180] and "--set tokens.source.sample=100" in result.command
     run = result.runs[0]
     assert run["prepared_steps"] == run["memory_steps"] == 2 and run["prepared_mib"] > 0
     assert rows[0][9] == f"{run['prepared_tokens_per_s'] / run['memory_tokens_per_s']:.3f}"

@@ -523,3 +523,23 @@ def test_words_cut_at_spaces_only_keep_ptbs_unk_whole():
     again = Tokenizer.from_json(tok.to_json())
     assert again.encode(["the <unk> fell"]) == tok.encode(["the <unk> fell"])
     assert Tokenizer.train(["the <unk>"], TokenizerConfig(level="word")).tokens("the <unk>")[-3:] == ["<", "unk", ">"]
+
+
+def test_a_sample_is_drawn_uniformly_in_one_pass_and_the_vocabulary_is_learnt_from_it():
+    from collections import Counter
+
+    from seqlab.tokenizer import sample
+
+    assert sample(map(str, range(10)), 20) == [str(i) for i in range(10)]  # fewer texts than the sample: all
+    drawn = sample((str(i) for i in range(25_000)), 100, seed=3)  # a generator, read once, over several blocks
+    assert len(drawn) == 100 == len(set(drawn)) and drawn == sorted(drawn, key=int)  # in the order they came
+    assert drawn == sample(map(str, range(25_000)), 100, seed=3) != sample(map(str, range(25_000)), 100, seed=4)
+    assert sum(int(t) >= 10_000 for t in drawn) > 40  # the later blocks are drawn from too (60 expected)
+    counts = Counter(t for seed in range(600) for t in sample(map(str, range(30)), 5, seed))
+    chi2 = sum((counts[str(i)] - 100) ** 2 / 100 for i in range(30))  # 600 × 5 / 30 = 100 expected each
+    assert len(counts) == 30 and chi2 < 58.3  # 29 degrees of freedom: p = 0.001
+    texts = [f"{w} {v}" for w in ("the cat", "a dog", "one bird") for v in ("sat", "ran", "flew", "sang")] * 50
+    config = TokenizerConfig(level="bpe", vocab_size=60)
+    sampled = Tokenizer.train(texts, config.model_copy(update={"sample": 30}))
+    assert sampled._tok.to_str() == Tokenizer.train(sample(texts, 30), config)._tok.to_str()
+    assert sampled._tok.to_str() != Tokenizer.train(texts, config)._tok.to_str()

@@ -30,6 +30,10 @@ class TokenizerConfig(Section):
     punctuation: bool = Field(
         True, description="word/bpe/wordpiece: each punctuation mark is a piece of its own; false: cut at spaces "
         "only, for text tokenised already (PTB's <unk>)")
+    sample: int | None = Field(
+        None, gt=0, description="learn the vocabulary from at most this many training texts, drawn uniformly at "
+        "random (seed 0) in one pass over them, as SentencePiece's input_sentence_size: for corpora of millions of "
+        "sentences; none: from all of them")
 
     @model_validator(mode="after")
     def _morphemes_need_words(self) -> TokenizerConfig:

@@ -84,6 +84,7 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+import numpy as np
 from tokenizers import Regex, decoders, models, pre_tokenizers, trainers
 from tokenizers import Tokenizer as _HFTokenizer
 
@@ -195,6 +196,22 @@ def _prepare(texts: Sequence[str], cfg: TokenizerConfig) -> list[str]:
 TRAIN_BATCH = 10_000  # texts normalised and handed to the trainer at a time: a corpus is never held whole
 
 
+def sample(texts: Iterable[str], size: int, seed: int = 0) -> list[str]:
+    """``size`` of ``texts`` drawn uniformly at random in one pass (reservoir sampling, Vitter's Algorithm R: text i
+    takes the place of a random kept one with probability size / (i + 1)), in the order they came; all of them if
+    there are no more."""
+    rng = np.random.default_rng(seed)
+    given = iter(texts)
+    kept = list(enumerate(itertools.islice(given, size)))  # (index, text)
+    first = len(kept)  # the index of the next block's first text
+    while block := list(itertools.islice(given, TRAIN_BATCH)):
+        slots = rng.integers(0, np.arange(first + 1, first + len(block) + 1))  # text i's slot: one of 0..i
+        for k in np.flatnonzero(slots < size):
+            kept[slots[k]] = (first + int(k), block[k])
+        first += len(block)
+    return [text for _, text in sorted(kept)]
+
+
 def _prepared_batches(texts: Iterable[str], cfg: TokenizerConfig, seen: list[int]) -> Iterator[list[str]]:
     """``texts`` as the trainer takes them (``_prepare``), a batch at a time; ``seen[0]`` counts them. The same
     vocabulary as one list of them (the trainer counts words, whatever the batches)."""
@@ -247,12 +264,14 @@ class Tokenizer:
 
         ``min_frequency``: for ``char``/``word``, symbols seen fewer times are left out
         (they become ``<unk>``); for ``bpe``/``wordpiece``, a pair must be seen that often
-        to be merged. Deterministic: the same texts and config give the same vocabulary.
+        to be merged. ``sample``: learnt from that many of the texts (``sample``). Deterministic: the same texts
+        and config give the same vocabulary.
         """
         specials = [*SPECIALS, MASK_TOKEN] if mask else list(SPECIALS)
         tok, trainer = _pipeline(cfg, specials)
         seen = [0]
-        tok.train_from_iterator(_prepared_batches(texts, cfg, seen), trainer)
+        tok.train_from_iterator(_prepared_batches(texts if cfg.sample is None else sample(texts, cfg.sample), cfg, seen),
+                                trainer)
         if not seen[0]:
             raise ValueError("cannot train a tokenizer on no text")
         if cfg.level == "char":
