@@ -5,7 +5,8 @@
 Sections (``--only`` picks some; all by default):
 
 * ``readers``: at least 10,000 generated lines for each reader of seqlab.data (the book's ``question_answer``
-  files, plain and gzipped; TSV; aligned source/target files; CSV with quoting and quoted newlines; SQuAD JSON,
+  files, plain and gzipped; TSV; aligned source/target files; CSV with quoting and quoted newlines; JSON Lines
+  with other fields and wrong types among them; SQuAD JSON,
   about 1,000 documents; ``lines`` files through ``read_sentences``, which also reads both sides of a pair
   corpus): valid lines mixed with empty and blank ones, lines without the separator, any Unicode (no
   surrogates), NULs, CR, CRLF and LF endings, BOMs, raw bytes that are not UTF-8, lines of 50,000 to 300,000
@@ -67,7 +68,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import HypothesisWarning
 
 from seqlab.config import Config, ConfigError, changed_keys, dump_config, load_config, parse_config
-from seqlab.corpora import AlignedCorpus, BookCorpus, CsvCorpus, LinesCorpus, TsvCorpus
+from seqlab.corpora import AlignedCorpus, BookCorpus, CsvCorpus, JsonlCorpus, LinesCorpus, TsvCorpus
 from seqlab.data.corpus import BadLines, DataError, read_corpus, read_sentences
 from seqlab.data.squad import Question, read_squad
 from seqlab.vectors.config import VectorsConfig
@@ -250,6 +251,17 @@ def book_pair(text: str) -> tuple[str, str] | None:
 def tsv_pair(text: str) -> tuple[str, str] | None:
     fields = text.split("\t")
     return (fields[0].strip(), fields[1].strip()) if len(fields) == 2 else None
+
+
+def jsonl_pair(text: str) -> tuple[str, str] | None:
+    """JSON Lines' rule: a JSON object whose "source" and "target" are strings, both stripped."""
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(record, dict) or not all(isinstance(record.get(k), str) for k in ("source", "target")):
+        return None
+    return record["source"].strip(), record["target"].strip()
 
 
 def expect_pairs(content: bytes, path: Path, skip: bool, split: Callable[[str], tuple[str, str] | None]) -> list | Err:
@@ -655,6 +667,9 @@ def fuzz_readers(scale: int | None, seed: int, directory: Path) -> list[Outcome]
     book_valid = st.one_of(st.sampled_from(samples), st.tuples(side("_"), st.sampled_from(["_", " _", "_ "]),
                                                                  side("")).map("".join))
     tsv_valid = st.tuples(side("\t"), side("\t")).map("\t".join)
+    jsonl_valid = st.builds(lambda s, t, more, ascii: json.dumps({"source": s, "target": t, **more}, ensure_ascii=ascii),
+                            side(""), side(""), st.dictionaries(st.sampled_from(["id", "source", "x"]), WRONG,
+                                                                max_size=2), st.booleans())
     lines = LINES_PER_READER if scale is None else 0
     examples = scale or ROUND
     return [
@@ -664,6 +679,8 @@ def fuzz_readers(scale: int | None, seed: int, directory: Path) -> list[Outcome]
                      examples, seed, lines),
         run_property("readers", "aligned", aligned_files(), aligned_check(directory), examples, seed, lines),
         run_property("readers", "csv", csv_files(), csv_check(directory), examples, seed, lines),
+        run_property("readers", "jsonl", maybe_gzip(text_file(jsonl_valid)), pair_check(directory, JsonlCorpus, jsonl_pair),
+                     examples, seed, lines),
         run_property("readers", "lines", maybe_gzip(text_file(side(""))), lines_check(directory), examples, seed,
                      lines),
         run_property("readers", "squad", maybe_gzip(squad_documents()), squad_check(directory), scale or LINES_PER_READER // 10,

@@ -2,7 +2,7 @@
 prepare``) and trained from its shards for a fixed number of steps, against the same steps read from the corpus.
 
     python benchmarks/prepared_data.py --data-dir ../shared/data [--config configs/multi30k_de_en.yaml] \\
-        [--scales 1 10 100] [--memory-scales 1 10] [--steps 100] [--set KEY=VALUE ...] [--results DIR]
+        [--scales 1 10 100] [--memory-scales 1 10] [--steps 100] [--rounds 1] [--set KEY=VALUE ...] [--results DIR]
 
 For each scale N, one command after another on the machine, each in its own process: the config's training files
 (an aligned corpus) written N times over into a temporary data directory, its valid and test files as they are; then
@@ -12,6 +12,10 @@ For each scale N, one command after another on the machine, each in its own proc
   tokens a second (the run's log: the steps' seconds, validation excluded), validation cut to
   ``eval.valid_limit`` 100 sentences;
 * at the ``--memory-scales``, the same training from the corpus (read, tokenised and batched in memory).
+
+``--rounds N`` trains each way N times, taking turns (prepared first in odd rounds, the corpus first in even
+ones): the table gives the median tokens/s, the median of the rounds' ratios and their range, the highest peak
+memory; the record is then named ``prepared_data-CONFIG-Nrounds``.
 
 Peak resident memory is each process's own high-water mark (``wait4``'s ``ru_maxrss``), the prepared run's
 memory-mapped pages included. The flat-memory claim is the prepared rows' peak memory across the scales; the
@@ -23,6 +27,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -71,9 +76,9 @@ def repeated_data(config: dict[str, Any], data_dir: Path, scale: int, out: Path)
 
 
 def scale_rows(config_path: Path, data_dir: Path, scale: int, steps: int, in_memory: bool, work: Path,
-               sets: list[str]) -> dict[str, Any]:
-    """One scale: prepare, train from the shards, and (``in_memory``) train from the corpus; ``sets``: the
-    config's overrides (``KEY=VALUE``) in every command."""
+               sets: list[str], rounds: int = 1) -> dict[str, Any]:
+    """One scale: prepare, train from the shards, and (``in_memory``) train from the corpus, ``rounds`` times
+    taking turns; ``sets``: the config's overrides (``KEY=VALUE``) in every command."""
     config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
     data = repeated_data(config, data_dir, scale, work / f"data-{scale}")
     env = os.environ | {"SEQLAB_DATA": str(data)}
@@ -84,15 +89,29 @@ def scale_rows(config_path: Path, data_dir: Path, scale: int, steps: int, in_mem
     pairs = int(yaml.safe_load((prepared / "manifest.json").read_text())["splits"]["train"]["rows"])
     short = [*files, f"--set=train.max_steps={steps}", "--set=train.epochs=1", "--set=eval.valid_limit=100"]
     row: dict[str, Any] = {"scale": scale, "pairs": pairs, "prepare_s": prepare_s, "prepare_mib": prepare_mib}
-    for name, extra in (("prepared", [f"--set=data.prepared={prepared}"]), ("memory", [])):
-        if name == "memory" and not in_memory:
-            continue
-        run = work / f"run-{name}-{scale}"
-        wall, mib = peak_run(["train", str(config_path), "--out", str(run), *short, *extra], env)
-        record = RunDir(run).log()[-1]
-        row |= {f"{name}_wall_s": wall, f"{name}_mib": mib, f"{name}_tokens_per_s": record["train_tokens_per_s"],
-                f"{name}_steps": record["step"]}
+    ways = {"prepared": [f"--set=data.prepared={prepared}"], **({"memory": []} if in_memory else {})}
+    runs: dict[str, list[dict[str, float]]] = {name: [] for name in ways}
+    for turn in range(rounds):
+        for name in ways if turn % 2 == 0 else reversed(ways):
+            run = work / f"run-{name}-{scale}-{turn}"
+            wall, mib = peak_run(["train", str(config_path), "--out", str(run), *short, *ways[name]], env)
+            record = RunDir(run).log()[-1]
+            runs[name].append({"wall_s": wall, "mib": mib, "tokens_per_s": record["train_tokens_per_s"],
+                               "steps": record["step"]})
+    for name, got in runs.items():
+        row |= {f"{name}_wall_s": statistics.median(r["wall_s"] for r in got), f"{name}_mib": max(r["mib"] for r in got),
+                f"{name}_tokens_per_s": statistics.median(r["tokens_per_s"] for r in got),
+                f"{name}_steps": got[0]["steps"], f"{name}_runs": got}
+    if in_memory:
+        row["ratios"] = [p["tokens_per_s"] / m["tokens_per_s"] for p, m in zip(runs["prepared"], runs["memory"])]
     return row
+
+
+def _ratio(ratios: list[float]) -> str:
+    """The ratio of one round, or the rounds' median and range."""
+    if len(ratios) == 1:
+        return f"{ratios[0]:.3f}"
+    return f"{statistics.median(ratios):.3f} ({min(ratios):.3f}–{max(ratios):.3f}, {len(ratios)} rounds)"
 
 
 def table(rows: list[dict[str, Any]], config: Path, steps: int) -> Table:
@@ -106,7 +125,7 @@ def table(rows: list[dict[str, Any]], config: Path, steps: int) -> Table:
                     f"{r['prepare_mib']:,.0f}", f"{r['prepared_mib']:,.0f}",
                     f"{r['memory_mib']:,.0f}" if memory else "—", f"{r['prepared_tokens_per_s']:,.0f}",
                     f"{r['memory_tokens_per_s']:,.0f}" if memory else "—",
-                    f"{r['prepared_tokens_per_s'] / r['memory_tokens_per_s']:.3f}" if memory else "—",
+                    _ratio(r["ratios"]) if memory else "—",
                     f"{r['prepared_wall_s']:.1f} / {r['memory_wall_s']:.1f}" if memory else f"{r['prepared_wall_s']:.1f}"])
     return Table(f"Prepared corpora: `{config.name}`'s training corpus repeated, {steps} training steps", columns, out)
 
@@ -119,6 +138,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--memory-scales", type=int, nargs="*", default=[1, 10],
                         help="the scales also trained from the corpus in memory")
     parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=1, help="trainings each way at each scale, taking turns")
     parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                         help="a config override for every command, e.g. tokens.source.sample=2000000")
     add_results_option(parser)
@@ -126,11 +146,12 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(given)
     with tempfile.TemporaryDirectory(prefix="prepared-data-") as tmp:
         rows = [scale_rows(args.config.resolve(), args.data_dir.resolve(), scale, args.steps,
-                           scale in args.memory_scales, Path(tmp), args.sets) for scale in args.scales]
+                           scale in args.memory_scales, Path(tmp), args.sets, args.rounds) for scale in args.scales]
     made = table(rows, args.config, args.steps)
     print(f"#### {made.title}\n\n{time.strftime('%Y-%m-%d')}, {machine()}. Command: `{command(__file__, given)}`\n\n"
           f"{markdown(made)}\n")
-    publish(Result(f"prepared_data-{args.config.stem}", made.title, command(__file__, given), [made], rows,
+    name = f"prepared_data-{args.config.stem}" + (f"-{args.rounds}rounds" if args.rounds > 1 else "")
+    publish(Result(name, made.title, command(__file__, given), [made], rows,
                    notes=["peak resident memory: each process's ru_maxrss (memory-mapped pages included)",
                           "tokens/s: the run's log, training steps only (validation excluded)"]), args.results)
 

@@ -506,11 +506,13 @@ def test_prepared_data_runs_end_to_end(bench: Bench, tmp_path: Path, capsys: pyt
     config.write_text(yaml.safe_dump(raw), encoding="utf-8")
     bench("prepared_data").main(["--data-dir", str(data), "--config", str(config), "--scales", "3",
                                  "--memory-scales", "3", "--steps", "2", "--set", "tokens.source.sample=100",
-                                 "--results", str(tmp_path)])
+                                 "--rounds", "2", "--results", str(tmp_path)])
     rows = table_rows(capsys.readouterr().out)
     assert [row[:2] for row in rows] == [["3×", "180"]] and rows[0][6] != "—"  # also trained from the corpus
-    result = recorded(tmp_path, "prepared_data-pairs")
+    result = recorded(tmp_path, "prepared_data-pairs-2rounds")
     assert [run["pairs"] for run in result.runs] == [180] and "--set tokens.source.sample=100" in result.command
     run = result.runs[0]
     assert run["prepared_steps"] == run["memory_steps"] == 2 and run["prepared_mib"] > 0
-    assert rows[0][9] == f"{run['prepared_tokens_per_s'] / run['memory_tokens_per_s']:.3f}"
+    assert len(run["prepared_runs"]) == len(run["memory_runs"]) == len(run["ratios"]) == 2  # each way twice, in turns
+    assert rows[0][9] == (f"{statistics.median(run['ratios']):.3f} ({min(run['ratios']):.3f}–"
+                          f"{max(run['ratios']):.3f}, 2 rounds)")

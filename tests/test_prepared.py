@@ -230,3 +230,32 @@ def test_a_corpus_stream_reads_the_pairs_of_read_corpus_at_every_pass(tmp_path):
     empty.write_text("\t\n", encoding="utf-8")
     with pytest.raises(DataError, match="empty.tsv: no pairs"):
         list(CorpusStream(spec.model_copy(update={"path": str(empty)}), tmp_path, skip_bad_lines=True))
+
+
+def test_a_jsonl_corpus_split_by_hash_and_cleaned_is_prepared_as_it_is_read_in_memory(tmp_path):
+    """The streamed preparation (the training pairs read from the file at each pass, split and cleaned as they
+    come, the vocabulary learnt from a sample) holds what the in-memory path reads and encodes."""
+    from seqlab.data import generate_task
+
+    pairs = generate_task("date", 600, seed=2)
+    lines = [json.dumps({"source": s, "target": t}) for s, t in pairs + pairs[:100]]  # 100 duplicates
+    (tmp_path / "dates.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    raw = small_date_config()
+    raw["data"] = raw["data"] | {"corpus": {"format": "jsonl", "path": "dates.jsonl"},
+                                 "split": {"valid": 0.1, "test": 0.1, "seed": 4, "by": "hash"},
+                                 "clean": {"dedup": True}}
+    raw["tokens"] = {"source": {"level": "char", "sample": 300}}
+    config = parse_config(raw)
+    Transduction.prepare(config, tmp_path, tmp_path / "prepared", progress=False)
+    (tmp_path / "run").mkdir()
+    memory = Transduction.build(config, RunDir(tmp_path / "run"), tmp_path, resume=False)
+    streamed = Transduction.build(parse_config(raw | {"data": raw["data"] | {"prepared": str(tmp_path / "prepared")}}),
+                                  RunDir(tmp_path / "run"), tmp_path, resume=True)
+    assert memory.translator.source.to_json() == streamed.translator.source.to_json()
+    for split in ("train_set", "valid_set"):
+        built, read = getattr(memory, split), getattr(streamed, split)
+        assert list(read.src) == built.src and list(read.trg) == built.trg and list(read.sources) == built.sources
+    from seqlab.data.splits import hashed_split
+
+    trained = [s for s, _ in pairs if hashed_split(s, config.data.split) == "train"]  # each once: duplicates dropped
+    assert list(memory.train_set.sources) == trained and 400 < len(trained) < 560

@@ -103,7 +103,7 @@ def fuzz(monkeypatch: pytest.MonkeyPatch):
 
 @pytest.mark.parametrize("section", ["readers", "configs", "api"])
 def test_fuzzing_finds_no_crash(fuzz, tmp_path, section):
-    """100 generated examples for each reader (book, TSV, aligned, CSV, lines, SQuAD), 100 configs and 100
+    """100 generated examples for each reader (book, TSV, aligned, CSV, JSON Lines, lines, SQuAD), 100 configs and 100
     requests to each route of the server: every error is the documented one-line one, every read gives the pairs
     the format's rules give, every answer is a 200 that answers the request or a 4xx/503 with a one-line error.
     What fuzzing found has its test below."""

@@ -23,7 +23,7 @@ import yaml
 from pydantic import BaseModel, Field, SerializeAsAny, ValidationError, field_validator, model_validator
 
 from seqlab import registry
-from seqlab.corpora import FORMATS, DataConfig, TextCorpus
+from seqlab.corpora import FORMATS, CleanConfig, DataConfig, TextCorpus
 from seqlab.sections import EvalConfig, Section, TokensConfig, TrainConfig
 
 
@@ -112,6 +112,9 @@ class Config(Section):
         else:
             self._plain_sources()
         self._corpora(kind)
+        if self.data.clean != CleanConfig() and not kind.cleans:
+            able = " or ".join(k.noun for k in registry.kinds() if k.cleans)
+            raise ValueError(f"data.clean: {kind.noun} reads no pairs of texts to clean; it cleans those of {able}")
         if self.data.prepared is not None and not kind.prepares:
             able = " or ".join(k.noun for k in registry.kinds() if k.prepares)
             raise ValueError(f"data.prepared: {kind.noun} reads its corpus itself; prepared directories are for {able}")

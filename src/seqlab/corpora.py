@@ -59,8 +59,26 @@ class CsvCorpus(Section):
     target_column: str
 
 
+class JsonlCorpus(Section):
+    """JSON Lines (plain or .gz): one JSON object per line; two named fields hold source and target."""
+
+    format: Literal["jsonl"] = "jsonl"
+    path: str
+    source_field: str = "source"
+    target_field: str = "target"
+
+
+class ParquetCorpus(Section):
+    """A Parquet file, read a record batch at a time (pyarrow); two named text columns hold source and target."""
+
+    format: Literal["parquet"] = "parquet"
+    path: str
+    source_column: str = "source"
+    target_column: str = "target"
+
+
 Corpus = Annotated[
-    TaskCorpus | BookCorpus | TsvCorpus | AlignedCorpus | CsvCorpus,
+    TaskCorpus | BookCorpus | TsvCorpus | AlignedCorpus | CsvCorpus | JsonlCorpus | ParquetCorpus,
     Field(discriminator="format"),
 ]
 
@@ -81,7 +99,8 @@ class LinesCorpus(Section):
 
 
 TextCorpus = Annotated[
-    TaskCorpus | BookCorpus | TsvCorpus | AlignedCorpus | CsvCorpus | LinesCorpus | SquadCorpus,
+    TaskCorpus | BookCorpus | TsvCorpus | AlignedCorpus | CsvCorpus | JsonlCorpus | ParquetCorpus | LinesCorpus
+    | SquadCorpus,
     Field(discriminator="format"),
 ]
 
@@ -99,10 +118,30 @@ class SplitConfig(Section):
     valid: float = Field(0.05, ge=0, description="a count if >= 1, else a fraction of the corpus")
     test: float = Field(0.1, ge=0, description="a count if >= 1, else a fraction of the corpus")
     seed: int = 1984
-    by: Literal["item", "source"] = Field(
+    by: Literal["item", "source", "hash"] = Field(
         "item", description="item: the corpus's items shuffled one by one (the book's split); source: every item "
                             "with the same source text (a question, a sentence) in one split, so that no valid or "
-                            "test source is also a training one (valid and test may then hold a few more items)")
+                            "test source is also a training one (valid and test may then hold a few more items); "
+                            "hash: each item's split decided by a hash of its source text and the seed alone, so "
+                            "that an item keeps its split as the corpus grows and a corpus is split as it is read "
+                            "(valid and test are then fractions, met on average)")
+
+    @model_validator(mode="after")
+    def _fractions_by_hash(self) -> SplitConfig:
+        if self.by == "hash" and (self.valid >= 1 or self.test >= 1 or self.valid + self.test >= 1):
+            raise ValueError("data.split.by hash: valid and test are fractions of the corpus (< 1, together < 1)")
+        return self
+
+
+class CleanConfig(Section):
+    """What is dropped from the training pairs before anything else reads them (valid and test are kept as given),
+    as Moses's clean-corpus-n does; lengths are in words, split at whitespace, before tokenising."""
+
+    dedup: bool = Field(False, description="drop a pair that is exactly an earlier one (source and target)")
+    min_words: int = Field(1, ge=1, description="drop a pair with a side of fewer words")
+    max_words: int | None = Field(None, gt=0, description="drop a pair with a side of more words")
+    max_ratio: float | None = Field(
+        None, ge=1, description="drop a pair whose longer side has more than this many times the shorter's words")
 
 
 class DataConfig(Section):
@@ -126,6 +165,8 @@ class DataConfig(Section):
                                 "target padded with spaces to this many characters and no <eos> after it; "
                                 "decoding writes exactly this many (trailing spaces dropped from the text)")
     skip_bad_lines: bool = Field(False, description="skip malformed lines (counted) instead of failing")
+    clean: CleanConfig = Field(CleanConfig(), description="seq2seq: duplicates and misfit lengths dropped from "
+                                                          "the training pairs")
     prepared: str | None = Field(
         None, description="a directory that `seqlab data prepare` wrote for this config: training reads the splits' "
                           "token ids from its shards, memory-mapped, and its tokenizers, instead of reading and "
@@ -140,7 +181,8 @@ class DataConfig(Section):
         return self
 
 
-PAIRS = ("task", "book", "tsv", "aligned", "csv")  # the formats of ``Corpus``: pairs of a source and a target
+PAIRS = ("task", "book", "tsv", "aligned", "csv", "jsonl", "parquet")  # ``Corpus``'s formats: source-target pairs
 FORMATS = {  # each format's files, in an error's words
     "task": "generated pairs", "book": "the book's files", "tsv": "TSV files", "aligned": "aligned files",
-    "csv": "CSV files", "squad": "SQuAD files", "lines": "lines of text"}
+    "csv": "CSV files", "jsonl": "JSON Lines files", "parquet": "Parquet files", "squad": "SQuAD files",
+    "lines": "lines of text"}

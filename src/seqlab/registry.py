@@ -54,6 +54,7 @@ class Kind:
     best_metric: ClassVar[str] = "loss"  # the one that does unless ``train.best_metric`` says
     shapes_sources: ClassVar[bool] = False  # whether ``data.source_eos`` / ``data.source_width`` apply to it
     prepares: ClassVar[bool] = False  # whether its family has ``prepare`` (``seqlab data prepare``, data.prepared)
+    cleans: ClassVar[bool] = False  # whether its training pairs are cleaned by data.clean (source and target texts)
 
     def sections(self) -> dict[str, type[Any]]:
         """Its configs' ``model`` sections (``seqlab.config.ModelSection`` subclasses), by ``model.type``."""

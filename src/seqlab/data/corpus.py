@@ -1,8 +1,9 @@
 """Reading parallel corpora into ``(source, target)`` pairs.
 
 Formats (see :mod:`seqlab.config`): the book's ``question_answer`` files, TSV,
-two aligned line files, and CSV with named columns. Any file may be gzipped
-(``.gz`` suffix). Files are read as bytes and decoded as UTF-8 line by line,
+two aligned line files, CSV with named columns, JSON Lines with named fields, and
+Parquet with named columns. Any file but Parquet may be gzipped (``.gz``
+suffix). Files are read as bytes and decoded as UTF-8 line by line,
 so an undecodable byte is reported with its line; a UTF-8 BOM is tolerated.
 
 Text: the line ending (``\\n`` or ``\\r\\n``) is removed and each side is
@@ -19,6 +20,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import json
 import logging
 import os
 from collections.abc import Iterable, Iterator
@@ -29,7 +31,9 @@ from seqlab.corpora import (
     BookCorpus,
     Corpus,
     CsvCorpus,
+    JsonlCorpus,
     LinesCorpus,
+    ParquetCorpus,
     SquadCorpus,
     TaskCorpus,
     TextCorpus,
@@ -198,6 +202,56 @@ def _csv_pairs(path: Path, source_column: str, target_column: str, bad: BadLines
         raise DataError(f"{path}:{reader.line_num}: not valid CSV: {exc}") from None
 
 
+def _jsonl_pairs(path: Path, source_field: str, target_field: str, bad: BadLines) -> Iterator[Pair]:
+    """One JSON object a line, its two text fields the pair (other fields ignored)."""
+    for lineno, line in _lines(path):
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            bad(path, lineno, f"not valid JSON: {exc.msg} (column {exc.colno})")
+            continue
+        if not isinstance(record, dict):
+            bad(path, lineno, f"expected a JSON object, found {type(record).__name__}")
+            continue
+        source, target = record.get(source_field), record.get(target_field)
+        if not isinstance(source, str) or not isinstance(target, str):
+            name = source_field if not isinstance(source, str) else target_field
+            bad(path, lineno, f"no field {name!r}" if name not in record else f"field {name!r} is not a string")
+            continue
+        source, target = source.strip(), target.strip()
+        if reason := _empty_side(source, target):
+            bad(path, lineno, reason)
+            continue
+        yield source, target
+
+
+def _parquet_pairs(path: Path, source_column: str, target_column: str, bad: BadLines) -> Iterator[Pair]:
+    """Two text columns of a Parquet file, a record batch at a time; a bad row is named by its number (from 1)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.ParquetFile(path)
+    except (OSError, pa.ArrowException) as exc:
+        raise DataError(f"{path}: not a readable Parquet file ({exc})") from None
+    schema = table.schema_arrow
+    for name in (source_column, target_column):
+        if name not in schema.names:
+            raise DataError(f"{path}: no column {name!r}; the columns are {', '.join(map(repr, schema.names))}")
+        if not (pa.types.is_string(schema.field(name).type) or pa.types.is_large_string(schema.field(name).type)):
+            raise DataError(f"{path}: column {name!r} holds {schema.field(name).type}, not text")
+    row = 0
+    for batch in table.iter_batches(batch_size=10_000, columns=[source_column, target_column]):
+        for source, target in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist()):
+            row += 1
+            if source is None or target is None:
+                bad.report(f"{path}: row {row}: no {'source' if source is None else 'target'} (null)")
+            elif reason := _empty_side(source.strip(), target.strip()):
+                bad.report(f"{path}: row {row}: {reason}")
+            else:
+                yield source.strip(), target.strip()
+
+
 def _pairs(spec: Corpus, data_dir: Path, bad: BadLines) -> tuple[Path, Iterator[Pair]]:
     """A file corpus's first file and its pairs, read as they are asked for."""
     if isinstance(spec, BookCorpus):
@@ -212,6 +266,12 @@ def _pairs(spec: Corpus, data_dir: Path, bad: BadLines) -> tuple[Path, Iterator[
     if isinstance(spec, CsvCorpus):
         origin = locate(spec.path, data_dir)
         return origin, _csv_pairs(origin, spec.source_column, spec.target_column, bad)
+    if isinstance(spec, JsonlCorpus):
+        origin = locate(spec.path, data_dir)
+        return origin, _jsonl_pairs(origin, spec.source_field, spec.target_field, bad)
+    if isinstance(spec, ParquetCorpus):
+        origin = locate(spec.path, data_dir)
+        return origin, _parquet_pairs(origin, spec.source_column, spec.target_column, bad)
     raise TypeError(f"not a corpus spec: {spec!r}")
 
 

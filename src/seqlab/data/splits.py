@@ -8,15 +8,18 @@ is dropped as the corpus is split, and asking for it in any way raises :class:`W
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar, cast
 
 import numpy as np
 
-from seqlab.corpora import Corpus, DataConfig, LinesCorpus, SplitConfig, SquadCorpus, TaskCorpus, TextCorpus
+from seqlab.corpora import CleanConfig, Corpus, DataConfig, LinesCorpus, SplitConfig, SquadCorpus, TaskCorpus, TextCorpus
+from seqlab.data.clean import Cleaned, cleaned
 from seqlab.data.corpus import BadLines, CorpusStream, DataError, Pair, locate, read_corpus, read_sentences
 from seqlab.data.squad import Question, read_squad
 
@@ -92,9 +95,16 @@ def split_pairs(items: list[Item], split: SplitConfig,
     ``{valid: 0, test: 5000, seed: 1984}`` on the book's date.txt is the book's split
     (``numpy.random.seed(1984); numpy.random.shuffle(indices)``, 45,000 train, 5,000 test). With ``split.by:
     source`` the items of one ``source`` text are put together where the first of them fell, and a cut inside
-    such a group moves to its start, so the whole group goes to the later split. In a selection run the test
+    such a group moves to its start, so the whole group goes to the later split. With ``split.by: hash`` each
+    item goes where ``hashed_split`` sends its source, in the corpus's order. In a selection run the test
     items are not taken out of the corpus at all (the dict has no ``test``).
     """
+    if split.by == "hash":
+        assert source is not None, "split.by hash needs the items' source text"
+        hashed = {name: [item for item in items if hashed_split(source(item), split) == name] for name in SPLITS}
+        if selection_run():
+            del hashed["test"]
+        return hashed
     n = len(items)
     n_valid, n_test = _size(split.valid, n, "valid"), _size(split.test, n, "test")
     idx = np.arange(n)
@@ -113,6 +123,16 @@ def split_pairs(items: list[Item], split: SplitConfig,
     if selection_run():
         del parts["test"]
     return {name: [items[i] for i in part] for name, part in parts.items()}
+
+
+def hashed_split(source: str, split: SplitConfig) -> str:
+    """The split of an item whose source text is ``source`` by ``split.by: hash``: u, the first 8 bytes of
+    BLAKE2b(seed, source) as a fraction of 2^64, is uniform in [0, 1); test below ``split.test``, valid below
+    ``split.test + split.valid``, else train. The same text always goes to the same split, whatever else the corpus
+    holds."""
+    digest = hashlib.blake2b(source.encode(), digest_size=8, key=str(split.seed).encode()).digest()
+    u = int.from_bytes(digest, "big") / 2**64
+    return "test" if u < split.test else "valid" if u < split.test + split.valid else "train"
 
 
 def _grouped(order: np.ndarray, keys: list[str]) -> np.ndarray:
@@ -152,22 +172,52 @@ def _explicit(cfg: DataConfig, read: Callable[[object], list[Item]]) -> Splits[I
 
 
 def load_splits(cfg: DataConfig, data_dir: Path) -> Splits[Pair]:
-    """``{"train", "valid", "test"}`` pairs of a data config; test is ``[]`` when explicit files name none."""
+    """``{"train", "valid", "test"}`` pairs of a data config, the training pairs cleaned as ``data.clean`` says;
+    test is ``[]`` when explicit files name none."""
     def read(spec: object) -> list[Pair]:
         return read_corpus(cast(Corpus, spec), data_dir, cfg.skip_bad_lines)
 
-    if cfg.corpus is not None:
-        return _shuffled(lambda: read(cfg.corpus), cfg.split, lambda pair: pair[0])
-    return _explicit(cfg, read)
+    if cfg.corpus is None:
+        splits = _explicit(cfg, read)
+    elif cfg.split.by == "hash" and _streams(cfg.corpus):  # each split read in a pass of its own, never all at once
+        splits = Splits(lambda name: list(HashedPart(CorpusStream(cast(Corpus, cfg.corpus), data_dir,
+                                                                  cfg.skip_bad_lines), cfg.split, name)))
+    else:
+        splits = _shuffled(lambda: read(cfg.corpus), cfg.split, lambda pair: pair[0])
+    if cfg.clean == CleanConfig():
+        return splits
+    return Splits(lambda name: cleaned(splits[name], cfg.clean) if name == "train" else splits[name])
 
 
-def streamed_train(cfg: DataConfig, data_dir: Path) -> CorpusStream | None:
-    """The training pairs of explicit ``data.train`` files as a ``CorpusStream`` (read from the files at each pass,
-    never held whole: ``seqlab data prepare``); None for a corpus cut into splits, or generated, which is read
-    whole."""
-    if cfg.train is None or isinstance(cfg.train, (TaskCorpus, LinesCorpus, SquadCorpus)):
+def streamed_train(cfg: DataConfig, data_dir: Path) -> Iterable[Pair] | None:
+    """The training pairs of explicit ``data.train`` files, or of a corpus split by hash, as they are read from the
+    files at each pass, never held whole (``seqlab data prepare``), cleaned as they are read (``data.clean``); None
+    for a corpus shuffled into splits, or generated, which is read whole."""
+    spec = cfg.train if cfg.corpus is None else cfg.corpus if cfg.split.by == "hash" else None
+    if spec is None or not _streams(spec):
         return None
-    return CorpusStream(cast(Corpus, cfg.train), data_dir, cfg.skip_bad_lines)
+    stream: Iterable[Pair] = CorpusStream(cast(Corpus, spec), data_dir, cfg.skip_bad_lines)
+    if cfg.corpus is not None:
+        stream = HashedPart(stream, cfg.split, "train")
+    return stream if cfg.clean == CleanConfig() else Cleaned(stream, cfg.clean)
+
+
+def _streams(spec: TextCorpus) -> bool:
+    """Whether the corpus is pairs read from files, which ``CorpusStream`` reads at each pass."""
+    return not isinstance(spec, (TaskCorpus, LinesCorpus, SquadCorpus))
+
+
+@dataclass(frozen=True)
+class HashedPart(Iterable[Pair]):
+    """The pairs of ``corpus`` that ``hashed_split`` sends to the split ``name``, in the corpus's order, at each
+    pass."""
+
+    corpus: Iterable[Pair]
+    split: SplitConfig
+    name: str
+
+    def __iter__(self) -> Iterator[Pair]:
+        return (pair for pair in self.corpus if hashed_split(pair[0], self.split) == self.name)
 
 
 def load_sentence_splits(cfg: DataConfig, data_dir: Path) -> Splits[str]:

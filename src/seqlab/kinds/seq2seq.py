@@ -20,6 +20,7 @@ class Seq2seqModels(Kind):
     best_metric = "bleu"
     shapes_sources = True
     prepares = True
+    cleans = True
 
     def sections(self) -> dict[str, type[Any]]:
         from seqlab.model.rnn import RNNConfig
