@@ -55,6 +55,8 @@ def test_streams_of_a_steps_parts_give_one_batch_each_and_a_process_reads_its_ow
 
     epoch = EpochSteps([Unread([np.array([0])]), [np.array([10]), np.array([11])]], 2, World(rank=1, size=2))
     assert len(epoch) == 3 and [[int(b[0]) for b in g] for g in epoch.groups()] == [[10], [11], [10]]
+    with pytest.raises(ValueError, match="^3 streams of batches for steps of 2: Family.batches returns one stream"):
+        EpochSteps([[np.array([0])]] * 3, 2, World())  # e.g. a kind that returns its batches, not streams of them
 
 
 def test_each_rank_takes_its_slice_of_a_step():

@@ -172,7 +172,9 @@ class EpochSteps:
             self.read = streams
             self.count = -(-len(streams[0]) // parts)
         else:
-            assert len(streams) == parts, (len(streams), parts)
+            if len(streams) != parts:
+                raise ValueError(f"{len(streams)} streams of batches for steps of {parts}: Family.batches returns one "
+                                 "stream of batches, or one for each of a step's parts")
             mine = world.positions(parts // world.size)
             self.read = streams[mine.start:mine.stop]
             self.count = world.max(max(map(len, self.read)))
