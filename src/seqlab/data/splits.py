@@ -101,7 +101,11 @@ def split_pairs(items: list[Item], split: SplitConfig,
     """
     if split.by == "hash":
         assert source is not None, "split.by hash needs the items' source text"
-        hashed = {name: [item for item in items if hashed_split(source(item), split) == name] for name in SPLITS}
+        hashed: dict[str, list[Item]] = {name: [] for name in SPLITS}
+        for item in items:  # each item's hash once
+            hashed[hashed_split(source(item), split)].append(item)
+        if not hashed["train"]:
+            raise DataError(f"data.split: by hash, none of the corpus's {len(items)} items falls in train")
         if selection_run():
             del hashed["test"]
         return hashed
