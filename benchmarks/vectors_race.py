@@ -4,7 +4,7 @@
         --book-repo /tmp/dlfs2 --json /tmp/vectors_race.json [--results DIR]
     python benchmarks/vectors_race.py ... --quick        # a smoke run of a few minutes
     python benchmarks/vectors_race.py --data-dir ../shared/data --repeat 27 --systems seqlab gensim \
-        --seeds 1 2 3 --workers 1 2                         # words/s on 20 million words (issue 40)
+        --seeds 1 2 3 --workers 1 2 [--methods cbow]        # words/s on 20 million words (issue 40)
 
 One command, one machine, one corpus, one scoring:
 
@@ -30,9 +30,12 @@ One command, one machine, one corpus, one scoring:
   ``seed``) and each of ``--workers``. Timed: ``Word2Vec(sentences, ...)``
   (build_vocab + train) plus reading the tokenised file into lists. With 2 workers neither gensim nor seqlab
   is deterministic for a seed: their seeds give different runs, but not reproducible ones.
-* **Order.** For each method and number of workers, seqlab and gensim take turns seed by seed (seqlab seed 1,
-  gensim seed 1, seqlab seed 2, ...): a shared VM's speed drifts over minutes, and runs side by side feel the
-  same drift.
+* **Order.** For each method (``--methods``), seed by seed, every number of workers of seqlab and gensim in
+  turn (seqlab 1 worker seed 1, gensim 1 worker seed 1, seqlab 2 workers seed 1, gensim 2 workers seed 1,
+  seqlab 1 worker seed 2, ...): a shared VM's speed drifts over minutes (on a 2-core AMD EPYC the same
+  one-thread epoch took 6.2-9.3 s of CPU time from minute to minute), and runs side by side feel the same
+  drift. Scaling from the fewest workers to the most is also given seed by seed, each ratio of two runs made
+  back to back.
 * **Words/s**, the same for both: the corpus's words × epochs ÷ the training's seconds (the epochs': seqlab's
   log, gensim's epoch callbacks), and ÷ the whole run's time above (the vocabulary and the saving too). seqlab's
   first epoch includes compiling its kernel: each run gets an empty numba cache (``NUMBA_CACHE_DIR``), as a
@@ -336,6 +339,14 @@ def _speeds(mine: dict[str, Any], theirs: dict[str, Any]) -> str:
             f"{ratio_range(mine['_raw']['words_per_s'], theirs['_raw']['words_per_s'])} whole run")
 
 
+def _paired(mine: dict[str, Any], theirs: dict[str, Any]) -> str:
+    """The training words/s of each seed's run in one group over the same seed's in the other: median (range)."""
+    own = dict(zip(mine["seeds"], mine["_raw"]["training_words_per_s"]))
+    other = dict(zip(theirs["seeds"], theirs["_raw"]["training_words_per_s"]))
+    each = [own[seed] / other[seed] for seed in own if seed in other]
+    return f"{statistics.median(each):.2f}× ({min(each):.2f}–{max(each):.2f}×)" if each else "no seed in both"
+
+
 def ratios(rows: list[dict[str, Any]], epochs: int) -> list[str]:
     """seqlab's words/s over gensim's for each method and worker count, each system's from 1 worker to the most,
     and the book's time an epoch over seqlab's CBOW's."""
@@ -354,7 +365,8 @@ def ratios(rows: list[dict[str, Any]], epochs: int) -> list[str]:
             one, most = find(system, method, epochs, counts[0]), find(system, method, epochs, counts[-1])
             if one and most:
                 notes.append(f"{method}, {system}: words/s with {counts[-1]} workers ÷ with {counts[0]} = "
-                             f"{_speeds(most, one)}")
+                             f"{_speeds(most, one)}; seed by seed (the two runs of a seed back to back) "
+                             f"{_paired(most, one)}")
     book = next((r for r in rows if r["system"] == "book"), None)
     if book:
         same = find("seqlab", "cbow", book["epochs"], 1)
@@ -406,6 +418,8 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, nargs="+", default=[1, 2],
                         help="each word2vec system's threads, a row per count")
     parser.add_argument("--repeat", type=int, default=1, help="the sentences this many times over")
+    parser.add_argument("--methods", nargs="+", default=["skipgram", "cbow"], choices=["skipgram", "cbow"],
+                        help="the word2vec methods raced (both by default)")
     parser.add_argument("--eval-dir", help="questions-words.txt, wordsim353.tsv, simlex999.txt "
                         "(default: those of the gensim package)")
     parser.add_argument("--book-repo", help="a checkout of oreilly-japan/deep-learning-from-scratch-2 (book skipped if absent)")
@@ -453,19 +467,22 @@ def run_systems(args: argparse.Namespace, work: Path, corpus_file: Path, vocabul
             print(f"{label} seed {r['seed']}: {r['train_s']:.1f} s, analogy {s['analogy']:.2f} %, "
                   f"ws353 {s['ws353']}, simlex {s['simlex']}", file=sys.stderr, flush=True)
 
-    for method, sg in (("skipgram", 1), ("cbow", 0)):
-        for workers in args.workers:  # the systems take turns seed by seed: a drift of the machine's speed hits both
-            ours: list[dict[str, Any]] = []
-            theirs: list[dict[str, Any]] = []
-            for seed in args.seeds:
+    for method in args.methods:
+        ours: dict[int, list[dict[str, Any]]] = {workers: [] for workers in args.workers}
+        theirs: dict[int, list[dict[str, Any]]] = {workers: [] for workers in args.workers}
+        for seed in args.seeds:  # every worker count of both systems in turn, seed by seed: a drift of the
+            for workers in args.workers:  # machine's speed hits them all, and a seed's runs are minutes apart
                 if "seqlab" in args.systems:
-                    ours.append(seqlab_run(args, work, corpus_file, method, seed, train.epochs, [], eval_dir, workers))
+                    ours[workers].append(seqlab_run(args, work, corpus_file, method, seed, train.epochs, [], eval_dir,
+                                                    workers))
                 if "gensim" in args.systems:
-                    theirs.append(gensim_run(args, work, corpus_file, train, sg, seed, eval_dir, workers))
-            if ours:
-                group(f"seqlab {method} * ({workers} workers)", ours)
-            if theirs:
-                group(f"gensim {theirs[0]['gensim']} {method} ({workers} workers)", theirs)
+                    theirs[workers].append(gensim_run(args, work, corpus_file, train, int(method == "skipgram"), seed,
+                                                      eval_dir, workers))
+        for workers in args.workers:
+            if ours[workers]:
+                group(f"seqlab {method} * ({workers} workers)", ours[workers])
+            if theirs[workers]:
+                group(f"gensim {theirs[workers][0]['gensim']} {method} ({workers} workers)", theirs[workers])
     if "book" in args.systems and args.book_repo:
         book = book_run(args, work, ids, vocabulary.words, vocabulary.counts, args.seeds[0], eval_dir)
         group(f"book NumPy CBOW (ch04, Adam, batch {BOOK['batch']}; book runs {BOOK['max_epoch']} epochs)", [book])
@@ -531,7 +548,8 @@ def main(argv: list[str] | None = None) -> None:
     about = caption(corpus, rows[0]["scores"], load)
     print(f"### {made.title} ({datetime.date.today()})\n\nCommand: `{given}`. {report.machine()}. {about}\n\n"
           f"{report.markdown(made)}\n\n`*` = the config's epochs." + "".join(f" {note}." for note in notes) + "\n")
-    race = "vectors_race" if args.repeat == 1 else f"vectors_race-repeat{args.repeat}"  # a record of its own
+    race = "vectors_race" + (f"-repeat{args.repeat}" if args.repeat > 1 else "") + (  # a record of its own
+        f"-{'-'.join(args.methods)}" if len(args.methods) < 2 else "")
     report.publish(Result(race, made.title, given, [made], [run for _, runs in groups for run in runs],
                           notes=[about, "`*` = the config's epochs", *notes]), args.results)
     if args.json:

@@ -1,6 +1,10 @@
 """word2vec's compiled kernel: one update against autograd and torch's SGD, the window, subsampling and negative
 draws against their definitions, and training on several threads."""
 
+import json
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -139,3 +143,53 @@ def test_a_copy_is_merged_every_so_many_words_from_job_to_job():
         kernel.train_job(shared[0], shared[1], np.empty((2, 0, 4), np.float32), np.array([0, 50]), ids, bounds, job,
                          np.ones(30), keep, alias, False, 3, 2, 0.025, 0.0001, np.uint64(job[0] + 1))
     assert all(np.allclose(a, b, atol=1e-6) for a, b in zip(shared, copied))
+
+
+_FIRST_RUN = """
+import json, os, sys
+os.environ["NUMBA_CACHE_DIR"] = sys.argv[1]  # empty: a first run on a machine
+import numpy as np
+from seqlab.vectors import kernel
+from seqlab.vectors.config import VectorsTrainConfig
+from seqlab.vectors.train import train_word2vec
+with kernel.compiling_ahead(True):
+    pass
+sentences = [np.array([0, 1, 2, 3, 1, 0]), np.array([2, 3, 1])]
+for workers in (1, 2):
+    train_word2vec(sentences, np.array([3, 3, 2, 2]), VectorsTrainConfig(method="cbow", dim=4, epochs=1, workers=workers,
+                                                                          min_count=1), progress=False)
+stats = [kernel.train_job.stats, kernel.merge.stats]
+print(json.dumps({"hits": sum(len(s.cache_hits) for s in stats), "misses": sum(len(s.cache_misses) for s in stats)}))
+"""
+
+
+def test_the_kernel_compiled_ahead_is_the_one_a_run_calls(tmp_path):
+    """``compiling_ahead``'s helper compiles ``train_job`` and ``merge`` for exactly the types training calls them
+    with: a first run (empty numba cache) then loads both from the cache and compiles nothing itself."""
+    out = subprocess.run([sys.executable, "-c", _FIRST_RUN, str(tmp_path / "numba")], capture_output=True, text=True,
+                         check=True, timeout=300)
+    assert json.loads(out.stdout.splitlines()[-1]) == {"hits": 2, "misses": 0}
+
+
+def test_a_failing_helper_is_waited_for_and_an_interrupted_block_stops_it(monkeypatch):
+    """A helper that fails is waited for without an error (the run then compiles the kernel itself); a block that
+    raises (an interrupted run) stops a helper still compiling instead of leaving it behind."""
+    started = []
+
+    class Recorded(subprocess.Popen):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            started.append(self)
+
+    monkeypatch.setattr(kernel.subprocess, "Popen", Recorded)
+    monkeypatch.setattr(kernel, "_HELPER", "raise SystemExit(3)")
+    with kernel.compiling_ahead(True):
+        pass
+    assert started[-1].returncode == 3
+    monkeypatch.setattr(kernel, "_HELPER", "import time; time.sleep(60)")
+    with pytest.raises(KeyboardInterrupt), kernel.compiling_ahead(True):
+        raise KeyboardInterrupt
+    assert started[-1].returncode is not None and started[-1].returncode < 0  # killed, not finished
+    with kernel.compiling_ahead(False):
+        pass
+    assert len(started) == 2  # nothing started without ``start``

@@ -26,6 +26,7 @@ from seqlab.config import ConfigError
 from seqlab.data import read_sentences, resolve_data_dir
 from seqlab.rundir import CHECKPOINT, RunDir, RunFileError
 from seqlab.tokenizer import split_words
+from seqlab.vectors import kernel
 from seqlab.vectors.config import VectorsConfig, VectorsTrainConfig
 from seqlab.vectors.count import co_matrix_sparse, ppmi_sparse, svd_vectors
 from seqlab.vectors.pairs import Vocabulary
@@ -48,8 +49,10 @@ def train_vectors(config: VectorsConfig, run_dir: str | Path, data_dir: str | Pa
     resume = run.check_start(config, resume, ("data", "words", "train"))  # every section decides the vectors
     started = time.perf_counter()
     text = read_words(config, data_dir)
-    vocabulary = Vocabulary.build(text, config.train.min_count)
-    ids = vocabulary.encode(text)
+    compile_ahead = config.train.method != "count" and config.train.recipe == "word2vec"
+    with kernel.compiling_ahead(compile_ahead and sum(map(len, text)) >= kernel.AHEAD_WORDS):
+        vocabulary = Vocabulary.build(text, config.train.min_count)
+        ids = vocabulary.encode(text)
     corpus_words = sum(len(sentence) for sentence in ids)
     logger.info("%d sentences, %d words; vocabulary of %d words seen %d times or more",
                 len(ids), corpus_words, len(vocabulary.words), config.train.min_count)

@@ -84,8 +84,8 @@ class _Kernel:
 
     def __init__(self, sentences: Sequence[np.ndarray], counts: np.ndarray, cfg: VectorsTrainConfig) -> None:
         self.cfg = cfg
-        self.ids = stream(sentences).ids  # (words,)
-        self.lengths = np.array([len(s) for s in sentences], dtype=np.int64)  # (sentences,)
+        self.ids = (np.concatenate(sentences) if len(sentences) else np.zeros(0)).astype(np.int64, copy=False)  # (words,)
+        self.lengths = np.fromiter(map(len, sentences), dtype=np.int64, count=len(sentences))  # (sentences,)
         self.bounds = np.concatenate([[0], np.cumsum(self.lengths)])  # sentence s: ids[bounds[s]:bounds[s + 1]]
         self.keep_word = keep_probabilities(counts, cfg.sample)
         self.keep, self.alias = alias_table(unigram_probabilities(counts))
