@@ -28,7 +28,6 @@ import argparse
 import gzip
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -36,23 +35,12 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from report import add_results_option, machine, markdown, publish
+from report import add_scale_options, machine, markdown, peak_run, publish, rounds_ratio
 from scoreboard import Result, Table, command
 
 from seqlab.rundir import RunDir
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def peak_run(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """Run a seqlab command in its own process: its wall seconds and peak resident memory (MiB)."""
-    started = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-m", "seqlab", *argv], env=env, stdout=subprocess.DEVNULL)
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode:
-        raise SystemExit(f"seqlab {' '.join(argv)} failed ({process.returncode})")
-    return time.perf_counter() - started, usage.ru_maxrss / 1024  # Linux: KiB
 
 
 def repeated_data(config: dict[str, Any], data_dir: Path, scale: int, out: Path) -> Path:
@@ -107,13 +95,6 @@ def scale_rows(config_path: Path, data_dir: Path, scale: int, steps: int, in_mem
     return row
 
 
-def _ratio(ratios: list[float]) -> str:
-    """The ratio of one round, or the rounds' median and range."""
-    if len(ratios) == 1:
-        return f"{ratios[0]:.3f}"
-    return f"{statistics.median(ratios):.3f} ({min(ratios):.3f}–{max(ratios):.3f}, {len(ratios)} rounds)"
-
-
 def table(rows: list[dict[str, Any]], config: Path, steps: int) -> Table:
     columns = ["scale", "training pairs", "prepare s", "pairs/s", "prepare peak MiB", "train peak MiB (prepared)",
                "train peak MiB (in memory)", "tokens/s prepared", "tokens/s in memory", "prepared ÷ in memory",
@@ -125,7 +106,7 @@ def table(rows: list[dict[str, Any]], config: Path, steps: int) -> Table:
                     f"{r['prepare_mib']:,.0f}", f"{r['prepared_mib']:,.0f}",
                     f"{r['memory_mib']:,.0f}" if memory else "—", f"{r['prepared_tokens_per_s']:,.0f}",
                     f"{r['memory_tokens_per_s']:,.0f}" if memory else "—",
-                    _ratio(r["ratios"]) if memory else "—",
+                    rounds_ratio(r["ratios"]) if memory else "—",
                     f"{r['prepared_wall_s']:.1f} / {r['memory_wall_s']:.1f}" if memory else f"{r['prepared_wall_s']:.1f}"])
     return Table(f"Prepared corpora: `{config.name}`'s training corpus repeated, {steps} training steps", columns, out)
 
@@ -134,14 +115,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", required=True, type=Path, help="../shared/data")
     parser.add_argument("--config", type=Path, default=ROOT / "configs" / "multi30k_de_en.yaml")
-    parser.add_argument("--scales", type=int, nargs="+", default=[1, 10, 100])
-    parser.add_argument("--memory-scales", type=int, nargs="*", default=[1, 10],
-                        help="the scales also trained from the corpus in memory")
     parser.add_argument("--steps", type=int, default=100)
-    parser.add_argument("--rounds", type=int, default=1, help="trainings each way at each scale, taking turns")
-    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                        help="a config override for every command, e.g. tokens.source.sample=2000000")
-    add_results_option(parser)
+    add_scale_options(parser, [1, 10, 100], "tokens.source.sample=2000000")
     given = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(given)
     with tempfile.TemporaryDirectory(prefix="prepared-data-") as tmp:

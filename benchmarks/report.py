@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -84,3 +85,34 @@ def precision_note() -> str:
     """What ``precision: auto`` runs in here, and whether SEQLAB_PRECISION forced it."""
     forced = " (SEQLAB_PRECISION)" if precision.forced() else ""
     return f"precision auto = {precision.auto_meaning()}{forced}"
+
+
+def peak_run(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
+    """Run a seqlab command (``python -m seqlab ARGV``) in its own process: its wall seconds and peak resident
+    memory (MiB, ``wait4``'s ``ru_maxrss``: the process's own high-water mark)."""
+    started = time.perf_counter()
+    process = subprocess.Popen([sys.executable, "-m", "seqlab", *argv], env=env, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
+    if code := os.waitstatus_to_exitcode(status):
+        raise SystemExit(f"seqlab {' '.join(argv)} failed ({code})")
+    return time.perf_counter() - started, usage.ru_maxrss / 1024  # Linux: KiB
+
+
+def rounds_ratio(ratios: list[float]) -> str:
+    """The ratio of one round, or the rounds' median and range."""
+    if len(ratios) == 1:
+        return f"{ratios[0]:.3f}"
+    return f"{statistics.median(ratios):.3f} ({min(ratios):.3f}–{max(ratios):.3f}, {len(ratios)} rounds)"
+
+
+def add_scale_options(parser: argparse.ArgumentParser, scales: list[int], example: str) -> None:
+    """A scaling benchmark's options: ``--scales`` (the corpus repeated so many times), ``--memory-scales`` (also
+    run from the corpus in memory), ``--rounds`` (each way, taking turns), ``--set`` (``example`` says one) and
+    ``--results``."""
+    parser.add_argument("--scales", type=int, nargs="+", default=scales)
+    parser.add_argument("--memory-scales", type=int, nargs="*", default=[1, 10],
+                        help="the scales also run with the corpus in memory")
+    parser.add_argument("--rounds", type=int, default=1, help="runs each way at each scale, taking turns")
+    parser.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                        help=f"a config override for every command, e.g. {example}")
+    add_results_option(parser)

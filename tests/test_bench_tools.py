@@ -516,3 +516,23 @@ def test_prepared_data_runs_end_to_end(bench: Bench, tmp_path: Path, capsys: pyt
     assert len(run["prepared_runs"]) == len(run["memory_runs"]) == len(run["ratios"]) == 2  # each way twice, in turns
     assert rows[0][9] == (f"{statistics.median(run['ratios']):.3f} ({min(run['ratios']):.3f}–"
                           f"{max(run['ratios']):.3f}, 2 rounds)")
+
+
+def test_vectors_on_disk_runs_end_to_end(bench: Bench, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The scaled corpus is the config's sentences repeated; every scale trains on disk, the memory scales also in
+    memory, to the same corpus words."""
+    data = tmp_path / "data"
+    data.mkdir()
+    words = "one two three four five six seven eight".split()
+    (data / "words.txt").write_text("".join(" ".join(words[i % 5:i % 5 + 3]) + "\n" for i in range(40)), encoding="utf-8")
+    config = tmp_path / "words.yaml"
+    config.write_text(yaml.safe_dump({"data": {"corpora": [{"format": "lines", "path": "words.txt"}]},
+                                      "train": {"method": "cbow", "dim": 8, "min_count": 1, "epochs": 2}}),
+                      encoding="utf-8")
+    bench("vectors_on_disk").main(["--data-dir", str(data), "--config", str(config), "--scales", "3",
+                                   "--memory-scales", "3", "--rounds", "2", "--results", str(tmp_path)])
+    rows = table_rows(capsys.readouterr().out)
+    assert [row[:2] for row in rows] == [["3×", "360"]] and rows[0][3] != "—"  # also trained in memory
+    run = recorded(tmp_path, "vectors_on_disk-words-2rounds").runs[0]
+    assert [r["corpus_words"] for r in run["disk_runs"] + run["memory_runs"]] == [360] * 4
+    assert len(run["ratios"]) == 2 and run["disk_mib"] > 0 and run["disk_words_per_s"] > 0

@@ -15,7 +15,7 @@ from seqlab.rundir import VECTORS, VOCABULARY, RunDir
 from seqlab.vectors import load
 from seqlab.vectors import run as vectors_run
 from seqlab.vectors.config import VectorsConfig
-from seqlab.vectors.run import train_vectors
+from seqlab.vectors.run import CORPUS, train_vectors
 
 GROUPS = [[f"{g}{i}" for i in range(5)] for g in "abcd"]  # four topics of five words each
 
@@ -30,8 +30,8 @@ def corpus_dir(tmp_path_factory):
     return directory
 
 
-def _config(**train) -> VectorsConfig:
-    raw = {"data": {"corpora": [{"format": "lines", "path": "corpus.txt"}]},
+def _config(*, on_disk: bool = False, **train: object) -> VectorsConfig:
+    raw = {"data": {"corpora": [{"format": "lines", "path": "corpus.txt"}], "on_disk": on_disk},
            "train": {"dim": 16, "window": 2, "min_count": 1, "sample": 0, "epochs": 3, "batch_size": 64, "seed": 3} | train}
     return parse_config(raw, schema=VectorsConfig)
 
@@ -44,7 +44,7 @@ def _group_hits(vectors) -> float:
 
 @pytest.mark.parametrize("method", ["count", "cbow", "skipgram"])
 def test_every_method_finds_the_planted_groups(tmp_path, corpus_dir, method):
-    cfg = _config(method=method, **({"dim": 4, "window": 8} if method == "count" else {}))  # 4 groups: 4 components
+    cfg = _config(method=method, dim=4, window=8) if method == "count" else _config(method=method)  # 4 groups: 4 dims
     vectors = train_vectors(cfg, tmp_path / "run", corpus_dir, progress=False)
     assert len(vectors) == 20 and vectors.vectors.shape == (20, cfg.train.dim) and vectors.vectors.dtype == np.float32
     assert vectors.info["method"] == method and vectors.info["corpus_words"] == 1500 * 8
@@ -64,9 +64,10 @@ def test_the_books_cbow_finds_the_planted_groups(tmp_path, corpus_dir):
         _config(method="skipgram", recipe="book")
 
 
-@pytest.mark.parametrize("recipe", ["word2vec", "book"])
-def test_a_killed_word2vec_run_resumes_to_the_same_vectors(tmp_path, corpus_dir, monkeypatch, recipe):
-    cfg = _config(method="cbow", recipe=recipe)
+@pytest.mark.parametrize(("recipe", "on_disk"), [("word2vec", False), ("book", False), ("word2vec", True)])
+def test_a_killed_word2vec_run_resumes_to_the_same_vectors(tmp_path, corpus_dir, monkeypatch, recipe, on_disk):
+    """data.on_disk: the resumed run reads the ids the killed one wrote, not the corpus again."""
+    cfg = _config(on_disk=on_disk, method="cbow", recipe=recipe)
     whole = train_vectors(cfg, tmp_path / "whole", corpus_dir, progress=False)
     save = vectors_run._save_state
 
@@ -84,10 +85,14 @@ def test_a_killed_word2vec_run_resumes_to_the_same_vectors(tmp_path, corpus_dir,
     with pytest.raises(ConfigError, match="already holds a run"):
         train_vectors(cfg, tmp_path / "killed", corpus_dir, progress=False)
     with pytest.raises(ConfigError, match="with a different train.dim"):
-        train_vectors(_config(method="cbow", dim=8, recipe=recipe), tmp_path / "killed", corpus_dir, resume=True,
-                      progress=False)
+        train_vectors(_config(on_disk=on_disk, method="cbow", dim=8, recipe=recipe), tmp_path / "killed", corpus_dir,
+                      resume=True, progress=False)
+    if on_disk:
+        assert (tmp_path / "killed" / CORPUS / "manifest.json").is_file()
+        monkeypatch.setattr(vectors_run, "iter_sentences", None)  # the corpus is not read again
     resumed = train_vectors(cfg, tmp_path / "killed", corpus_dir, resume=True, progress=False)
     assert np.array_equal(resumed.vectors, whole.vectors)  # with the book's Adam, its moments were kept too
+    assert not (tmp_path / "killed" / CORPUS).exists()
     assert [r["epoch"] for r in RunDir(tmp_path / "killed").log()] == [1, 2, 3]
 
 

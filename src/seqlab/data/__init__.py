@@ -10,14 +10,15 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from seqlab.data.corpus import DataError, Pair, read_corpus, read_sentences, resolve_data_dir
+    from seqlab.data.corpus import DataError, Pair, iter_sentences, read_corpus, read_sentences, resolve_data_dir
     from seqlab.data.splits import Splits, WithheldSplit, load_sentence_splits, load_splits, selection_run
     from seqlab.data.tasks import generate_task
 
-__all__ = ["Pair", "DataError", "resolve_data_dir", "read_corpus", "read_sentences", "load_splits",
+__all__ = ["Pair", "DataError", "resolve_data_dir", "read_corpus", "read_sentences", "iter_sentences", "load_splits",
            "load_sentence_splits", "generate_task", "Splits", "WithheldSplit", "selection_run"]
 
 _WHERE = {"DataError": "corpus", "Pair": "corpus", "read_corpus": "corpus", "read_sentences": "corpus",
+          "iter_sentences": "corpus",
           "resolve_data_dir": "corpus", "Splits": "splits", "WithheldSplit": "splits",
           "load_sentence_splits": "splits", "load_splits": "splits", "selection_run": "splits",
           "generate_task": "tasks"}

@@ -321,11 +321,22 @@ class CorpusStream(Iterable[Pair]):
 def read_sentences(spec: TextCorpus, data_dir: Path, skip_bad_lines: bool = False) -> list[str]:
     """The sentences of a monolingual corpus: each non-blank line of a ``lines`` file, stripped, or both
     sides of every pair of a pair corpus (sources first, then targets)."""
+    return list(iter_sentences(spec, data_dir, skip_bad_lines))
+
+
+def iter_sentences(spec: TextCorpus, data_dir: Path, skip_bad_lines: bool = False) -> Iterator[str]:
+    """``read_sentences``'s sentences one at a time: a ``lines`` file is read as they are asked for (a corpus larger
+    than memory); a pair corpus is read whole first."""
     if not isinstance(spec, LinesCorpus):
         pairs = read_corpus(spec, data_dir, skip_bad_lines)
-        return [source for source, _ in pairs] + [target for _, target in pairs]
+        yield from (source for source, _ in pairs)
+        yield from (target for _, target in pairs)
+        return
     path = locate(spec.path, data_dir)
-    sentences = [text for _, line in _lines(path) if (text := line.strip())]
-    if not sentences:
+    blank = True
+    for _, line in _lines(path):
+        if text := line.strip():
+            blank = False
+            yield text
+    if blank:
         raise DataError(f"{path}: no sentences (every line is blank)")
-    return sentences

@@ -57,6 +57,10 @@ class VectorsDataConfig(Section):
 
     corpora: list[TextCorpus] = Field(min_length=1)
     skip_bad_lines: bool = Field(False, description="skip malformed lines (counted) instead of failing")
+    on_disk: bool = Field(False, description="word2vec: the corpus read once as it streams by, its words counted and "
+                                             "written as ids into the run directory, and trained on a window of "
+                                             "about 8 million words at a time: memory no longer grows with the "
+                                             "corpus (lines files are streamed; pair corpora are read whole first)")
 
 
 class VectorsConfig(Section):
@@ -65,3 +69,10 @@ class VectorsConfig(Section):
     data: VectorsDataConfig
     words: WordsConfig = WordsConfig()
     train: VectorsTrainConfig = VectorsTrainConfig()
+
+    @model_validator(mode="after")
+    def _on_disk_is_word2vecs(self) -> VectorsConfig:
+        if self.data.on_disk and (self.train.method == "count" or self.train.recipe == "book"):
+            raise ValueError("data.on_disk is word2vec's (train.recipe word2vec): counting and the book's recipe "
+                             "read the corpus into memory")
+        return self

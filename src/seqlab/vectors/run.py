@@ -16,6 +16,7 @@ epoch ended, or a ``count`` run, which keeps none) starts again from its beginni
 from __future__ import annotations
 
 import logging
+import shutil
 import time
 from pathlib import Path
 
@@ -23,17 +24,19 @@ import numpy as np
 import torch
 
 from seqlab.config import ConfigError
-from seqlab.data import read_sentences, resolve_data_dir
-from seqlab.rundir import CHECKPOINT, RunDir, RunFileError
+from seqlab.data import iter_sentences, read_sentences, resolve_data_dir
+from seqlab.rundir import CHECKPOINT, VOCABULARY, RunDir, RunFileError
 from seqlab.tokenizer import split_words
 from seqlab.vectors import kernel
 from seqlab.vectors.config import VectorsConfig, VectorsTrainConfig
 from seqlab.vectors.count import co_matrix_sparse, ppmi_sparse, svd_vectors
 from seqlab.vectors.pairs import Vocabulary
+from seqlab.vectors.sentences import OnDisk
 from seqlab.vectors.train import Word2VecState, rate, train_word2vec
 from seqlab.vectors.wordvectors import WordVectors
 
 logger = logging.getLogger("seqlab")
+CORPUS = "corpus"  # data.on_disk: the corpus's ids, while the run trains (sentences.OnDisk)
 
 
 def read_words(config: VectorsConfig, data_dir: str | Path | None = None) -> list[list[str]]:
@@ -48,26 +51,52 @@ def train_vectors(config: VectorsConfig, run_dir: str | Path, data_dir: str | Pa
     run = RunDir(run_dir)
     resume = run.check_start(config, resume, ("data", "words", "train"))  # every section decides the vectors
     started = time.perf_counter()
-    text = read_words(config, data_dir)
-    compile_ahead = config.train.method != "count" and config.train.recipe == "word2vec"
-    with kernel.compiling_ahead(compile_ahead and sum(map(len, text)) >= kernel.AHEAD_WORDS):
-        vocabulary = Vocabulary.build(text, config.train.min_count)
-        ids = vocabulary.encode(text)
-    corpus_words = sum(len(sentence) for sentence in ids)
-    logger.info("%d sentences, %d words; vocabulary of %d words seen %d times or more",
-                len(ids), corpus_words, len(vocabulary.words), config.train.min_count)
+    sentences: list[np.ndarray] | OnDisk
+    if config.data.on_disk:
+        sentences, vocabulary = _on_disk(config, data_dir, run, resume, progress)
+    else:
+        sentences, vocabulary = _in_memory(config, data_dir)
+    corpus_words = sentences.words if isinstance(sentences, OnDisk) else sum(map(len, sentences))
+    logger.info("%d words; vocabulary of %d words seen %d times or more", corpus_words, len(vocabulary.words),
+                config.train.min_count)
     if not resume:
         run.save_config(config)
         run.save_vocabulary(vocabulary.words, vocabulary.counts)
     cfg = config.train
-    if cfg.method == "count":
-        vectors = _count_vectors(ids, len(vocabulary.words), cfg)
+    if isinstance(sentences, OnDisk) or cfg.method != "count":
+        vectors = _word2vec_vectors(run, sentences, vocabulary.counts, cfg, resume, progress, corpus_words)
     else:
-        vectors = _word2vec_vectors(run, ids, vocabulary.counts, cfg, resume, progress, corpus_words)
+        vectors = _count_vectors(sentences, len(vocabulary.words), cfg)
     seconds = time.perf_counter() - started
     run.save_vectors(vectors, {"method": cfg.method, "dim": cfg.dim, "vocab_size": len(vocabulary.words),
                                "corpus_words": corpus_words, "seconds": round(seconds, 3)})
+    shutil.rmtree(run.path / CORPUS, ignore_errors=True)  # the vectors are made: the ids on disk have served
     return WordVectors.load(run.path)
+
+
+def _in_memory(config: VectorsConfig, data_dir: str | Path | None) -> tuple[list[np.ndarray], Vocabulary]:
+    """Every sentence's words in memory, counted into the vocabulary and encoded as its ids (word2vec's kernel
+    compiled meanwhile, ``kernel.compiling_ahead``)."""
+    text = read_words(config, data_dir)
+    word2vec = config.train.method != "count" and config.train.recipe == "word2vec"
+    with kernel.compiling_ahead(word2vec and sum(map(len, text)) >= kernel.AHEAD_WORDS):
+        vocabulary = Vocabulary.build(text, config.train.min_count)
+        return vocabulary.encode(text), vocabulary
+
+
+def _on_disk(config: VectorsConfig, data_dir: str | Path | None, run: RunDir, resume: bool,
+             progress: bool | None) -> tuple[OnDisk, Vocabulary]:
+    """``data.on_disk``: the corpus streamed once into ids in the run directory (``sentences.OnDisk``), or the ids
+    and vocabulary a killed run wrote."""
+    written = OnDisk.written(run.path / CORPUS) if resume else None
+    if written is not None and (run.path / VOCABULARY).is_file():
+        logger.info("reading the corpus's ids from %s", run.path / CORPUS)
+        return written, Vocabulary(*run.vocabulary())
+    directory = resolve_data_dir(data_dir)
+    texts = (s for spec in config.data.corpora for s in iter_sentences(spec, directory, config.data.skip_bad_lines))
+    with kernel.compiling_ahead(True):
+        return OnDisk.write(texts, run.path / CORPUS, config.train.min_count, config.words.lowercase,
+                            config.words.morphemes, progress)
 
 
 def _count_vectors(ids: list[np.ndarray], vocab_size: int, cfg: VectorsTrainConfig) -> np.ndarray:
@@ -82,7 +111,7 @@ def _count_vectors(ids: list[np.ndarray], vocab_size: int, cfg: VectorsTrainConf
     return vectors
 
 
-def _word2vec_vectors(run: RunDir, ids: list[np.ndarray], counts: np.ndarray, cfg: VectorsTrainConfig,
+def _word2vec_vectors(run: RunDir, ids: list[np.ndarray] | OnDisk, counts: np.ndarray, cfg: VectorsTrainConfig,
                       resume: bool, progress: bool | None, corpus_words: int) -> np.ndarray:
     state = _restore(run, len(counts), cfg) if resume else None
     run.truncate_log(1 + (state.epochs_done if state is not None else 0))  # the epochs the state has done

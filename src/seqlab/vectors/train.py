@@ -13,6 +13,7 @@ an epoch's end (``Word2VecState``) trains as the unbroken run: with one worker, 
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +26,7 @@ from tqdm import tqdm
 from seqlab.vectors import kernel
 from seqlab.vectors.config import VectorsTrainConfig
 from seqlab.vectors.pairs import Stream, cbow_examples, keep_probabilities, stream, subsample
+from seqlab.vectors.sentences import InMemory, Sentences
 from seqlab.vectors.word2vec import NegativeSamplingWord2Vec, UnigramSampler, alias_table, unigram_probabilities
 
 JOB_WORDS = 10_000  # words of a job: how often the threads take work and the progress bar moves
@@ -58,17 +60,22 @@ def rate(cfg: VectorsTrainConfig, done: float) -> float:
     return cfg.alpha if cfg.recipe == "book" else cfg.alpha - (cfg.alpha - cfg.min_alpha) * done
 
 
-def train_word2vec(sentences: Sequence[np.ndarray], counts: np.ndarray, cfg: VectorsTrainConfig,
+def train_word2vec(sentences: Sequence[np.ndarray] | Sentences, counts: np.ndarray, cfg: VectorsTrainConfig,
                    progress: bool | None = None, state: Word2VecState | None = None,
                    on_epoch: Callable[[Word2VecState, float], None] | None = None) -> NegativeSamplingWord2Vec:
-    """sentences: word ids (``Vocabulary.encode``); counts (V,): each word's occurrences. Goes on from
-    ``state`` when given; ``on_epoch(state, loss per example)`` is called after every epoch. Returns the model;
-    its ``word_vecs`` (V, dim) are the vectors."""
+    """sentences: word ids (``Vocabulary.encode``), or the windows of ``seqlab.vectors.sentences`` (a corpus on
+    disk); counts (V,): each word's occurrences. Goes on from ``state`` when given; ``on_epoch(state, loss per
+    example)`` is called after every epoch. Returns the model; its ``word_vecs`` (V, dim) are the vectors."""
     if cfg.method not in ("cbow", "skipgram"):
         raise ValueError(f"word2vec trains cbow or skipgram, not {cfg.method!r}")
     state = state or Word2VecState.start(len(counts), cfg)
-    epoch_of = _book_epoch(sentences, counts, cfg, state) if cfg.recipe == "book" else _Kernel(sentences, counts, cfg)
-    words = sum(len(sentence) for sentence in sentences)
+    if cfg.recipe == "book":
+        if not isinstance(sentences, Sequence):
+            raise ValueError("the book's recipe trains on sentences in memory, not on a corpus on disk")
+        epoch_of = _book_epoch(sentences, counts, cfg, state)
+    else:
+        epoch_of = _Kernel(sentences if not isinstance(sentences, Sequence) else InMemory.of(sentences), counts, cfg)
+    words = sentences.words if not isinstance(sentences, Sequence) else sum(map(len, sentences))
     for epoch in range(state.epochs_done, cfg.epochs):
         with tqdm(total=words, desc=f"epoch {epoch + 1}/{cfg.epochs}", unit="word", unit_scale=True, leave=False,
                   disable=None if progress is None else not progress) as bar:
@@ -79,56 +86,68 @@ def train_word2vec(sentences: Sequence[np.ndarray], counts: np.ndarray, cfg: Vec
     return state.model
 
 
-class _Kernel:
-    """word2vec's epochs in ``kernel.train_job``: the corpus as one array, cut into jobs for the threads."""
+Job = tuple[np.ndarray, float, float, np.uint64]  # sentences (indices in their window), the rate at the job's start
+# and end, its seed
 
-    def __init__(self, sentences: Sequence[np.ndarray], counts: np.ndarray, cfg: VectorsTrainConfig) -> None:
+
+class _Kernel:
+    """word2vec's epochs in ``kernel.train_job``: a window of the corpus at a time, cut into jobs for the threads.
+
+    An epoch takes the windows in an order drawn from (seed, epoch), and each window's sentences in an order drawn
+    from (seed, epoch, 1 + window); a corpus of one window (every corpus in memory) takes its sentences in the
+    order drawn from (seed, epoch), as before windows. The rate falls by the words of the whole epoch behind."""
+
+    def __init__(self, sentences: Sentences, counts: np.ndarray, cfg: VectorsTrainConfig) -> None:
         self.cfg = cfg
-        self.ids = (np.concatenate(sentences) if len(sentences) else np.zeros(0)).astype(np.int64, copy=False)  # (words,)
-        self.lengths = np.fromiter(map(len, sentences), dtype=np.int64, count=len(sentences))  # (sentences,)
-        self.bounds = np.concatenate([[0], np.cumsum(self.lengths)])  # sentence s: ids[bounds[s]:bounds[s + 1]]
+        self.sentences = sentences
         self.keep_word = keep_probabilities(counts, cfg.sample)
         self.keep, self.alias = alias_table(unigram_probabilities(counts))
 
     def __call__(self, state: Word2VecState, epoch: int, bar: tqdm) -> float:
         """One epoch; the loss per example."""
         w_in, w_out = (table.weight.detach().numpy() for table in (state.model.w_in, state.model.w_out))
-        jobs = list(self._jobs(epoch))
         copies = _OwnRows(w_out, self.cfg.method, self.cfg.workers)
-        loss, examples = 0.0, 0
+        windows = self.sentences.window_words
+        order = np.random.default_rng([self.cfg.seed, epoch]).permutation(len(windows)) if len(windows) > 1 else [0]
+        loss, examples, behind = 0.0, 0, 0
         pool = ThreadPoolExecutor(self.cfg.workers)
         try:
-            done = pool.map(lambda job: self._train(w_in, w_out, copies, job), jobs)
-            for (job_loss, job_examples), job in zip(done, jobs):
-                loss, examples = loss + job_loss, examples + job_examples
-                bar.update(int(self.lengths[job[0]].sum()))
-                bar.set_postfix_str(f"alpha {job[2]:.5f}", refresh=False)
+            for window in order:
+                ids, lengths = self.sentences.window(window)
+                bounds = np.concatenate([[0], np.cumsum(lengths)])  # sentence s: ids[bounds[s]:bounds[s + 1]]
+                jobs = list(self._jobs(epoch, window, lengths, behind))
+                done = pool.map(functools.partial(self._train, w_in, w_out, copies, ids, bounds), jobs)
+                for (job_loss, job_examples), job in zip(done, jobs):
+                    loss, examples = loss + job_loss, examples + job_examples
+                    bar.update(int(lengths[job[0]].sum()))
+                    bar.set_postfix_str(f"alpha {job[2]:.5f}", refresh=False)
+                behind += int(windows[window])
         finally:  # interrupted: the jobs not started are dropped, not trained to the epoch's end
             pool.shutdown(cancel_futures=True)
         copies.merge_all()
         return loss / max(examples, 1)
 
-    def _train(self, w_in: np.ndarray, w_out: np.ndarray, copies: _OwnRows,
-               job: tuple[np.ndarray, float, float, np.uint64]) -> tuple[float, int]:
+    def _train(self, w_in: np.ndarray, w_out: np.ndarray, copies: _OwnRows, ids: np.ndarray, bounds: np.ndarray,
+               job: Job) -> tuple[float, int]:
         """One job on this thread, on its own copy of W_out's first rows (``_OwnRows``)."""
         own = copies.mine()
-        return kernel.train_job(w_in, w_out, own.copy, own.clock, self.ids, self.bounds, job[0], self.keep_word,
-                                self.keep, self.alias, self.cfg.method == "cbow", self.cfg.window, self.cfg.negative,
-                                job[1], job[2], job[3])
+        return kernel.train_job(w_in, w_out, own.copy, own.clock, ids, bounds, job[0], self.keep_word, self.keep,
+                                self.alias, self.cfg.method == "cbow", self.cfg.window, self.cfg.negative, job[1],
+                                job[2], job[3])
 
-    def _jobs(self, epoch: int) -> Iterator[tuple[np.ndarray, float, float, np.uint64]]:
-        """The epoch's jobs: sentences (in an order drawn from the seed and the epoch), the rate at their start and
-        end, and a seed."""
-        order = np.random.default_rng([self.cfg.seed, epoch]).permutation(len(self.lengths))
-        before = np.concatenate([[0], np.cumsum(self.lengths[order])])  # words before each place in the order
+    def _jobs(self, epoch: int, window: int, lengths: np.ndarray, behind: int) -> Iterator[Job]:
+        """A window's jobs in the epoch, ``behind`` words of the epoch before it."""
+        drawn = [self.cfg.seed, epoch] + ([1 + int(window)] if len(self.sentences.window_words) > 1 else [])
+        order = np.random.default_rng(drawn).permutation(len(lengths))
+        before = np.concatenate([[0], np.cumsum(lengths[order])])  # words before each place in the order
         cuts = np.searchsorted(before, np.arange(0, before[-1], JOB_WORDS), side="right") - 1
         cuts = np.append(np.unique(cuts), len(order))
-        seeds = np.random.SeedSequence([self.cfg.seed, epoch]).generate_state(len(cuts) - 1, dtype=np.uint64)
-        total, epochs = max(int(before[-1]), 1), self.cfg.epochs
+        seeds = np.random.SeedSequence(drawn).generate_state(len(cuts) - 1, dtype=np.uint64)
+        total, epochs = max(self.sentences.words, 1), self.cfg.epochs
         for k in range(len(cuts) - 1):
             start, stop = cuts[k], cuts[k + 1]
-            yield (order[start:stop], rate(self.cfg, (epoch + before[start] / total) / epochs),
-                   rate(self.cfg, (epoch + before[stop] / total) / epochs), seeds[k])
+            yield (order[start:stop], rate(self.cfg, (epoch + (behind + before[start]) / total) / epochs),
+                   rate(self.cfg, (epoch + (behind + before[stop]) / total) / epochs), seeds[k])
 
 
 @dataclass
