@@ -45,7 +45,7 @@ def atomic_open(path: str | Path) -> Iterator[BinaryIO]:
         if isinstance(exc, OSError) and exc.filename is None:
             exc.filename = str(path)  # "[Errno 28] No space left on device: 'RUN/model.safetensors'"
         raise
-    _fsync_directory(path.parent)
+    fsync_directory(path.parent)
 
 
 def atomic_write(path: str | Path, data: bytes | str) -> None:
@@ -71,7 +71,7 @@ def remove_temporaries(directory: str | Path) -> int:
     return removed
 
 
-def _fsync_directory(directory: Path) -> None:
+def fsync_directory(directory: str | Path) -> None:
     """Flush ``directory``'s entries (a rename into it) to disk; nothing where a directory cannot be opened."""
     flags = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
     try:

@@ -31,7 +31,7 @@ from seqlab.vectors import kernel
 from seqlab.vectors.config import VectorsConfig, VectorsTrainConfig
 from seqlab.vectors.count import co_matrix_sparse, ppmi_sparse, svd_vectors
 from seqlab.vectors.pairs import Vocabulary
-from seqlab.vectors.sentences import OnDisk
+from seqlab.vectors.sentences import InMemory, OnDisk, Sentences
 from seqlab.vectors.train import Word2VecState, rate, train_word2vec
 from seqlab.vectors.wordvectors import WordVectors
 
@@ -51,22 +51,22 @@ def train_vectors(config: VectorsConfig, run_dir: str | Path, data_dir: str | Pa
     run = RunDir(run_dir)
     resume = run.check_start(config, resume, ("data", "words", "train"))  # every section decides the vectors
     started = time.perf_counter()
-    sentences: list[np.ndarray] | OnDisk
+    sentences: list[np.ndarray] | Sentences
     if config.data.on_disk:
         sentences, vocabulary = _on_disk(config, data_dir, run, resume, progress)
     else:
         sentences, vocabulary = _in_memory(config, data_dir)
-    corpus_words = sentences.words if isinstance(sentences, OnDisk) else sum(map(len, sentences))
+    corpus_words = sum(map(len, sentences)) if isinstance(sentences, list) else sentences.words
     logger.info("%d words; vocabulary of %d words seen %d times or more", corpus_words, len(vocabulary.words),
                 config.train.min_count)
     if not resume:
         run.save_config(config)
         run.save_vocabulary(vocabulary.words, vocabulary.counts)
     cfg = config.train
-    if isinstance(sentences, OnDisk) or cfg.method != "count":
-        vectors = _word2vec_vectors(run, sentences, vocabulary.counts, cfg, resume, progress, corpus_words)
-    else:
+    if isinstance(sentences, list) and cfg.method == "count":
         vectors = _count_vectors(sentences, len(vocabulary.words), cfg)
+    else:
+        vectors = _word2vec_vectors(run, sentences, vocabulary.counts, cfg, resume, progress, corpus_words)
     seconds = time.perf_counter() - started
     run.save_vectors(vectors, {"method": cfg.method, "dim": cfg.dim, "vocab_size": len(vocabulary.words),
                                "corpus_words": corpus_words, "seconds": round(seconds, 3)})
@@ -74,14 +74,16 @@ def train_vectors(config: VectorsConfig, run_dir: str | Path, data_dir: str | Pa
     return WordVectors.load(run.path)
 
 
-def _in_memory(config: VectorsConfig, data_dir: str | Path | None) -> tuple[list[np.ndarray], Vocabulary]:
-    """Every sentence's words in memory, counted into the vocabulary and encoded as its ids (word2vec's kernel
-    compiled meanwhile, ``kernel.compiling_ahead``)."""
+def _in_memory(config: VectorsConfig, data_dir: str | Path | None) -> tuple[list[np.ndarray] | InMemory, Vocabulary]:
+    """Every sentence's words in memory, counted into the vocabulary and encoded as its ids: for word2vec's kernel
+    (compiled meanwhile, ``kernel.compiling_ahead``) one array of them (``sentences.InMemory``), for counting and
+    the book's recipe a list of sentences."""
     text = read_words(config, data_dir)
     word2vec = config.train.method != "count" and config.train.recipe == "word2vec"
     with kernel.compiling_ahead(word2vec and sum(map(len, text)) >= kernel.AHEAD_WORDS):
         vocabulary = Vocabulary.build(text, config.train.min_count)
-        return vocabulary.encode(text), vocabulary
+        ids = vocabulary.encode(text)
+        return InMemory.of(ids) if word2vec else ids, vocabulary
 
 
 def _on_disk(config: VectorsConfig, data_dir: str | Path | None, run: RunDir, resume: bool,
@@ -111,7 +113,7 @@ def _count_vectors(ids: list[np.ndarray], vocab_size: int, cfg: VectorsTrainConf
     return vectors
 
 
-def _word2vec_vectors(run: RunDir, ids: list[np.ndarray] | OnDisk, counts: np.ndarray, cfg: VectorsTrainConfig,
+def _word2vec_vectors(run: RunDir, ids: list[np.ndarray] | Sentences, counts: np.ndarray, cfg: VectorsTrainConfig,
                       resume: bool, progress: bool | None, corpus_words: int) -> np.ndarray:
     state = _restore(run, len(counts), cfg) if resume else None
     run.truncate_log(1 + (state.epochs_done if state is not None else 0))  # the epochs the state has done

@@ -7,7 +7,8 @@ and written as provisional ids (the words numbered in order of first occurrence)
 vocabulary (``min_count``, most frequent first, ties in order of first occurrence: ``Vocabulary.build``'s) then maps
 them to its ids, the words outside it dropped, in a second pass over the ids alone. The directory holds
 ``ids.bin`` (int32, every sentence's ids one after the other), ``lengths.bin`` (int32, the words of each sentence)
-and ``manifest.json`` (the counts and the windows: each a run of whole sentences of about ``WINDOW_WORDS`` words).
+and ``manifest.json`` (the counts and the windows: each a run of whole sentences of about ``WINDOW_WORDS`` words),
+written last, once the ids are on the disk; the directory gets its name when it is whole.
 A window is read with ``np.fromfile`` (read into the process's own buffer, not mapped), so the file's pages never
 count in its resident memory.
 """
@@ -25,6 +26,7 @@ from typing import BinaryIO, Protocol
 import numpy as np
 from tqdm import tqdm
 
+from seqlab.files import atomic_write, fsync_directory
 from seqlab.tokenizer import split_words
 from seqlab.vectors.pairs import Vocabulary
 
@@ -100,11 +102,12 @@ class OnDisk:
         words, counts = _provisional(texts, partial, lowercase, morphemes, progress)
         vocabulary, mapping = _vocabulary(words, counts, min_count)
         manifest = _remap(partial, mapping)
-        (partial / _MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
         for name in (_IDS, _LENGTHS):
             (partial / f"provisional-{name}").unlink()
+        atomic_write(partial / _MANIFEST, json.dumps(manifest))  # after the ids reached the disk (``_remap``)
         shutil.rmtree(directory, ignore_errors=True)  # a killed run's, whose vocabulary was not saved
         os.replace(partial, directory)
+        fsync_directory(directory.parent)
         return cls(directory), vocabulary
 
     @classmethod
@@ -186,6 +189,9 @@ def _remap(directory: Path, mapping: np.ndarray) -> dict[str, object]:
                 last = int(np.searchsorted(ends, (windows[-1][1] // WINDOW_WORDS + 1) * WINDOW_WORDS))
                 windows.append([sentences + last + 1, int(ends[last])])
             words, sentences = words + int(lengths.sum()), sentences + len(block)
+        for f in (ids_file, lengths_file):  # on the disk before the manifest says they are whole (and written
+            f.flush()  # back now, not while the kernel trains)
+            os.fsync(f.fileno())
     if windows[-1] != [sentences, words]:
         windows.append([sentences, words])
     return {"words": words, "sentences": sentences, "windows": windows, "window_words": WINDOW_WORDS}
