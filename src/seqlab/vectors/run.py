@@ -15,6 +15,7 @@ epoch ended, or a ``count`` run, which keeps none) starts again from its beginni
 
 from __future__ import annotations
 
+import itertools
 import logging
 import shutil
 import time
@@ -31,7 +32,7 @@ from seqlab.vectors import kernel
 from seqlab.vectors.config import VectorsConfig, VectorsTrainConfig
 from seqlab.vectors.count import co_matrix_sparse, ppmi_sparse, svd_vectors
 from seqlab.vectors.pairs import Vocabulary
-from seqlab.vectors.sentences import InMemory, OnDisk, Sentences
+from seqlab.vectors.sentences import BLOCK_LINES, InMemory, OnDisk, Sentences
 from seqlab.vectors.train import Word2VecState, rate, train_word2vec
 from seqlab.vectors.wordvectors import WordVectors
 
@@ -96,9 +97,10 @@ def _on_disk(config: VectorsConfig, data_dir: str | Path | None, run: RunDir, re
         return written, Vocabulary(*run.vocabulary())
     directory = resolve_data_dir(data_dir)
     texts = (s for spec in config.data.corpora for s in iter_sentences(spec, directory, config.data.skip_bad_lines))
-    with kernel.compiling_ahead(True):
-        return OnDisk.write(texts, run.path / CORPUS, config.train.min_count, config.words.lowercase,
-                            config.words.morphemes, progress)
+    first = list(itertools.islice(texts, BLOCK_LINES))  # a whole block: a corpus of a million words or so, or more
+    with kernel.compiling_ahead(len(first) == BLOCK_LINES):
+        return OnDisk.write(itertools.chain(first, texts), run.path / CORPUS, config.train.min_count,
+                            config.words.lowercase, config.words.morphemes, progress)
 
 
 def _count_vectors(ids: list[np.ndarray], vocab_size: int, cfg: VectorsTrainConfig) -> np.ndarray:
