@@ -36,11 +36,20 @@ class Vocabulary:
     @classmethod
     def build(cls, sentences: Iterable[Sequence[str]], min_count: int = 5) -> Vocabulary:
         counter = Counter(itertools.chain.from_iterable(sentences))  # counted in C, in first-occurrence order
-        kept = [(w, c) for w, c in counter.items() if c >= min_count]  # Counter keeps first-occurrence order
-        kept.sort(key=lambda item: -item[1])  # stable: ties stay in first-occurrence order
-        if not kept:
+        return cls.counted(list(counter), np.fromiter(counter.values(), np.int64, len(counter)), min_count)[0]
+
+    @classmethod
+    def counted(cls, words: list[str], counts: np.ndarray, min_count: int) -> tuple[Vocabulary, np.ndarray]:
+        """The vocabulary of ``words`` (in order of first occurrence) seen ``counts`` (V,) times: those seen
+        ``min_count`` times or more, most frequent first, ties in order of first occurrence; and the map from each
+        given word's place to its id (-1: dropped)."""
+        kept = np.flatnonzero(counts >= min_count)
+        if not len(kept):
             raise ValueError(f"no word occurs {min_count} times or more: lower min_count")
-        return cls([w for w, _ in kept], np.array([c for _, c in kept], dtype=np.int64))
+        kept = kept[np.argsort(-counts[kept], kind="stable")]
+        mapping = np.full(len(words), -1, dtype=np.int64)
+        mapping[kept] = np.arange(len(kept))
+        return cls([words[i] for i in kept], counts[kept].astype(np.int64)), mapping
 
     def encode(self, sentences: Iterable[Sequence[str]]) -> list[np.ndarray]:
         """Each sentence as ids, the words outside the vocabulary left out."""

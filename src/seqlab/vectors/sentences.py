@@ -15,10 +15,11 @@ count in its resident memory.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Protocol
@@ -100,7 +101,7 @@ class OnDisk:
         shutil.rmtree(partial, ignore_errors=True)
         partial.mkdir(parents=True)
         words, counts = _provisional(texts, partial, lowercase, morphemes, progress)
-        vocabulary, mapping = _vocabulary(words, counts, min_count)
+        vocabulary, mapping = Vocabulary.counted(words, counts, min_count)
         manifest = _remap(partial, mapping)
         for name in (_IDS, _LENGTHS):
             (partial / f"provisional-{name}").unlink()
@@ -132,7 +133,8 @@ def _provisional(texts: Iterable[str], directory: Path, lowercase: bool, morphem
           open(directory / f"provisional-{_LENGTHS}", "wb") as lengths_file,
           tqdm(desc="count words", unit=" words", unit_scale=True, leave=False,
                disable=None if progress is None else not progress) as bar):
-        for block in _blocks(texts):
+        lines = iter(texts)
+        while block := list(itertools.islice(lines, BLOCK_LINES)):
             sentences = split_words(block, lowercase, morphemes)
             ids = np.fromiter((number.setdefault(w, len(number)) for s in sentences for w in s), dtype=np.int32)
             counts = np.pad(counts, (0, len(number) - len(counts)))
@@ -143,31 +145,8 @@ def _provisional(texts: Iterable[str], directory: Path, lowercase: bool, morphem
     return list(number), counts
 
 
-def _blocks(texts: Iterable[str]) -> Iterator[list[str]]:
-    block: list[str] = []
-    for text in texts:
-        block.append(text)
-        if len(block) == BLOCK_LINES:
-            yield block
-            block = []
-    if block:
-        yield block
-
-
 def _append(f: BinaryIO, values: np.ndarray) -> None:
     f.write(values.astype(np.int32, copy=False).tobytes())
-
-
-def _vocabulary(words: list[str], counts: np.ndarray, min_count: int) -> tuple[Vocabulary, np.ndarray]:
-    """``Vocabulary.build``'s vocabulary of words counted in order of first occurrence, and the map from their
-    provisional ids to its ids (-1: dropped)."""
-    kept = np.flatnonzero(counts >= min_count)
-    if not len(kept):
-        raise ValueError(f"no word occurs {min_count} times or more: lower min_count")
-    kept = kept[np.argsort(-counts[kept], kind="stable")]  # most frequent first, ties by first occurrence
-    mapping = np.full(len(words), -1, dtype=np.int64)
-    mapping[kept] = np.arange(len(kept))
-    return Vocabulary([words[i] for i in kept], counts[kept]), mapping
 
 
 def _remap(directory: Path, mapping: np.ndarray) -> dict[str, object]:

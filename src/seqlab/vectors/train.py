@@ -6,9 +6,10 @@ run, in ``kernel.train_job`` (compiled) on ``workers`` threads. Or, ``recipe: bo
 ``create_contexts_target``), the gradient of the context's mean split between its words, and Adam at ``alpha``
 on each batch's mean loss, the last partial batch dropped (its ``Trainer.fit``).
 
-An epoch takes the sentences in an order drawn from (``seed``, epoch) and cuts it into jobs of about
-``JOB_WORDS`` words, each with its own seed drawn from the same two numbers, so a run resumed from the tables of
-an epoch's end (``Word2VecState``) trains as the unbroken run: with one worker, to the very same vectors.
+An epoch takes the sentences in an order drawn from (``seed``, epoch) — a corpus on disk window by window
+(``sentences.OnDisk``, ``_Kernel``) — and cuts it into jobs of about ``JOB_WORDS`` words, each with its own seed
+drawn from the same numbers, so a run resumed from the tables of an epoch's end (``Word2VecState``) trains as the
+unbroken run: with one worker, to the very same vectors.
 """
 
 from __future__ import annotations
