@@ -279,7 +279,7 @@ def throughput_worker(spec: dict[str, Any]) -> dict[str, Any]:
     torch.manual_seed(config.seed)
     model = RNNLM.from_config(config.model, tokenizer.vocab_size)
     family = StreamLM(config, LanguageModel(model, tokenizer, config), np.load(spec["train_stream"]), [])
-    batches = len(family.inputs)
+    batches = len(family.tbptt)
     optimizer = build_optimizer(model, config.train)
     scheduler = build_schedule(optimizer, config, config.train.epochs * batches)
     model.train()

@@ -1,13 +1,16 @@
-"""Prepared corpora at scale: a seq2seq config's training corpus repeated N times, prepared once (``seqlab data
-prepare``) and trained from its shards for a fixed number of steps, against the same steps read from the corpus.
+"""Prepared corpora at scale: a config's training corpus repeated N times, prepared once (``seqlab data prepare``)
+and trained from its shards for a fixed number of steps, against the same steps read from the corpus; any kind
+that prepares (a seq2seq config's aligned files, a language model's lines, ...).
 
     python benchmarks/prepared_data.py --data-dir ../shared/data [--config configs/multi30k_de_en.yaml] \\
         [--scales 1 10 100] [--memory-scales 1 10] [--steps 100] [--rounds 1] [--set KEY=VALUE ...] [--results DIR]
 
 For each scale N, one command after another on the machine, each in its own process: the config's training files
-(an aligned corpus) written N times over into a temporary data directory, its valid and test files as they are; then
+(an aligned corpus's two, or one file) written N times over into a temporary data directory, its valid and test
+files as they are; then
 
-* ``seqlab data prepare CONFIG --out DIR``: wall seconds, pairs a second, peak resident memory;
+* ``seqlab data prepare CONFIG --out DIR``: wall seconds, rows (pairs, sentences, texts) a second, peak resident
+  memory;
 * ``seqlab train CONFIG --set data.prepared=DIR --set train.max_steps=S``: peak resident memory and training
   tokens a second (the run's log: the steps' seconds, validation excluded), validation cut to
   ``eval.valid_limit`` 100 sentences;
@@ -43,23 +46,29 @@ from seqlab.rundir import RunDir
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def file_keys(spec: dict[str, Any]) -> list[str]:
+    """The keys of a corpus spec that name its files: an aligned corpus's ``source`` and ``target``, else ``path``."""
+    return ["source", "target"] if "source" in spec else ["path"]
+
+
 def repeated_data(config: dict[str, Any], data_dir: Path, scale: int, out: Path) -> Path:
     """A data directory whose training files are the config's repeated ``scale`` times (plain text), valid and
     test linked as they are; the same relative paths, so the config reads it unchanged but for the suffix."""
     data = config["data"]
-    for side in ("source", "target"):
-        given = data_dir / data["train"][side]
+    for key in file_keys(data["train"]):
+        given = data_dir / data["train"][key]
         lines = (gzip.open if given.suffix == ".gz" else open)(given, "rt", encoding="utf-8").read()
-        target = out / data["train"][side].removesuffix(".gz")
+        target = out / data["train"][key].removesuffix(".gz")
         target.parent.mkdir(parents=True, exist_ok=True)
         with target.open("w", encoding="utf-8") as f:
             for _ in range(scale):
                 f.write(lines if lines.endswith("\n") else lines + "\n")
     for split in ("valid", "test"):
-        for side in ("source", "target"):
-            link = out / data[split][side]
+        for key in file_keys(data[split]):
+            link = out / data[split][key]
+            link.parent.mkdir(parents=True, exist_ok=True)
             if not link.exists():
-                link.symlink_to(data_dir / data[split][side])
+                link.symlink_to(data_dir / data[split][key])
     return out
 
 
@@ -70,13 +79,16 @@ def scale_rows(config_path: Path, data_dir: Path, scale: int, steps: int, in_mem
     config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
     data = repeated_data(config, data_dir, scale, work / f"data-{scale}")
     env = os.environ | {"SEQLAB_DATA": str(data)}
-    files = [f"--set=data.train.{side}={config['data']['train'][side].removesuffix('.gz')}"
-             for side in ("source", "target")] + [f"--set={given}" for given in sets]
+    train = config["data"]["train"]
+    files = [f"--set=data.train.{key}={train[key].removesuffix('.gz')}" for key in file_keys(train)]
+    files += [f"--set={given}" for given in sets]
     prepared = work / f"prepared-{scale}"
     prepare_s, prepare_mib = peak_run(["data", "prepare", str(config_path), "--out", str(prepared), *files], env)
-    pairs = int(yaml.safe_load((prepared / "manifest.json").read_text())["splits"]["train"]["rows"])
+    manifest = yaml.safe_load((prepared / "manifest.json").read_text())
+    rows, unit = int(manifest["splits"]["train"]["rows"]), manifest["unit"]
     short = [*files, f"--set=train.max_steps={steps}", "--set=train.epochs=1", "--set=eval.valid_limit=100"]
-    row: dict[str, Any] = {"scale": scale, "pairs": pairs, "prepare_s": prepare_s, "prepare_mib": prepare_mib}
+    row: dict[str, Any] = {"scale": scale, "rows": rows, "unit": unit, "prepare_s": prepare_s,
+                           "prepare_mib": prepare_mib}
     ways = {"prepared": [f"--set=data.prepared={prepared}"], **({"memory": []} if in_memory else {})}
     runs: dict[str, list[dict[str, float]]] = {name: [] for name in ways}
     for turn in range(rounds):
@@ -96,13 +108,14 @@ def scale_rows(config_path: Path, data_dir: Path, scale: int, steps: int, in_mem
 
 
 def table(rows: list[dict[str, Any]], config: Path, steps: int) -> Table:
-    columns = ["scale", "training pairs", "prepare s", "pairs/s", "prepare peak MiB", "train peak MiB (prepared)",
+    unit = rows[0]["unit"] if rows else "rows"
+    columns = ["scale", f"training {unit}", "prepare s", f"{unit}/s", "prepare peak MiB", "train peak MiB (prepared)",
                "train peak MiB (in memory)", "tokens/s prepared", "tokens/s in memory", "prepared ÷ in memory",
                "train wall s (prepared / in memory)"]
     out = []
     for r in rows:
         memory = "memory_mib" in r
-        out.append([f"{r['scale']}×", f"{r['pairs']:,}", f"{r['prepare_s']:.1f}", f"{r['pairs'] / r['prepare_s']:,.0f}",
+        out.append([f"{r['scale']}×", f"{r['rows']:,}", f"{r['prepare_s']:.1f}", f"{r['rows'] / r['prepare_s']:,.0f}",
                     f"{r['prepare_mib']:,.0f}", f"{r['prepared_mib']:,.0f}",
                     f"{r['memory_mib']:,.0f}" if memory else "—", f"{r['prepared_tokens_per_s']:,.0f}",
                     f"{r['memory_tokens_per_s']:,.0f}" if memory else "—",

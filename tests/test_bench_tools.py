@@ -21,7 +21,7 @@ from types import ModuleType
 import pytest
 import torch
 import yaml
-from conftest import small_date_config
+from conftest import counting_corpus, small_date_config
 from smoke import recorded, table_rows
 
 from seqlab.config import load_config, parse_config
@@ -510,12 +510,22 @@ def test_prepared_data_runs_end_to_end(bench: Bench, tmp_path: Path, capsys: pyt
     rows = table_rows(capsys.readouterr().out)
     assert [row[:2] for row in rows] == [["3×", "180"]] and rows[0][6] != "—"  # also trained from the corpus
     result = recorded(tmp_path, "prepared_data-pairs-2rounds")
-    assert [run["pairs"] for run in result.runs] == [180] and "--set tokens.source.sample=100" in result.command
+    assert [(run["rows"], run["unit"]) for run in result.runs] == [(180, "pairs")]
+    assert "--set tokens.source.sample=100" in result.command
     run = result.runs[0]
     assert run["prepared_steps"] == run["memory_steps"] == 2 and run["prepared_mib"] > 0
     assert len(run["prepared_runs"]) == len(run["memory_runs"]) == len(run["ratios"]) == 2  # each way twice, in turns
     assert rows[0][9] == (f"{statistics.median(run['ratios']):.3f} ({min(run['ratios']):.3f}–"
                           f"{max(run['ratios']):.3f}, 2 rounds)")
+
+
+def test_prepared_data_repeats_a_language_models_one_training_file(bench: Bench, tmp_path: Path) -> None:
+    data = counting_corpus(tmp_path, 20, 5, 5)
+    config = {"data": {name: {"format": "lines", "path": Path(spec["path"]).name} for name, spec in data.items()}}
+    out = bench("prepared_data").repeated_data(config, tmp_path, 3, tmp_path / "scaled")
+    lines = (tmp_path / "train.txt").read_text(encoding="utf-8")
+    assert (out / "train.txt").read_text(encoding="utf-8") == lines * 3
+    assert (out / "valid.txt").resolve() == (tmp_path / "valid.txt").resolve()
 
 
 def test_vectors_on_disk_runs_end_to_end(bench: Bench, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

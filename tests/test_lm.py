@@ -11,29 +11,48 @@ import torch
 from conftest import counting_corpus, resumes_exactly
 
 from seqlab.config import ConfigError
-from seqlab.data.stream import tbptt_batches
+from seqlab.data.stream import TbpttBatches
 from seqlab.loss import token_nll_sum
 from seqlab.model.dropout import keep_mask
 from seqlab.model.lm import RNNLM
 
 
 def test_tbptt_batches_are_the_seeds_toy():  # S36
-    inputs, targets = tbptt_batches(np.array([0, 1, 2, 3, 4, 1, 5, 6]), batch_size=2, time_size=3)
-    assert inputs.tolist() == [[[0, 1, 2], [3, 4, 1]]]
-    assert targets.tolist() == [[[1, 2, 3], [4, 1, 5]]]
+    batches = TbpttBatches(np.array([0, 1, 2, 3, 4, 1, 5, 6]), batch_size=2, time_size=3)
+    assert len(batches) == 1
+    inputs, targets = batches[0]
+    assert inputs.tolist() == [[0, 1, 2], [3, 4, 1]] and targets.tolist() == [[1, 2, 3], [4, 1, 5]]
+    assert inputs.dtype == np.int64
 
 
 def test_tbptt_rows_continue_from_batch_to_batch():
     corpus = np.arange(1001)  # the seed's example: 1,000 inputs, batch 2, T 10
-    inputs, targets = tbptt_batches(corpus, batch_size=2, time_size=10)
+    batches = TbpttBatches(corpus, batch_size=2, time_size=10)
+    inputs, targets = (np.stack(a) for a in zip(*batches))  # (K, B, T) each
     assert inputs.shape == (50, 2, 10)
     assert inputs[0, 0].tolist() == list(range(10)) and inputs[0, 1].tolist() == list(range(500, 510))
     assert inputs[1, 0].tolist() == list(range(10, 20)) and inputs[1, 1].tolist() == list(range(510, 520))
     assert np.array_equal(targets, inputs + 1)
     rows = inputs.transpose(1, 0, 2).reshape(2, -1)  # each row read batch after batch is one unbroken text
     assert rows[0].tolist() == list(range(500)) and rows[1].tolist() == list(range(500, 1000))
+    x, t = batches.rows(7, slice(1, 2))  # one row of a batch, read alone
+    assert x.tolist() == [list(range(570, 580))] and t.tolist() == [list(range(571, 581))]
+    with pytest.raises(IndexError):
+        batches[50]
     with pytest.raises(ValueError, match="too short for one batch of 4 × 3"):
-        tbptt_batches(np.arange(10), 4, 3)
+        TbpttBatches(np.arange(10), 4, 3)
+
+
+@pytest.mark.parametrize(("n", "batch_size", "time_size"), [(1001, 2, 10), (997, 7, 5), (64, 3, 4), (40, 13, 3)])
+def test_tbptt_batches_read_the_book_positions_and_never_wrap(n, batch_size, time_size):
+    """Against the book's formula: positions (offset_i + time_idx) % len(xs), over every batch and row."""
+    corpus = np.random.default_rng(n).integers(0, 50, n)
+    xs, ts = corpus[:-1], corpus[1:]
+    batches = TbpttBatches(corpus, batch_size, time_size)
+    jump = len(xs) // batch_size
+    for k, (x, t) in enumerate(batches):
+        positions = (np.arange(batch_size)[:, None] * jump + k * time_size + np.arange(time_size)) % len(xs)
+        assert np.array_equal(x, xs[positions]) and np.array_equal(t, ts[positions])
 
 
 def _lm(cell="lstm", **kw):
@@ -204,7 +223,7 @@ def test_carry_state_starts_an_epoch_from_the_last_ones_state(tmp_path):
                                 resume=False)
         family.model.eval()  # no dropout: the same state gives the same loss
         first = float(family.loss(np.array([0, 0]))[0].detach())
-        family.loss(np.array([len(family.inputs) - 1, 0]))  # an epoch's last batch
+        family.loss(np.array([len(family.tbptt) - 1, 0]))  # an epoch's last batch
         again = float(family.loss(np.array([0, 0]))[0].detach())  # the next epoch's first
         assert (again != first) == carry
 

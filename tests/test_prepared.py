@@ -144,13 +144,12 @@ def test_preparing_into_an_existing_directory_or_failing_half_way_leaves_nothing
         raise OSError("disk full")
 
     monkeypatch.setattr(prepared_module, "write_manifest", broken)
-    monkeypatch.setattr("seqlab.train.family.seq2seq.write_manifest", broken)
     with pytest.raises(OSError, match="disk full"):
         Transduction.prepare(parse_config(raw), None, tmp_path / "second", progress=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["prepared"]  # no partial directory, no temporary one
 
 
-def test_the_cli_prepares_a_seq2seq_config_and_refuses_other_kinds(tmp_path):
+def test_the_cli_prepares_a_seq2seq_config(tmp_path):
     import yaml
 
     config = tmp_path / "date.yaml"
@@ -158,15 +157,10 @@ def test_the_cli_prepares_a_seq2seq_config_and_refuses_other_kinds(tmp_path):
     result = CliRunner().invoke(app, ["data", "prepare", str(config), "--out", str(tmp_path / "p")])
     assert result.exit_code == 0, result.output
     assert f"train 800, valid 100, test 100 pairs; train with --set data.prepared={tmp_path / 'p'}" in result.output
-    lm = tmp_path / "lm.yaml"
-    lm.write_text(yaml.safe_dump({"data": small_date_config()["data"], "model": {"type": "lm"},
-                                  "train": {"schedule": "cosine"}}))
-    result = CliRunner().invoke(app, ["data", "prepare", str(lm), "--out", str(tmp_path / "q")])
-    assert result.exit_code == 2 and "a language model reads its corpus itself" in result.output
-    assert not (tmp_path / "q").exists()
-    with pytest.raises(ConfigError, match="data.prepared: a language model reads its corpus itself"):
-        parse_config({"data": small_date_config()["data"] | {"prepared": "p"}, "model": {"type": "lm"},
-                      "train": {"schedule": "cosine"}})
+    with pytest.raises(ConfigError, match="data.prepared: a span extractor reads its corpus itself"):
+        parse_config({"data": {"train": {"format": "squad", "path": "x.json"}, "valid": {"format": "squad", "path": "y.json"},
+                               "prepared": "p"},
+                      "model": {"type": "span"}, "train": {"schedule": "constant"}})
 
 
 def _tsv_config(tmp_path: Path) -> dict:

@@ -130,8 +130,8 @@ def _unseen(name: str, texts: Sequence[str], seen: set[str], hypotheses: Sequenc
 class LabelledSplit:
     """A classification split: texts, their encoded inputs and their class indices, encoded once."""
 
-    texts: list[str]
-    src: list[list[int]]
+    texts: Sequence[str]
+    src: Sequence[Sequence[int]]  # lists, or a prepared directory's rows (``prepared.Rows``)
     labels: np.ndarray  # (inputs,) class indices
 
     @classmethod
@@ -139,6 +139,13 @@ class LabelledSplit:
         texts = [text for text, _ in pairs]
         return cls(texts, classifier.encode(texts, name),
                    np.asarray(classifier.label_ids([label for _, label in pairs], f"the {name} split"), dtype=np.int64))
+
+    @classmethod
+    def prepared(cls, prepared: Prepared, name: str, window: int = 4) -> LabelledSplit:
+        """The split as ``seqlab data prepare`` encoded it: texts memory-mapped, ids read ``window`` chunks at a
+        time, the class indices in memory."""
+        return cls(prepared.texts(name, "text"), prepared.ids(name, "src", window),
+                   prepared.values(name, "label").astype(np.int64))
 
 
 def evaluate_classifier(classifier: Classifier, split: LabelledSplit) -> dict:

@@ -40,7 +40,7 @@ def fetch(
 
 @app.command("prepare")
 def prepare(
-    config: Annotated[Path, typer.Argument(help="YAML config of a seq2seq model: its data and tokens sections.")],
+    config: Annotated[Path, typer.Argument(help="YAML config of a run: its kind, data and tokens sections.")],
     out: Annotated[Path, typer.Option("--out", help="The new directory to write (refused where it exists).")],
     overrides: Annotated[list[str] | None, typer.Option("--set", help="Override a config key: --set "
                                                                          "tokens.source.vocab_size=8000.")] = None,
@@ -51,6 +51,7 @@ def prepare(
     """Read the config's corpus once, learn its tokenizers and write every split's token ids and texts to Arrow
     shards in OUT, with a manifest tying them to the config. Train with --set data.prepared=OUT: the run reads the
     shards memory-mapped instead of reading and tokenising the corpus."""
+    from seqlab import registry
     from seqlab.config import ConfigError, load_config
     from seqlab.data import DataError
 
@@ -59,10 +60,10 @@ def prepare(
         cfg = load_config(config, overrides or [])
         kind = cfg.kind
         if not kind.prepares:
-            raise ConfigError(f"{config}: {kind.noun} reads its corpus itself (seqlab data prepare is for seq2seq "
-                              "models)")
+            able = ", ".join(k.noun for k in registry.kinds() if k.prepares)
+            raise ConfigError(f"{config}: {kind.noun} reads its corpus itself (seqlab data prepare is for {able})")
         manifest = kind.family().prepare(cfg, data_dir, out, chunk_rows=chunk_rows)
     except (ConfigError, DataError, OSError) as exc:
         fail(exc)
     counts = ", ".join(f"{name} {split['rows']:,}" for name, split in manifest["splits"].items())
-    typer.echo(f"{out}: {counts} pairs; train with --set data.prepared={out}")
+    typer.echo(f"{out}: {counts} {manifest['unit']}; train with --set data.prepared={out}")

@@ -21,21 +21,24 @@ and the sections that differ.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import shutil
 import tempfile
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Sized
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, Generic, TypeVar, overload
 
 import numpy as np
 import pyarrow as pa
+from tqdm import tqdm
 
 from seqlab.config import Config
 from seqlab.data.corpus import DataError
+from seqlab.data.splits import SPLITS, selection_run
 from seqlab.files import atomic_write
 
 FORMAT = 1
@@ -43,6 +46,7 @@ MANIFEST = "manifest.json"
 SHARD_ROWS = 1_000_000  # rows of one shard: a few hundred MB at most for sentence pairs
 CHUNK_ROWS = 100_000  # rows of one record batch by default (``seqlab data prepare --chunk-rows``)
 IDS = pa.list_(pa.int32())
+T = TypeVar("T")
 
 
 def prepared_sections(config: Config) -> dict[str, Any]:
@@ -75,7 +79,7 @@ class ShardWriter:
         self._writer: pa.ipc.RecordBatchFileWriter | None = None
         self._sink: Any = None
 
-    def write(self, columns: dict[str, Sequence[Any]]) -> None:
+    def write(self, columns: Mapping[str, Sequence[Any]]) -> None:
         """Rows given column by column, each column as long as the others."""
         rows = len(next(iter(columns.values())))
         start = 0
@@ -92,6 +96,11 @@ class ShardWriter:
             for name in self.tokens:
                 self.tokens[name] += sum(map(len, columns[name][start:start + take]))
             start += take
+
+    @property
+    def bytes(self) -> int:
+        """Bytes written so far, every shard together."""
+        return sum(s["bytes"] for s in self.shards[:-1]) + (self._sink.tell() if self._sink is not None else 0)
 
     def close(self) -> dict[str, Any]:
         """The split's part of the manifest: its shards, rows and tokens per id column."""
@@ -111,8 +120,72 @@ class ShardWriter:
     def _close_shard(self) -> None:
         if self._writer is not None:
             self._writer.close()
+            self.shards[-1]["bytes"] = self._sink.tell()
             self._sink.close()
             self._writer = self._sink = None
+
+
+class Counted(Iterable[T]):
+    """An iterable whose passes are counted: ``count``, the items of the last whole pass (None before one), so
+    that a corpus read once to learn the tokenizers has a known length when it is read again to be written."""
+
+    def __init__(self, items: Iterable[T]) -> None:
+        self.items = items
+        self.count: int | None = len(items) if isinstance(items, Sized) else None
+
+    def __iter__(self) -> Iterator[T]:
+        n = 0
+        for item in self.items:
+            n += 1
+            yield item
+        self.count = n
+
+
+@dataclass(frozen=True)
+class Preparation(Generic[T]):
+    """How a kind writes its prepared directory (``seqlab data prepare``): its tokenizers' JSON by name, the
+    columns of a row (``IDS`` or ``pa.string()``, ``pa.int32()``), ``encode``: a chunk of a split's items and the
+    split's name -> those columns, ``unit``: what a row is (pairs, texts, sentences), and what else the manifest
+    holds (a classifier's labels)."""
+
+    tokenizers: dict[str, str]
+    schema: dict[str, pa.DataType]
+    encode: Callable[[list[T], str], Mapping[str, Sequence[Any]]]
+    unit: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def write(self, config: Config, out: Path, splits: Callable[[str], Iterable[T]], chunk_rows: int = CHUNK_ROWS,
+              progress: bool = True) -> dict[str, Any]:
+        """Write every split (``splits(name)``; no test split in a selection run), the tokenizers and the
+        manifest into the new directory ``out``, whole or not at all; returns the manifest."""
+        names = [name for name in SPLITS if not (name == "test" and selection_run())]
+        manifest: dict[str, Any] = {}
+
+        def write(directory: Path) -> None:
+            written = {name: self._split(splits(name), name, directory, chunk_rows, progress) for name in names}
+            tokenizers = write_tokenizers(directory, self.tokenizers)
+            sections = prepared_sections(config)
+            manifest.update(sections=sections, hash=sections_hash(sections), unit=self.unit, splits=written,
+                            tokenizers=tokenizers, **self.extra)
+            write_manifest(directory, manifest)
+
+        write_prepared(out, write)
+        return manifest
+
+    def _split(self, items: Iterable[T], name: str, directory: Path, chunk_rows: int, progress: bool
+               ) -> dict[str, Any]:
+        """One split's items (a list, or a corpus read item by item) encoded a chunk at a time into its shards; the
+        bar counts rows (with their total and an ETA where the length is known) and the bytes written."""
+        writer = ShardWriter(directory, name, self.schema, chunk_rows)
+        left = iter(items)
+        total = items.count if isinstance(items, Counted) else len(items) if isinstance(items, Sized) else None
+        with tqdm(total=total, desc=f"prepare {name}", unit=f" {self.unit}", disable=not progress, leave=False,
+                  dynamic_ncols=True) as bar:
+            while chunk := list(itertools.islice(left, chunk_rows)):
+                writer.write(self.encode(chunk, name))
+                bar.update(len(chunk))
+                bar.set_postfix_str(f"{writer.bytes / 2**20:,.0f} MiB written", refresh=False)
+        return writer.close()
 
 
 def write_prepared(out: Path, write: Callable[[Path], None]) -> None:
@@ -180,7 +253,7 @@ class Rows(Sequence[list[int]]):
             raise IndexError(index)
         index %= len(self)
         chunk = int(np.searchsorted(self.starts, index, side="right")) - 1
-        values, offsets = self._read(chunk)
+        values, offsets = self.read(chunk)
         row = index - int(self.starts[chunk])
         return list(values[offsets[row]:offsets[row + 1]].tolist())
 
@@ -192,9 +265,10 @@ class Rows(Sequence[list[int]]):
         about to be)."""
         if len(chunks) == 0:
             return np.zeros(0, np.int32)
-        return np.concatenate([np.diff(self._read(int(chunk))[1]) for chunk in chunks])
+        return np.concatenate([np.diff(self.read(int(chunk))[1]) for chunk in chunks])
 
-    def _read(self, chunk: int) -> tuple[np.ndarray, np.ndarray]:
+    def read(self, chunk: int) -> tuple[np.ndarray, np.ndarray]:
+        """Chunk ``chunk``'s ids and offsets (views of its memory map); it stays open among the last ``cache``."""
         if chunk in self._open:
             self._open.move_to_end(chunk)
         else:
@@ -240,6 +314,34 @@ class Texts(Sequence[str]):
         return self.change(self.column[index].as_py())
 
 
+class TokenStream:
+    """A prepared split's id lists read as one stream (a language model's: ``<eos>``, then each sentence's ids and
+    ``<eos>``): ``stream[a:b]`` (an array) reads the chunks that hold those positions, ``rows.cache`` chunks open
+    at a time; each chunk's length is read from its offsets once, when the stream is opened."""
+
+    def __init__(self, rows: Rows, first: int) -> None:
+        self.rows, self.first = rows, first
+        self.ends = np.cumsum([0] + [int(rows.lengths(np.array([c])).sum()) for c in range(len(rows.chunks))])
+
+    def __len__(self) -> int:
+        return 1 + int(self.ends[-1])
+
+    def __getitem__(self, index: slice) -> np.ndarray:
+        start, stop, step = index.indices(len(self))
+        if step != 1:
+            raise ValueError("a token stream is read in steps of 1")
+        pieces = [np.array([self.first], np.int32)] if start == 0 < stop else []
+        at = max(start, 1) - 1  # positions in the rows' ids, which start at stream position 1
+        while at < stop - 1:
+            chunk = int(np.searchsorted(self.ends, at, side="right")) - 1
+            values, offsets = self.rows.read(chunk)
+            take = min(stop - 1, int(self.ends[chunk + 1])) - at
+            first = int(offsets[0]) + at - int(self.ends[chunk])
+            pieces.append(values[first:first + take])
+            at += take
+        return np.concatenate(pieces) if pieces else np.zeros(0, np.int32)
+
+
 @dataclass(frozen=True)
 class Prepared:
     """An open prepared directory whose manifest matched the config (``open_prepared``)."""
@@ -260,6 +362,14 @@ class Prepared:
         chunks = [Chunk(self.path / shard["file"], i, rows) for shard in self._split(split)["shards"]
                   for i, rows in enumerate(shard["batches"])]
         return Rows(chunks, column, cache)
+
+    def values(self, split: str, column: str) -> np.ndarray:
+        """A column of numbers (a classifier's labels), whole in memory: (rows,)."""
+        return np.concatenate([table.column(column).to_numpy() for table in self._tables(split)])
+
+    def stream(self, split: str, column: str, first: int, cache: int) -> TokenStream:
+        """A column of id lists read as one stream, ``first`` before them (``TokenStream``)."""
+        return TokenStream(self.ids(split, column, cache), first)
 
     def texts(self, split: str, column: str, change: Callable[[str], str] = str) -> Texts:
         """A column of texts, memory-mapped, each passed through ``change`` when read."""

@@ -17,6 +17,7 @@ class Bert(Kind):
     model_types = ("bert",)
     trained_by = "pretrain"
     formats = (*PAIRS, "lines")  # lines only without next-sentence prediction (BertConfig.check)
+    prepares = True
 
     def sections(self) -> dict[str, type[Any]]:
         from seqlab.model.bert import BertConfig

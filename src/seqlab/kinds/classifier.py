@@ -18,6 +18,7 @@ class Classifiers(Kind):
     formats = PAIRS  # texts with their labels
     metrics = ("accuracy", "macro_f1", "loss")
     best_metric = "macro_f1"
+    prepares = True
 
     def sections(self) -> dict[str, type[Any]]:
         from seqlab.model.classifier import EncoderConfig

@@ -16,6 +16,7 @@ class LanguageModels(Kind):
     use = "seqlab generate or seqlab score"
     model_types = ("lm", "transformer_lm")
     formats = (*PAIRS, "lines")  # sentences: the lines of a lines corpus, or both sides of a pair corpus
+    prepares = True
 
     def sections(self) -> dict[str, type[Any]]:
         from seqlab.model.lm import LMConfig

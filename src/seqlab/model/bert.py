@@ -106,6 +106,10 @@ class BertConfig(EncoderShape):
     def check(self, config: Config) -> None:
         if self.next_sentence:
             config.refuse_lines()  # next-sentence prediction reads pairs
+            if config.data.prepared is not None:
+                raise ValueError("data.prepared: next-sentence prediction draws its pairs across the whole split "
+                                 "every epoch, which a prepared directory does not serve; set "
+                                 "model.next_sentence: false or train from the corpus")
         super().check(config)
 
     def describe(self) -> str:

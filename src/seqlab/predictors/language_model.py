@@ -30,6 +30,7 @@ from seqlab.model.lm import LMConfig
 from seqlab.model.transformer_lm import TransformerLMConfig
 from seqlab.predictors.base import TextPredictor
 from seqlab.specials import EOS
+from seqlab.tokenizer import Tokenizer
 
 
 class LanguageModel(TextPredictor):
@@ -44,7 +45,7 @@ class LanguageModel(TextPredictor):
 
     def stream(self, texts: Sequence[str]) -> np.ndarray:
         """The texts as one stream of ids: ``<eos>``, then each text's tokens followed by ``<eos>``."""
-        pieces = [[EOS]] + [ids + [EOS] for ids in self.tokenizer.encode(list(texts))]
+        pieces = [[EOS], *sentence_pieces(self.tokenizer, texts)]
         return np.fromiter((i for ids in pieces for i in ids), dtype=np.int64)
 
     @torch.no_grad()
@@ -129,6 +130,11 @@ class Generation:
     tokens: list[str]  # the continuation's tokens
     token_log_probs: list[float] = field(default_factory=list)  # per token (+ <eos> when it ended)
     ended: bool = False  # stopped at <eos> (not at its length limit)
+
+
+def sentence_pieces(tokenizer: Tokenizer, texts: Sequence[str]) -> list[list[int]]:
+    """Each text's token ids followed by ``<eos>``: what a stream of texts is made of, after its first ``<eos>``."""
+    return [ids + [EOS] for ids in tokenizer.encode(list(texts))]
 
 
 load = LanguageModel.load

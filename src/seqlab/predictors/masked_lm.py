@@ -38,9 +38,10 @@ class Examples:
     """Encoded pretraining inputs: token ids and segment ids per input; with next-sentence prediction, whether
     B follows A (0 IsNext) or was drawn at random (1 NotNext)."""
 
-    ids: list[list[int]]
-    segments: list[list[int]]
+    ids: Sequence[Sequence[int]]  # lists, or a prepared directory's rows (``prepared.Rows``)
+    segments: Sequence[Sequence[int]] | None  # None: each input one sentence, all segment A
     next_labels: list[int] | None = None
+
 
 
 @dataclass
@@ -70,8 +71,11 @@ class MaskedLanguageModel(TextPredictor):
 
     def sentences(self, texts: Sequence[str]) -> Examples:
         """One input per text: ``<sos> text <eos>``, all segment A."""
-        ids = [single(row, self.config.data.max_source_length) for row in self.tokenizer.encode(list(texts))]
-        return Examples(ids, [[0] * len(row) for row in ids])
+        return Examples(self.sentence_ids(texts), None)
+
+    def sentence_ids(self, texts: Sequence[str]) -> list[list[int]]:
+        """``<sos>`` + each text's ids + ``<eos>``, cut to ``data.max_source_length``."""
+        return [single(row, self.config.data.max_source_length) for row in self.tokenizer.encode(list(texts))]
 
     def pairs(self, pairs: Sequence[tuple[str, str]], rng: np.random.Generator) -> Examples:
         """Next-sentence inputs ``<sos> A <eos> B <eos>``: half of the Bs replaced by the B of another pair drawn
@@ -97,7 +101,8 @@ class MaskedLanguageModel(TextPredictor):
         """The summed masked-LM loss of ``rows`` with masks drawn by ``rng``, the predicted tokens, how many of them
         the model got right, and with next-sentence prediction its summed loss and right answers."""
         ids = pad([examples.ids[i] for i in rows]).numpy()
-        segments = pad([examples.segments[i] for i in rows]).to(self.device)
+        segments = (torch.zeros(ids.shape, dtype=torch.long) if examples.segments is None  # (batch, len)
+                    else pad([examples.segments[i] for i in rows])).to(self.device)
         inputs, labels = mask_tokens(ids, rng, self.bert.mask_probability, self.bert.mask_split,
                                      (self.tokenizer.first_ordinary_id, self.tokenizer.vocab_size))
         where = torch.from_numpy(labels != IGNORE).to(self.device)  # (batch, len)

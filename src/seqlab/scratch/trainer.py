@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from seqlab.data.stream import tbptt_batches
+from seqlab.data.stream import TbpttBatches
 from seqlab.scratch.models import RNNLM, Seq2seq
 from seqlab.scratch.models.base import Model
 from seqlab.scratch.optimizers import Optimizer, clip_grads, shared_params
@@ -68,18 +68,18 @@ class RnnlmTrainer:
 
     def fit(self, corpus: np.ndarray, max_epoch: int = 10, batch_size: int = 20, time_size: int = 35,
             max_grad: float | None = None, eval_interval: int = 20) -> None:
-        inputs, targets = tbptt_batches(corpus, batch_size, time_size)  # (K, B, T) each
+        batches = TbpttBatches(corpus, batch_size, time_size)  # K batches of (B, T) inputs and targets
         total, count, started = 0.0, 0, time.perf_counter()
         for epoch in range(max_epoch):
             self.model.reset_state()
-            for it, (x, t) in enumerate(zip(inputs, targets)):
+            for it, (x, t) in enumerate(batches):
                 total += self.model.forward(x, t)
                 train_step(self.model, self.optimizer, max_grad)
                 count += 1
-                if eval_interval and (epoch * len(inputs) + it + 1) % eval_interval == 0:
+                if eval_interval and (epoch * len(batches) + it + 1) % eval_interval == 0:
                     ppl = float(np.exp(total / count))
                     self.ppl_list.append(ppl)
-                    self.log(f"| epoch {epoch + 1} | iter {it + 1} / {len(inputs)} | time "
+                    self.log(f"| epoch {epoch + 1} | iter {it + 1} / {len(batches)} | time "
                              f"{time.perf_counter() - started:.0f}[s] | perplexity {ppl:.2f}")
                     total, count = 0.0, 0
 

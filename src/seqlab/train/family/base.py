@@ -12,9 +12,11 @@ from torch import nn
 
 from seqlab.config import Config
 from seqlab.data.batching import BatchStream, InMemory, Lengths, random_batches, windowed_batches
-from seqlab.data.prepared import Rows
+from seqlab.data.corpus import DataError
+from seqlab.data.prepared import Prepared, Rows
 from seqlab.rundir import RunDir
 from seqlab.runtime import Runtime
+from seqlab.tokenizer import Tokenizer
 
 
 class Family(Protocol):
@@ -74,3 +76,15 @@ def epoch_batches(config: Config, epoch: int, src: Sequence[Sized] | Lengths, tr
 def _lengths(rows: Sequence[Sized] | Lengths) -> Lengths:
     """A prepared column's lengths as it reads them; a list's counted."""
     return rows if isinstance(rows, Rows) else InMemory.of(cast(Sequence[Sized], rows))
+
+
+def prepared_tokenizers(prepared: Prepared, run: RunDir, resume: bool) -> tuple[Tokenizer, Tokenizer]:
+    """A prepared directory's source and target tokenizers (its one tokenizer twice where the kind has one), saved
+    into a new run as a learnt pair is, or checked to be those of the run resumed."""
+    names = ("source", "target") if "target" in prepared.manifest["tokenizers"] else ("source", "source")
+    source, target = (Tokenizer.from_json(prepared.tokenizer_json(name)) for name in names)
+    if not resume:
+        run.save_tokenizers(source, target)
+    elif [t.to_json() for t in run.tokenizers()] != [source.to_json(), target.to_json()]:
+        raise DataError(f"{prepared.path}: its tokenizers are not the run's; resume from the directory it trained on")
+    return source, target

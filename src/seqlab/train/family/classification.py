@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
+import pyarrow as pa
 import torch
 from torch import nn
 
 from seqlab import registry
 from seqlab.config import Config
-from seqlab.data import load_splits, resolve_data_dir
+from seqlab.data import DataError, Pair, load_splits, resolve_data_dir
 from seqlab.data.batching import BatchStream, pad
+from seqlab.data.prepared import CHUNK_ROWS, IDS, Counted, Preparation, open_prepared, prepared_sections
+from seqlab.data.splits import streamed_train
 from seqlab.evaluate import LabelledSplit, evaluate_classifier
 from seqlab.loss import class_nll_sum
 from seqlab.model import build_classifier, num_parameters
@@ -22,7 +26,7 @@ from seqlab.predictors.classifier import Classifier, class_labels
 from seqlab.rundir import RunDir
 from seqlab.runtime import Runtime
 from seqlab.tokenizer import Tokenizer
-from seqlab.train.family.base import epoch_batches
+from seqlab.train.family.base import epoch_batches, prepared_tokenizers
 
 
 class Classification:
@@ -41,25 +45,68 @@ class Classification:
     @classmethod
     def build(cls, config: Config, run: RunDir, data_dir: str | Path | None, resume: bool,
               parts: int = 1, share: range | None = None, runtime: Runtime | None = None) -> Classification:
-        """Read the (text, label) splits, learn the tokenizer and the classes (or read them back), build the model."""
+        """Read the (text, label) splits, learn the tokenizer and the classes (or read them back), build the model;
+        or, with ``data.prepared``, take the tokenizer, the classes and the encoded splits from that directory."""
         assert isinstance(config.model, EncoderConfig)
-        splits = load_splits(config.data, resolve_data_dir(data_dir))
         pretrained = RunDir(config.model.init_from) if config.model.init_from else None
+        if config.data.prepared is not None:
+            return cls._from_prepared(config, run, resume, runtime, pretrained)
+        splits = load_splits(config.data, resolve_data_dir(data_dir))
         if resume:
             tokenizer, _ = run.tokenizers()
             labels = run.labels()
         else:
-            texts = [text for text, _ in splits["train"]]
-            tokenizer = pretrained.tokenizers()[0] if pretrained else Tokenizer.train(texts, config.tokens.source)
-            labels = class_labels([label for _, label in splits["train"]])
+            tokenizer, labels = _learn(config, splits["train"], pretrained)
             run.save_tokenizers(tokenizer, tokenizer)
             run.save_labels(labels)
-        model = build_classifier(config.model, tokenizer.vocab_size, len(labels))
-        if pretrained and not resume:  # on resume the checkpoint holds the weights
-            take_pretrained_encoder(model.encoder, config.model, pretrained, tokenizer.vocab_size)
-        classifier = Classifier(model, tokenizer, labels, config, runtime)
+        classifier = _classifier(config, tokenizer, labels, None if resume else pretrained, runtime)
         return cls(config, classifier, LabelledSplit.build(classifier, splits["train"], "train"),
                    LabelledSplit.build(classifier, splits["valid"], "valid"))
+
+    @classmethod
+    def _from_prepared(cls, config: Config, run: RunDir, resume: bool, runtime: Runtime | None,
+                       pretrained: RunDir | None) -> Classification:
+        """The tokenizer, classes and splits of ``data.prepared``, ``train.batch_window`` chunks of ids read at a
+        time; its tokenizer must be the pretrained run's where the model starts from one."""
+        prepared = open_prepared(cast(str, config.data.prepared), prepared_sections(config))
+        tokenizer, _ = prepared_tokenizers(prepared, run, resume)
+        if pretrained and tokenizer.to_json() != pretrained.tokenizers()[0].to_json():
+            raise DataError(f"{prepared.path}: not prepared with the tokenizer of model.init_from ({pretrained.path}); "
+                            "prepare it again with this config")
+        labels = list(prepared.manifest["labels"])
+        if not resume:
+            run.save_labels(labels)
+        elif run.labels() != labels:
+            raise DataError(f"{prepared.path}: its classes are not the run's; resume from the directory it trained on")
+        classifier = _classifier(config, tokenizer, labels, None if resume else pretrained, runtime)
+        window = config.train.batch_window
+        return cls(config, classifier, LabelledSplit.prepared(prepared, "train", window),
+                   LabelledSplit.prepared(prepared, "valid", window))
+
+    @classmethod
+    def prepare(cls, config: Config, data_dir: str | Path | None, out: Path, progress: bool = True,
+                chunk_rows: int = CHUNK_ROWS) -> dict[str, Any]:
+        """``seqlab data prepare``: the classes and the tokenizer (learnt, or model.init_from's), then every split's
+        inputs, texts and class indices as ``build`` encodes them; the classes in the manifest."""
+        assert isinstance(config.model, EncoderConfig)
+        where = resolve_data_dir(data_dir)
+        splits = load_splits(config.data, where)
+        train = Counted(streamed_train(config.data, where) or splits["train"])
+        pretrained = RunDir(config.model.init_from) if config.model.init_from else None
+        tokenizer, labels = _learn(config, train, pretrained)
+        with torch.device("meta"):  # the classifier encodes; its model is never run
+            classifier = Classifier(build_classifier(config.model, tokenizer.vocab_size, len(labels)), tokenizer,
+                                    labels, config, Runtime())
+
+        def encode(pairs: list[Pair], name: str) -> dict[str, list[Any]]:
+            texts = [text for text, _ in pairs]
+            return {"src": classifier.encode(texts, name), "text": texts,
+                    "label": classifier.label_ids([label for _, label in pairs], f"the {name} split")}
+
+        preparation = Preparation({"source": tokenizer.to_json()}, {"src": IDS, "text": pa.string(), "label": pa.int32()},
+                                  encode, "texts", {"labels": labels})
+        return preparation.write(config, out, lambda name: train if name == "train" else splits[name], chunk_rows,
+                                 progress)
 
     def use(self, runtime: Runtime) -> None:
         self.classifier.runtime = runtime
@@ -93,6 +140,26 @@ class Classification:
 
     def restore(self, carried: dict[str, torch.Tensor]) -> None:
         pass
+
+
+def _learn(config: Config, train: Iterable[Pair], pretrained: RunDir | None) -> tuple[Tokenizer, list[str]]:
+    """The classes of the training labels, and the tokenizer learnt from the training texts (or the pretrained
+    run's): two passes over ``train``."""
+    labels = class_labels(sorted({label for _, label in train}))
+    if pretrained:
+        return pretrained.tokenizers()[0], labels
+    return Tokenizer.train((text for text, _ in train), config.tokens.source), labels
+
+
+def _classifier(config: Config, tokenizer: Tokenizer, labels: list[str], pretrained: RunDir | None,
+                runtime: Runtime | None) -> Classifier:
+    """The model (its encoder from ``pretrained`` where given: not on resume, where the checkpoint holds the
+    weights) as the classifier that trains it."""
+    assert isinstance(config.model, EncoderConfig)
+    model = build_classifier(config.model, tokenizer.vocab_size, len(labels))
+    if pretrained:
+        take_pretrained_encoder(model.encoder, config.model, pretrained, tokenizer.vocab_size)
+    return Classifier(model, tokenizer, labels, config, runtime)
 
 
 SHAPE_KEYS = ("d_model", "num_layers", "num_heads", "d_ff", "norm", "max_length", "positions", "segments", "activation")

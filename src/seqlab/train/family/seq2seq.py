@@ -2,31 +2,19 @@
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterable, Sized
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
 import torch
-from tqdm import tqdm
 
 from seqlab.config import Config
-from seqlab.data import DataError, Pair, load_splits, resolve_data_dir, selection_run
+from seqlab.data import Pair, load_splits, resolve_data_dir
 from seqlab.data.batching import Batch, BatchStream, collate
-from seqlab.data.prepared import (
-    CHUNK_ROWS,
-    IDS,
-    ShardWriter,
-    open_prepared,
-    prepared_sections,
-    sections_hash,
-    write_manifest,
-    write_prepared,
-    write_tokenizers,
-)
-from seqlab.data.splits import SPLITS, streamed_train
+from seqlab.data.prepared import CHUNK_ROWS, IDS, Counted, Preparation, open_prepared, prepared_sections
+from seqlab.data.splits import streamed_train
 from seqlab.evaluate import EncodedSplit, evaluate
 from seqlab.loss import token_nll_sum
 from seqlab.model import build_model, num_parameters
@@ -34,7 +22,7 @@ from seqlab.predictors.translator import Translator
 from seqlab.rundir import RunDir
 from seqlab.runtime import Runtime
 from seqlab.tokenizer import Tokenizer, learn_tokenizers
-from seqlab.train.family.base import epoch_batches
+from seqlab.train.family.base import epoch_batches, prepared_tokenizers
 
 
 class Transduction:
@@ -75,12 +63,7 @@ class Transduction:
         """The tokenizers and splits of ``data.prepared``; a window of chunks held for each of the ``own`` parts
         of a step this process trains (of ``parts``)."""
         prepared = open_prepared(cast(str, config.data.prepared), prepared_sections(config))
-        source, target = (Tokenizer.from_json(prepared.tokenizer_json(name)) for name in ("source", "target"))
-        if not resume:
-            run.save_tokenizers(source, target)
-        elif [t.to_json() for t in run.tokenizers()] != [source.to_json(), target.to_json()]:
-            raise DataError(f"{prepared.path}: its tokenizers are not the run's; resume from the directory it "
-                            "trained on")
+        source, target = prepared_tokenizers(prepared, run, resume)
         translator = Translator(build_model(config.model, source.vocab_size, target.vocab_size), source, target, config,
                                 runtime)
         window = config.train.batch_window
@@ -95,24 +78,21 @@ class Transduction:
         returns its manifest."""
         where = resolve_data_dir(data_dir)
         splits = load_splits(config.data, where)  # each split read when asked for
-        train = streamed_train(config.data, where) or splits["train"]  # explicit files: read pair by pair
+        train = Counted(streamed_train(config.data, where) or splits["train"])  # explicit files: read pair by pair
         source, target = _learn_tokenizers(config, train)
         with torch.device("meta"):  # the translator encodes; its model is never run
             model = build_model(config.model, source.vocab_size, target.vocab_size)
         translator = Translator(model, source, target, config, Runtime())
-        names = [name for name in SPLITS if not (name == "test" and selection_run())]
-        manifest: dict[str, Any] = {}
 
-        def write(directory: Path) -> None:
-            written = {name: _write_split(translator, train if name == "train" else splits[name], name, directory,
-                                          chunk_rows, progress) for name in names}
-            tokenizers = write_tokenizers(directory, {"source": source.to_json(), "target": target.to_json()})
-            sections = prepared_sections(config)
-            manifest.update(sections=sections, hash=sections_hash(sections), splits=written, tokenizers=tokenizers)
-            write_manifest(directory, manifest)
+        def encode(pairs: list[Pair], name: str) -> dict[str, list[Any]]:
+            sources, targets = [s for s, _ in pairs], [t for _, t in pairs]
+            return {"src": translator.encode_sources(sources, name), "trg": translator.encode_targets(targets, name),
+                    "source": sources, "target": targets}
 
-        write_prepared(out, write)
-        return manifest
+        preparation = Preparation({"source": source.to_json(), "target": target.to_json()},
+                                  {"src": IDS, "trg": IDS, "source": pa.string(), "target": pa.string()}, encode, "pairs")
+        return preparation.write(config, out, lambda name: train if name == "train" else splits[name], chunk_rows,
+                                 progress)
 
     def use(self, runtime: Runtime) -> None:
         self.translator.runtime = runtime
@@ -159,20 +139,3 @@ class Transduction:
 def _learn_tokenizers(config: Config, train: Iterable[Pair]) -> tuple[Tokenizer, Tokenizer]:
     data = config.data
     return learn_tokenizers(train, config.tokens, (data.source_width is not None, data.target_width is not None))
-
-
-def _write_split(translator: Translator, pairs: Iterable[Pair], name: str, directory: Path, chunk_rows: int,
-                 progress: bool) -> dict[str, Any]:
-    """One split's pairs (a list, or a corpus read pair by pair) encoded as ``EncodedSplit.build`` encodes them, a
-    chunk at a time, into its shards."""
-    writer = ShardWriter(directory, name, {"src": IDS, "trg": IDS, "source": pa.string(), "target": pa.string()},
-                         chunk_rows)
-    pairs_left = iter(pairs)
-    total = len(pairs) if isinstance(pairs, Sized) else None
-    with tqdm(total=total, desc=f"prepare {name}", unit=" pairs", disable=not progress, leave=False) as bar:
-        while chunk := list(itertools.islice(pairs_left, chunk_rows)):
-            sources, targets = [s for s, _ in chunk], [t for _, t in chunk]
-            writer.write({"src": translator.encode_sources(sources, name), "trg": translator.encode_targets(targets, name),
-                          "source": sources, "target": targets})
-            bar.update(len(chunk))
-    return writer.close()
