@@ -14,7 +14,16 @@ from pydantic import TypeAdapter
 
 from seqlab.config import load_config
 from seqlab.corpora import Corpus, DataConfig, LinesCorpus, SplitConfig, TsvCorpus
-from seqlab.data import DataError, generate_task, load_splits, read_corpus, read_sentences, resolve_data_dir, tasks
+from seqlab.data import (
+    DataError,
+    generate_task,
+    iter_sentences,
+    load_splits,
+    read_corpus,
+    read_sentences,
+    resolve_data_dir,
+    tasks,
+)
 from seqlab.data.splits import split_pairs
 from seqlab.data.tasks import generate_addition, generate_date
 from seqlab.metrics import seen_form
@@ -459,6 +468,16 @@ def test_pair_corpora_give_both_sides_as_sentences(tmp_path):
     assert read_sentences(TsvCorpus(path="pairs.tsv"), tmp_path) == ["hallo welt", "ein hund", "hello world", "a dog"]
 
 
+def test_a_pair_corpus_is_read_as_its_sentences_are_asked_for(tmp_path):
+    """Not whole first (word2vec's data.on_disk streams it): the first source comes before a bad last line is
+    read, which is then named as read_corpus names it."""
+    (tmp_path / "pairs.tsv").write_text("hallo welt\thello world\nkein tab\n")
+    sentences = iter_sentences(TsvCorpus(path="pairs.tsv"), tmp_path)
+    assert next(sentences) == "hallo welt"
+    with pytest.raises(DataError, match=r"pairs.tsv:2: "):
+        next(sentences)
+
+
 def test_a_split_by_source_keeps_every_source_text_in_one_split():
     # ChatbotData asks the same question with other answers: by source, no valid or test question is a training one
     pairs = [(f"q{i % 37}", f"a{i}") for i in range(100)]  # 37 questions, asked 2 or 3 times each
@@ -474,3 +493,43 @@ def test_a_split_by_source_keeps_every_source_text_in_one_split():
     shared = {q for q, _ in by_item["train"]} & {q for q, _ in by_item["test"]}
     assert shared  # what the default does with repeated questions
     assert by_item == split_pairs(pairs, SplitConfig(valid=10, test=20, seed=3))  # item is the default, as before
+
+
+def _decoded_line_by_line(raw: bytes, keep_ends: bool) -> list[tuple[int, str]] | str:
+    """The reference: each line split at ``\\n`` and decoded alone (the error message of the first bad one)."""
+    parts = raw.split(b"\n")
+    out = []
+    for lineno, line in enumerate([part + b"\n" for part in parts[:-1]] + [parts[-1]] * bool(parts[-1]), 1):
+        if not keep_ends:
+            line = line.removesuffix(b"\n").removesuffix(b"\r")
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return f"f:{lineno}: not valid UTF-8 (byte 0x{line[exc.start]:02x} at byte {exc.start + 1} of the line)"
+        out.append((lineno, text.removeprefix("\ufeff") if lineno == 1 else text))
+    return out
+
+
+@pytest.mark.parametrize("keep_ends", [False, True])
+def test_lines_decoded_a_block_at_a_time_are_those_decoded_one_by_one(keep_ends, monkeypatch):
+    """Blocks of 7 bytes (lines cut across them), \\r\\n and lone \\r, a BOM, no newline at the end, and bad
+    UTF-8 (named by its line and byte as before), against decoding each line alone."""
+    import io
+
+    import numpy as np
+
+    from seqlab.data import corpus
+
+    monkeypatch.setattr(corpus, "BLOCK_BYTES", 7)
+    rng = np.random.default_rng(0)
+    pieces = [b"a", b"\xc3\xa9", b"\xea\xb0\x80", b" ", b"\n", b"\r\n", b"\r", b"\xff", b"\xc3", b"\t"]
+    for trial in range(300):
+        raw = (b"\xef\xbb\xbf" if trial % 5 == 0 else b"") + b"".join(
+            pieces[i] for i in rng.choice(len(pieces), int(rng.integers(0, 40)), p=[.3, .1, .1, .1, .15, .05, .02,
+                                                                                      .01, .01, .16]))
+        expected = _decoded_line_by_line(raw, keep_ends)
+        try:
+            got: list[tuple[int, str]] | str = list(corpus.decode_lines(io.BytesIO(raw), "f", keep_ends))
+        except DataError as exc:
+            got = str(exc)
+        assert got == expected, raw

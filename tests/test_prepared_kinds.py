@@ -176,3 +176,27 @@ def test_next_sentence_prediction_and_another_pretrained_tokenizer_are_refused(t
     tuned["model"] = {"type": "encoder", "pooling": "cls", "init_from": str(tmp_path / "bert"), **shape}
     with pytest.raises(DataError, match="not prepared with the tokenizer of model.init_from"):
         Trainer(parse_config(tuned), tmp_path / "tuned", progress=False).fit()
+
+
+@pytest.mark.parametrize("kind", ["lm", "bert"])
+def test_explicit_training_files_are_prepared_sentence_by_sentence_never_read_whole(tmp_path, monkeypatch, kind):
+    """The training file is read at each pass (the tokenizer's, then the writing), not listed: the same directory
+    as when it is read whole."""
+    from seqlab.data import splits as splits_module
+
+    family = "seqlab.train.family." + {"lm": "stream", "bert": "masked"}[kind]
+    raw = CONFIGS[kind](tmp_path)
+    with monkeypatch.context() as patch:
+        patch.setattr(f"{family}.streamed_sentences", lambda *args: None)  # the training split as a list
+        whole = _prepare(raw, tmp_path / "whole")
+    real = splits_module.read_sentences
+
+    def read_sentences(spec: Any, *args: Any, **kwargs: Any) -> list[str]:
+        assert not spec.path.endswith("train.txt"), "the training file was read whole"
+        return real(spec, *args, **kwargs)
+
+    monkeypatch.setattr(splits_module, "read_sentences", read_sentences)
+    streamed = _prepare(raw, tmp_path / "streamed")
+    assert streamed["splits"] == whole["splits"] and streamed["tokenizers"] == whole["tokenizers"]
+    for name in ("train-00000.arrow", "source.json"):
+        assert (tmp_path / "streamed" / name).read_bytes() == (tmp_path / "whole" / name).read_bytes()

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import functools
 import inspect
+import io
 import logging
 import sys
 import typing
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal, NoReturn
+from typing import Annotated, Any, Literal, NoReturn, cast
 
 import typer
 
@@ -104,12 +105,17 @@ def setup_logging(quiet: bool = False) -> None:
     logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, format="%(message)s", stream=sys.stderr)
 
 
+def stdin_bytes() -> io.BufferedIOBase:
+    """Standard input as bytes (a BufferedReader, though typed BinaryIO)."""
+    return cast(io.BufferedIOBase, sys.stdin.buffer)
+
+
 def read_lines(path: str) -> list[str]:
     """Lines of a UTF-8 file (or stdin for ``-``); undecodable bytes name the file and line."""
     from seqlab.data.corpus import decode_lines
 
     if path == "-":
-        return [text for _, text in decode_lines(sys.stdin.buffer, "<stdin>")]
+        return [text for _, text in decode_lines(stdin_bytes(), "<stdin>")]
     with open(path, "rb") as f:
         return [text for _, text in decode_lines(f, path)]
 

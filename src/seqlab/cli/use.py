@@ -8,7 +8,18 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from seqlab.cli.common import Engine, Int8, RunArg, Workers, fail, read_lines, setup_logging, warn_cut, with_decoding
+from seqlab.cli.common import (
+    Engine,
+    Int8,
+    RunArg,
+    Workers,
+    fail,
+    read_lines,
+    setup_logging,
+    stdin_bytes,
+    warn_cut,
+    with_decoding,
+)
 from seqlab.config import ConfigError
 from seqlab.registry import InferenceOptions
 
@@ -75,7 +86,7 @@ def chat(
         typer.echo(f"{run_dir} — {HELP}", err=True)
         lines = terminal_lines()
     else:
-        lines = (text for _, text in decode_lines(sys.stdin.buffer, "<stdin>"))
+        lines = (text for _, text in decode_lines(stdin_bytes(), "<stdin>"))
     try:
         converse(Chat(translator, options), lines, sys.stdout, sys.stderr)
     except ValueError as exc:  # undecodable input names its line

@@ -73,22 +73,44 @@ def locate(name: str, data_dir: Path) -> Path:
     return path
 
 
+BLOCK_BYTES = 1 << 20  # what decode_lines reads at a time
+
+
 def open_file(path: Path) -> io.BufferedIOBase:
     return gzip.open(path, "rb") if path.suffix == ".gz" else path.open("rb")
 
 
-def decode_lines(stream: Iterable[bytes], name: str | Path, keep_ends: bool = False) -> Iterator[tuple[int, str]]:
-    """Yield ``(line number, text)`` from 1 of a binary stream; bad UTF-8 names ``name`` and the line."""
-    for lineno, raw in enumerate(stream, 1):
-        if not keep_ends:
-            raw = raw.removesuffix(b"\n").removesuffix(b"\r")
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise DataError(
-                f"{name}:{lineno}: not valid UTF-8 (byte 0x{raw[exc.start]:02x} at byte {exc.start + 1} of the line)"
-            ) from None
-        yield lineno, text.removeprefix("\ufeff") if lineno == 1 else text
+def decode_lines(stream: io.BufferedIOBase, name: str | Path, keep_ends: bool = False) -> Iterator[tuple[int, str]]:
+    """Yield ``(line number, text)`` from 1 of a binary stream; bad UTF-8 names ``name`` and the line. Lines end
+    at ``\n`` (a ``\r`` before it dropped too, unless ``keep_ends``); the stream is read and decoded a block of
+    whole lines at a time (``read1``: a file's next MiB, or what a pipe holds, so lines typed in come at once)."""
+    lineno, rest = 0, b""
+    while block := stream.read1(BLOCK_BYTES):
+        block = rest + block
+        cut = block.rfind(b"\n") + 1
+        rest = block[cut:]
+        if cut:
+            lines = _decoded(block[:cut], name, lineno, keep_ends)
+            yield from zip(range(lineno + 1, lineno + len(lines) + 1), lines)
+            lineno += len(lines)
+    if rest:  # a last line without its newline
+        yield lineno + 1, _decoded(rest + b"\n", name, lineno, keep_ends)[0].removesuffix("\n")
+
+
+def _decoded(block: bytes, name: str | Path, before: int, keep_ends: bool) -> list[str]:
+    """The lines of ``block`` (whole lines, each ending with ``\n``) after line ``before``, decoded at once."""
+    try:
+        text = block.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        start, line = block.rfind(b"\n", 0, exc.start) + 1, before + block.count(b"\n", 0, exc.start) + 1
+        raise DataError(f"{name}:{line}: not valid UTF-8 (byte 0x{block[exc.start]:02x} at byte {exc.start - start + 1} "
+                        "of the line)") from None
+    if before == 0:
+        text = text.removeprefix("\ufeff")
+    lines = text.split("\n")[:-1]
+    if keep_ends:
+        return [line + "\n" for line in lines]
+    return [line[:-1] if line.endswith("\r") else line for line in lines] if "\r" in text else lines
 
 
 def _lines(path: Path, keep_ends: bool = False) -> Iterator[tuple[int, str]]:
@@ -325,12 +347,18 @@ def read_sentences(spec: TextCorpus, data_dir: Path, skip_bad_lines: bool = Fals
 
 
 def iter_sentences(spec: TextCorpus, data_dir: Path, skip_bad_lines: bool = False) -> Iterator[str]:
-    """``read_sentences``'s sentences one at a time: a ``lines`` file is read as they are asked for (a corpus larger
-    than memory); a pair corpus is read whole first."""
-    if not isinstance(spec, LinesCorpus):
+    """``read_sentences``'s sentences one at a time, as they are asked for (a corpus larger than memory): a
+    ``lines`` file's; a pair corpus's files read twice, for the sources and then for the targets (a generated
+    task's pairs made whole first)."""
+    if isinstance(spec, TaskCorpus | SquadCorpus):
         pairs = read_corpus(spec, data_dir, skip_bad_lines)
         yield from (source for source, _ in pairs)
         yield from (target for _, target in pairs)
+        return
+    if not isinstance(spec, LinesCorpus):
+        stream = CorpusStream(spec, data_dir, skip_bad_lines)
+        yield from (source for source, _ in stream)
+        yield from (target for _, target in stream)
         return
     path = locate(spec.path, data_dir)
     blank = True

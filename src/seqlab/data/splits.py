@@ -20,7 +20,16 @@ import numpy as np
 
 from seqlab.corpora import CleanConfig, Corpus, DataConfig, LinesCorpus, SplitConfig, SquadCorpus, TaskCorpus, TextCorpus
 from seqlab.data.clean import Cleaned, cleaned
-from seqlab.data.corpus import BadLines, CorpusStream, DataError, Pair, locate, read_corpus, read_sentences
+from seqlab.data.corpus import (
+    BadLines,
+    CorpusStream,
+    DataError,
+    Pair,
+    iter_sentences,
+    locate,
+    read_corpus,
+    read_sentences,
+)
 from seqlab.data.squad import Question, read_squad
 
 Item = TypeVar("Item")
@@ -204,6 +213,27 @@ def streamed_train(cfg: DataConfig, data_dir: Path) -> Iterable[Pair] | None:
     if cfg.corpus is not None:
         stream = HashedPart(stream, cfg.split, "train")
     return stream if cfg.clean == CleanConfig() else Cleaned(stream, cfg.clean)
+
+
+def streamed_sentences(cfg: DataConfig, data_dir: Path) -> Iterable[str] | None:
+    """The training sentences of an explicit ``data.train`` file as ``load_sentence_splits`` reads them, read from
+    the file at each pass, never held whole (``seqlab data prepare``); None for a corpus cut into splits, or
+    generated, which is read whole."""
+    if cfg.corpus is not None or cfg.train is None or isinstance(cfg.train, (TaskCorpus, SquadCorpus)):
+        return None
+    return SentenceStream(cfg.train, data_dir, cfg.skip_bad_lines)
+
+
+@dataclass(frozen=True)
+class SentenceStream(Iterable[str]):
+    """``iter_sentences`` of a file corpus afresh at each pass."""
+
+    spec: TextCorpus
+    data_dir: Path
+    skip_bad_lines: bool
+
+    def __iter__(self) -> Iterator[str]:
+        return iter_sentences(self.spec, self.data_dir, self.skip_bad_lines)
 
 
 def _streams(spec: TextCorpus) -> bool:

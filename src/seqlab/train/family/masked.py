@@ -13,7 +13,8 @@ import torch
 from seqlab.config import Config
 from seqlab.data import Splits, load_sentence_splits, load_splits, resolve_data_dir
 from seqlab.data.batching import BatchStream
-from seqlab.data.prepared import CHUNK_ROWS, IDS, Preparation, open_prepared, prepared_sections
+from seqlab.data.prepared import CHUNK_ROWS, IDS, Counted, Preparation, open_prepared, prepared_sections
+from seqlab.data.splits import streamed_sentences
 from seqlab.model import num_parameters
 from seqlab.model.bert import BertConfig
 from seqlab.predictors.masked_lm import Examples, MaskedLanguageModel
@@ -90,8 +91,10 @@ class MaskedLM:
         """``seqlab data prepare``: every split's sentences as BERT reads them (``<sos>`` + ids + ``<eos>``, cut)
         and their texts; the tokenizer learnt with ``<mask>``."""
         assert isinstance(config.model, BertConfig) and not config.model.next_sentence
-        splits = load_sentence_splits(config.data, resolve_data_dir(data_dir))
-        tokenizer = Tokenizer.train(splits["train"], config.tokens.source, mask=True)
+        where = resolve_data_dir(data_dir)
+        splits = load_sentence_splits(config.data, where)
+        train = Counted(streamed_sentences(config.data, where) or splits["train"])  # a file: read at each pass
+        tokenizer = Tokenizer.train(train, config.tokens.source, mask=True)
         with torch.device("meta"):  # the model is never run: its predictor encodes
             mlm = MaskedLanguageModel(MaskedLanguageModel.build(config, tokenizer.vocab_size), tokenizer, config,
                                       Runtime())
@@ -101,7 +104,8 @@ class MaskedLM:
 
         preparation = Preparation({"source": tokenizer.to_json()}, {"ids": IDS, "text": pa.string()}, encode,
                                   "sentences")
-        return preparation.write(config, out, splits.__getitem__, chunk_rows, progress)
+        return preparation.write(config, out, lambda name: train if name == "train" else splits[name], chunk_rows,
+                                 progress)
 
     def use(self, runtime: Runtime) -> None:
         self.mlm.runtime = runtime

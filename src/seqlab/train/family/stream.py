@@ -13,7 +13,8 @@ import torch
 from seqlab.config import Config, ConfigError
 from seqlab.data import load_sentence_splits, resolve_data_dir
 from seqlab.data.batching import BatchStream
-from seqlab.data.prepared import CHUNK_ROWS, IDS, Preparation, open_prepared, prepared_sections
+from seqlab.data.prepared import CHUNK_ROWS, IDS, Counted, Preparation, open_prepared, prepared_sections
+from seqlab.data.splits import streamed_sentences
 from seqlab.data.stream import Stream, TbpttBatches
 from seqlab.loss import token_nll_sum
 from seqlab.model import num_parameters
@@ -87,15 +88,18 @@ class StreamLM:
                 chunk_rows: int = CHUNK_ROWS) -> dict[str, Any]:
         """``seqlab data prepare``: the sentences of every split, each as its ids and ``<eos>`` (the pieces of
         ``LanguageModel.stream``, which the training stream reads after one ``<eos>``) and its text."""
-        splits = load_sentence_splits(config.data, resolve_data_dir(data_dir))
-        tokenizer = Tokenizer.train(splits["train"], config.tokens.source)
+        where = resolve_data_dir(data_dir)
+        splits = load_sentence_splits(config.data, where)
+        train = Counted(streamed_sentences(config.data, where) or splits["train"])  # a file: read at each pass
+        tokenizer = Tokenizer.train(train, config.tokens.source)
 
         def encode(sentences: list[str], name: str) -> dict[str, list[Any]]:
             return {"ids": sentence_pieces(tokenizer, sentences), "text": sentences}
 
         preparation = Preparation({"source": tokenizer.to_json()}, {"ids": IDS, "text": pa.string()}, encode,
                                   "sentences")
-        return preparation.write(config, out, splits.__getitem__, chunk_rows, progress)
+        return preparation.write(config, out, lambda name: train if name == "train" else splits[name], chunk_rows,
+                                 progress)
 
     def use(self, runtime: Runtime) -> None:
         self.lm.runtime = runtime
