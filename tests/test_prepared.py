@@ -1,6 +1,7 @@
 """Prepared corpora (``seqlab data prepare``, ``data.prepared``): Arrow shards that a run reads memory-mapped, against
 the in-memory path on the same data."""
 
+import itertools
 import json
 import re
 from pathlib import Path
@@ -253,3 +254,17 @@ def test_a_jsonl_corpus_split_by_hash_and_cleaned_is_prepared_as_it_is_read_in_m
 
     trained = [s for s, _ in pairs if hashed_split(s, config.data.split) == "train"]  # each once: duplicates dropped
     assert list(memory.train_set.sources) == trained and 400 < len(trained) < 560
+
+
+def test_a_counted_corpus_knows_its_length_after_one_pass_and_shows_the_first(capsys):
+    class Twice:  # a corpus read afresh at every pass, of unknown length
+        def __iter__(self):
+            return iter(range(25_000))
+
+    counted = prepared_module.Counted(Twice(), "pairs", progress=True)
+    assert counted.count is None
+    assert sum(1 for _ in itertools.islice(counted, 100)) == 100 and counted.count is None  # not a whole pass
+    assert sum(counted) == sum(range(25_000)) and counted.count == 25_000
+    assert "read train" in capsys.readouterr().err
+    assert list(counted) == list(range(25_000)) and "read train" not in capsys.readouterr().err  # once counted
+    assert prepared_module.Counted([1, 2, 3]).count == 3

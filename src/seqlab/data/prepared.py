@@ -127,17 +127,22 @@ class ShardWriter:
 
 class Counted(Iterable[T]):
     """An iterable whose passes are counted: ``count``, the items of the last whole pass (None before one), so
-    that a corpus read once to learn the tokenizers has a known length when it is read again to be written."""
+    that a corpus read once to learn the tokenizers has a known length when it is read again to be written. Until
+    then (with ``progress``) a bar counts the items read and their rate, as ``unit``."""
 
-    def __init__(self, items: Iterable[T]) -> None:
-        self.items = items
+    def __init__(self, items: Iterable[T], unit: str = "rows", progress: bool = False) -> None:
+        self.items, self.unit, self.progress = items, unit, progress
         self.count: int | None = len(items) if isinstance(items, Sized) else None
 
     def __iter__(self) -> Iterator[T]:
         n = 0
-        for item in self.items:
-            n += 1
-            yield item
+        with tqdm(desc="read train", unit=f" {self.unit}", disable=not self.progress or self.count is not None,
+                  leave=False, dynamic_ncols=True) as bar:
+            for item in self.items:
+                n += 1
+                if n % 10_000 == 0:
+                    bar.update(10_000)
+                yield item
         self.count = n
 
 

@@ -91,7 +91,7 @@ class Classification:
         assert isinstance(config.model, EncoderConfig)
         where = resolve_data_dir(data_dir)
         splits = load_splits(config.data, where)
-        train = Counted(streamed_train(config.data, where) or splits["train"])
+        train = Counted(streamed_train(config.data, where) or splits["train"], "texts", progress)
         pretrained = RunDir(config.model.init_from) if config.model.init_from else None
         tokenizer, labels = _learn(config, train, pretrained)
         with torch.device("meta"):  # the classifier encodes; its model is never run

@@ -93,7 +93,8 @@ class MaskedLM:
         assert isinstance(config.model, BertConfig) and not config.model.next_sentence
         where = resolve_data_dir(data_dir)
         splits = load_sentence_splits(config.data, where)
-        train = Counted(streamed_sentences(config.data, where) or splits["train"])  # a file: read at each pass
+        # a training file is read at each pass, never held whole
+        train = Counted(streamed_sentences(config.data, where) or splits["train"], "sentences", progress)
         tokenizer = Tokenizer.train(train, config.tokens.source, mask=True)
         with torch.device("meta"):  # the model is never run: its predictor encodes
             mlm = MaskedLanguageModel(MaskedLanguageModel.build(config, tokenizer.vocab_size), tokenizer, config,

@@ -78,7 +78,8 @@ class Transduction:
         returns its manifest."""
         where = resolve_data_dir(data_dir)
         splits = load_splits(config.data, where)  # each split read when asked for
-        train = Counted(streamed_train(config.data, where) or splits["train"])  # explicit files: read pair by pair
+        # training files are read at each pass, never held whole
+        train = Counted(streamed_train(config.data, where) or splits["train"], "pairs", progress)
         source, target = _learn_tokenizers(config, train)
         with torch.device("meta"):  # the translator encodes; its model is never run
             model = build_model(config.model, source.vocab_size, target.vocab_size)

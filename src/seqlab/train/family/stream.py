@@ -90,7 +90,8 @@ class StreamLM:
         ``LanguageModel.stream``, which the training stream reads after one ``<eos>``) and its text."""
         where = resolve_data_dir(data_dir)
         splits = load_sentence_splits(config.data, where)
-        train = Counted(streamed_sentences(config.data, where) or splits["train"])  # a file: read at each pass
+        # a training file is read at each pass, never held whole
+        train = Counted(streamed_sentences(config.data, where) or splits["train"], "sentences", progress)
         tokenizer = Tokenizer.train(train, config.tokens.source)
 
         def encode(sentences: list[str], name: str) -> dict[str, list[Any]]:
