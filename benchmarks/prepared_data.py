@@ -73,9 +73,9 @@ def repeated_data(config: dict[str, Any], data_dir: Path, scale: int, out: Path)
 
 
 def scale_rows(config_path: Path, data_dir: Path, scale: int, steps: int, in_memory: bool, work: Path,
-               sets: list[str], rounds: int = 1) -> dict[str, Any]:
-    """One scale: prepare, train from the shards, and (``in_memory``) train from the corpus, ``rounds`` times
-    taking turns; ``sets``: the config's overrides (``KEY=VALUE``) in every command."""
+               sets: list[str], rounds: int = 1, workers: int = 1) -> dict[str, Any]:
+    """One scale: prepare (with ``workers`` processes), train from the shards, and (``in_memory``) train from the
+    corpus, ``rounds`` times taking turns; ``sets``: the config's overrides (``KEY=VALUE``) in every command."""
     config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
     data = repeated_data(config, data_dir, scale, work / f"data-{scale}")
     env = os.environ | {"SEQLAB_DATA": str(data)}
@@ -83,7 +83,8 @@ def scale_rows(config_path: Path, data_dir: Path, scale: int, steps: int, in_mem
     files = [f"--set=data.train.{key}={train[key].removesuffix('.gz')}" for key in file_keys(train)]
     files += [f"--set={given}" for given in sets]
     prepared = work / f"prepared-{scale}"
-    prepare_s, prepare_mib = peak_run(["data", "prepare", str(config_path), "--out", str(prepared), *files], env)
+    prepare_s, prepare_mib = peak_run(["data", "prepare", str(config_path), "--out", str(prepared), *files,
+                                       "--workers", str(workers)], env)
     manifest = yaml.safe_load((prepared / "manifest.json").read_text())
     rows, unit = int(manifest["splits"]["train"]["rows"]), manifest["unit"]
     short = [*files, f"--set=train.max_steps={steps}", "--set=train.epochs=1", "--set=eval.valid_limit=100"]
@@ -129,12 +130,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data-dir", required=True, type=Path, help="../shared/data")
     parser.add_argument("--config", type=Path, default=ROOT / "configs" / "multi30k_de_en.yaml")
     parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--prepare-workers", type=int, default=1, help="seqlab data prepare --workers")
     add_scale_options(parser, [1, 10, 100], "tokens.source.sample=2000000")
     given = sys.argv[1:] if argv is None else argv
     args = parser.parse_args(given)
     with tempfile.TemporaryDirectory(prefix="prepared-data-") as tmp:
         rows = [scale_rows(args.config.resolve(), args.data_dir.resolve(), scale, args.steps,
-                           scale in args.memory_scales, Path(tmp), args.sets, args.rounds) for scale in args.scales]
+                           scale in args.memory_scales, Path(tmp), args.sets, args.rounds, args.prepare_workers)
+                for scale in args.scales]
     made = table(rows, args.config, args.steps)
     print(f"#### {made.title}\n\n{time.strftime('%Y-%m-%d')}, {machine()}. Command: `{command(__file__, given)}`\n\n"
           f"{markdown(made)}\n")

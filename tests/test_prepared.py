@@ -268,3 +268,46 @@ def test_a_counted_corpus_knows_its_length_after_one_pass_and_shows_the_first(ca
     assert "read train" in capsys.readouterr().err
     assert list(counted) == list(range(25_000)) and "read train" not in capsys.readouterr().err  # once counted
     assert prepared_module.Counted([1, 2, 3]).count == 3
+
+
+def test_two_worker_processes_prepare_the_rows_one_process_prepares_in_the_same_order(tmp_path):
+    """Every other record batch encoded by a forked process into shards of its own: the same rows, texts and counts
+    in the same order (the manifest's ``order``), and a run from it trains to the same weights."""
+    raw = small_date_config()
+    config = parse_config(raw)
+    one = Transduction.prepare(config, None, tmp_path / "one", progress=False, chunk_rows=37)
+    two = Transduction.prepare(config, None, tmp_path / "two", progress=False, chunk_rows=37, workers=2)
+    assert {s["file"] for s in two["splits"]["train"]["shards"]} == {"train.0-00000.arrow", "train.1-00000.arrow"}
+    assert two["splits"]["train"]["order"][:3] == [[0, 0], [1, 0], [0, 1]]
+    for name in ("train", "valid", "test"):
+        assert two["splits"][name]["rows"] == one["splits"][name]["rows"]
+        assert two["splits"][name]["tokens"] == one["splits"][name]["tokens"]
+        read = [open_prepared(tmp_path / d, prepared_sections(config)) for d in ("one", "two")]
+        for column in ("src", "trg"):
+            assert list(read[0].ids(name, column, 2)) == list(read[1].ids(name, column, 2))
+        assert list(read[0].texts(name, "source")) == list(read[1].texts(name, "source"))
+    for d in ("one", "two"):
+        Trainer(parse_config(raw | {"data": raw["data"] | {"prepared": str(tmp_path / d)}}), tmp_path / f"run-{d}",
+                progress=False).fit()
+    weights = [load_file(str(tmp_path / f"run-{d}" / "model.safetensors")) for d in ("one", "two")]
+    assert all(weights[0][k].equal(weights[1][k]) for k in weights[0])
+
+
+def test_an_error_in_a_worker_process_is_raised_and_leaves_nothing_behind(tmp_path, monkeypatch):
+    from seqlab.predictors.translator import Translator
+
+    real = Translator.encode_targets
+
+    def encode_targets(self: Translator, texts: list[str], what: str = "input") -> list[list[int]]:
+        if what == "train" and texts[0] == first_of_third_chunk:
+            raise DataError("corpus.txt:75: a bad pair")
+        return real(self, texts, what)
+
+    config = parse_config(small_date_config())
+    from seqlab.data import load_splits, resolve_data_dir
+
+    first_of_third_chunk = load_splits(config.data, resolve_data_dir(None))["train"][74][1]
+    monkeypatch.setattr(Translator, "encode_targets", encode_targets)
+    with pytest.raises(DataError, match="corpus.txt:75: a bad pair"):
+        Transduction.prepare(config, None, tmp_path / "p", progress=False, chunk_rows=37, workers=2)
+    assert list(tmp_path.iterdir()) == []

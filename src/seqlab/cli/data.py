@@ -47,6 +47,8 @@ def prepare(
     data_dir: DataDir = None,
     chunk_rows: Annotated[int, typer.Option("--chunk-rows", min=1, help="Rows of a record batch: a run holds "
                                             "train.batch_window of them in memory at a time.")] = 100_000,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="Processes that encode a split's record batches "
+                                         "side by side (forked; 1: this process, its tokenizer on every core).")] = 1,
 ) -> None:
     """Read the config's corpus once, learn its tokenizers and write every split's token ids and texts to Arrow
     shards in OUT, with a manifest tying them to the config. Train with --set data.prepared=OUT: the run reads the
@@ -62,7 +64,7 @@ def prepare(
         if not kind.prepares:
             able = ", ".join(k.noun for k in registry.kinds() if k.prepares)
             raise ConfigError(f"{config}: {kind.noun} reads its corpus itself (seqlab data prepare is for {able})")
-        manifest = kind.family().prepare(cfg, data_dir, out, chunk_rows=chunk_rows)
+        manifest = kind.family().prepare(cfg, data_dir, out, chunk_rows=chunk_rows, workers=workers)
     except (ConfigError, DataError, OSError) as exc:
         fail(exc)
     counts = ", ".join(f"{name} {split['rows']:,}" for name, split in manifest["splits"].items())

@@ -20,16 +20,20 @@ and the sections that differ.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import json
+import multiprocessing
 import os
+import pickle
 import shutil
 import tempfile
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Sized
 from dataclasses import dataclass, field
 from pathlib import Path
+from queue import Empty
 from typing import Any, Generic, TypeVar, overload
 
 import numpy as np
@@ -79,10 +83,11 @@ class ShardWriter:
         self._writer: pa.ipc.RecordBatchFileWriter | None = None
         self._sink: Any = None
 
-    def write(self, columns: Mapping[str, Sequence[Any]]) -> None:
-        """Rows given column by column, each column as long as the others."""
+    def write(self, columns: Mapping[str, Sequence[Any]]) -> list[tuple[int, int]]:
+        """Rows given column by column, each column as long as the others; returns the (shard, record batch) each
+        part of them went to (one, unless a shard fills up or there are more than ``chunk_rows``)."""
         rows = len(next(iter(columns.values())))
-        start = 0
+        start, written = 0, []
         while start < rows:
             if self._writer is None or self.shards[-1]["rows"] == SHARD_ROWS:
                 self._open_shard()
@@ -93,9 +98,11 @@ class ShardWriter:
             self._writer.write_batch(batch)
             self.shards[-1]["rows"] += take
             self.shards[-1]["batches"].append(take)
+            written.append((len(self.shards) - 1, len(self.shards[-1]["batches"]) - 1))
             for name in self.tokens:
                 self.tokens[name] += sum(map(len, columns[name][start:start + take]))
             start += take
+        return written
 
     @property
     def bytes(self) -> int:
@@ -160,14 +167,16 @@ class Preparation(Generic[T]):
     extra: dict[str, Any] = field(default_factory=dict)
 
     def write(self, config: Config, out: Path, splits: Callable[[str], Iterable[T]], chunk_rows: int = CHUNK_ROWS,
-              progress: bool = True) -> dict[str, Any]:
+              progress: bool = True, workers: int = 1) -> dict[str, Any]:
         """Write every split (``splits(name)``; no test split in a selection run), the tokenizers and the
-        manifest into the new directory ``out``, whole or not at all; returns the manifest."""
+        manifest into the new directory ``out``, whole or not at all, a split's chunks encoded by ``workers``
+        processes; returns the manifest."""
         names = [name for name in SPLITS if not (name == "test" and selection_run())]
         manifest: dict[str, Any] = {}
 
         def write(directory: Path) -> None:
-            written = {name: self._split(splits(name), name, directory, chunk_rows, progress) for name in names}
+            written = {name: self._split(splits(name), name, directory, chunk_rows, progress, workers)
+                       for name in names}
             tokenizers = write_tokenizers(directory, self.tokenizers)
             sections = prepared_sections(config)
             manifest.update(sections=sections, hash=sections_hash(sections), unit=self.unit, splits=written,
@@ -177,20 +186,123 @@ class Preparation(Generic[T]):
         write_prepared(out, write)
         return manifest
 
-    def _split(self, items: Iterable[T], name: str, directory: Path, chunk_rows: int, progress: bool
+    def _split(self, items: Iterable[T], name: str, directory: Path, chunk_rows: int, progress: bool, workers: int
                ) -> dict[str, Any]:
-        """One split's items (a list, or a corpus read item by item) encoded a chunk at a time into its shards; the
-        bar counts rows (with their total and an ETA where the length is known) and the bytes written."""
-        writer = ShardWriter(directory, name, self.schema, chunk_rows)
-        left = iter(items)
+        """One split's items (a list, or a corpus read item by item) encoded a chunk at a time into its shards, by
+        this process or by ``workers`` forked ones (fewer where there are fewer chunks), each taking every
+        workers-th chunk into shards of its own; the manifest's ``order`` lists the record batches in the items'
+        order. The bar counts rows (with their total and an ETA where the length is known) and the MiB written."""
         total = items.count if isinstance(items, Counted) else len(items) if isinstance(items, Sized) else None
+        workers = workers if total is None else max(1, min(workers, -(-total // chunk_rows)))
+        written = [0] * workers  # bytes, per worker
         with tqdm(total=total, desc=f"prepare {name}", unit=f" {self.unit}", disable=not progress, leave=False,
                   dynamic_ncols=True) as bar:
-            while chunk := list(itertools.islice(left, chunk_rows)):
-                writer.write(self.encode(chunk, name))
-                bar.update(len(chunk))
-                bar.set_postfix_str(f"{writer.bytes / 2**20:,.0f} MiB written", refresh=False)
-        return writer.close()
+
+            def done(worker: int, rows: int, size: int) -> None:
+                written[worker] = size
+                bar.update(rows)
+                bar.set_postfix_str(f"{sum(written) / 2**20:,.0f} MiB written", refresh=False)
+
+            if workers == 1:
+                parts = [self._part(items, name, directory, chunk_rows, 0, 1, done)]
+            else:
+                parts = _forked(functools.partial(self._part, items, name, directory, chunk_rows), workers, done)
+        return _merged(parts)
+
+    def _part(self, items: Iterable[T], name: str, directory: Path, chunk_rows: int, worker: int, workers: int,
+              done: Callable[[int, int, int], None]) -> Part:
+        """Every ``workers``-th chunk of the items from the ``worker``-th, encoded into shards of its own: their
+        part of the manifest, and (chunk, shard, record batch) for each record batch written."""
+        writer = ShardWriter(directory, name if workers == 1 else f"{name}.{worker}", self.schema, chunk_rows)
+        where: list[tuple[int, int, int]] = []
+        left = iter(items)
+        for index in itertools.count():
+            if not (chunk := list(itertools.islice(left, chunk_rows))):
+                break
+            if index % workers == worker:
+                where += [(index, shard, batch) for shard, batch in writer.write(self.encode(chunk, name))]
+                done(worker, len(chunk), writer.bytes)
+        return writer.close(), where
+
+
+Part = tuple[dict[str, Any], list[tuple[int, int, int]]]
+
+
+def _forked(part: Callable[[int, int, Callable[[int, int, int], None]], Part], workers: int,
+            done: Callable[[int, int, int], None]) -> list[Part]:
+    """``part(worker, workers, done)`` in ``workers`` forked processes (one tokenizer thread each), their progress
+    and results sent back through a queue; an error in one is raised here and the others stopped."""
+    context = multiprocessing.get_context("fork")
+    queue: Any = context.Queue()
+
+    def run(worker: int) -> None:
+        try:
+            result = part(worker, workers, lambda w, rows, size: queue.put(("rows", w, (rows, size))))
+            queue.put(("done", worker, result))
+        except BaseException as exc:  # sent whole where it pickles (a DataError does), else as its text
+            queue.put(("failed", worker, exc if _pickles(exc) else RuntimeError(f"{type(exc).__name__}: {exc}")))
+
+    parallelism = os.environ.get("TOKENIZERS_PARALLELISM")
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"  # each process one thread, and no warning about the fork
+    processes = [context.Process(target=run, args=(worker,), daemon=True) for worker in range(workers)]
+    try:
+        for process in processes:
+            process.start()
+        return _gathered(queue, processes, done)
+    finally:
+        _restore("TOKENIZERS_PARALLELISM", parallelism)
+        for process in processes:
+            if process.is_alive():
+                process.terminate()
+            process.join()
+
+
+def _gathered(queue: Any, processes: list[Any], done: Callable[[int, int, int], None]) -> list[Part]:
+    """The workers' results in worker order, their progress passed to ``done`` as it comes."""
+    parts: dict[int, Part] = {}
+    while len(parts) < len(processes):
+        try:
+            kind, worker, payload = queue.get(timeout=1.0)
+        except Empty:
+            dead = [w for w, p in enumerate(processes) if p.exitcode not in (None, 0) and w not in parts]
+            if dead:
+                raise RuntimeError(f"preparing worker {dead[0]} died (exit code {processes[dead[0]].exitcode})") from None
+            continue
+        if kind == "rows":
+            done(worker, *payload)
+        elif kind == "done":
+            parts[worker] = payload
+        else:
+            raise payload
+    return [parts[worker] for worker in range(len(processes))]
+
+
+def _merged(parts: list[Part]) -> dict[str, Any]:
+    """A split's part of the manifest from its workers' parts: every shard, the rows and tokens summed, and
+    ``order``: the record batches (shard, batch) in the order of the chunks they hold."""
+    shards: list[dict[str, Any]] = []
+    order: list[tuple[int, int, int]] = []
+    for manifest, where in parts:
+        order += [(chunk, len(shards) + shard, batch) for chunk, shard, batch in where]
+        shards += manifest["shards"]
+    tokens = {name: sum(manifest["tokens"][name] for manifest, _ in parts) for name in parts[0][0]["tokens"]}
+    return {"shards": shards, "rows": sum(s["rows"] for s in shards), "tokens": tokens,
+            "order": [[shard, batch] for _, shard, batch in sorted(order)]}
+
+
+def _pickles(value: object) -> bool:
+    try:
+        pickle.dumps(value)
+    except Exception:  # noqa: BLE001 (whatever pickling raises)
+        return False
+    return True
+
+
+def _restore(name: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(name, None)
+    else:
+        os.environ[name] = value
 
 
 def write_prepared(out: Path, write: Callable[[Path], None]) -> None:
@@ -364,13 +476,13 @@ class Prepared:
 
     def ids(self, split: str, column: str, cache: int = 4) -> Rows:
         """A column of token ids, read ``cache`` chunks at a time."""
-        chunks = [Chunk(self.path / shard["file"], i, rows) for shard in self._split(split)["shards"]
-                  for i, rows in enumerate(shard["batches"])]
+        shards = self._split(split)["shards"]
+        chunks = [Chunk(self.path / shards[s]["file"], b, shards[s]["batches"][b]) for s, b in self._order(split)]
         return Rows(chunks, column, cache)
 
     def values(self, split: str, column: str) -> np.ndarray:
         """A column of numbers (a classifier's labels), whole in memory: (rows,)."""
-        return np.concatenate([table.column(column).to_numpy() for table in self._tables(split)])
+        return np.concatenate([np.zeros(0, np.int32), *(chunk.to_numpy() for chunk in self._chunks(split, column))])
 
     def stream(self, split: str, column: str, first: int, cache: int) -> TokenStream:
         """A column of id lists read as one stream, ``first`` before them (``TokenStream``)."""
@@ -378,14 +490,26 @@ class Prepared:
 
     def texts(self, split: str, column: str, change: Callable[[str], str] = str) -> Texts:
         """A column of texts, memory-mapped, each passed through ``change`` when read."""
-        chunks = [chunk for table in self._tables(split) for chunk in table.column(column).chunks]
-        return Texts(pa.chunked_array(chunks, type=pa.string()), change)
+        return Texts(pa.chunked_array(self._chunks(split, column), type=pa.string()), change)
 
     def _split(self, split: str) -> dict[str, Any]:
         try:
             return dict(self.manifest["splits"][split])
         except KeyError:
             raise DataError(f"{self.path / MANIFEST}: no split {split!r}") from None
+
+    def _order(self, split: str) -> list[tuple[int, int]]:
+        """The split's record batches (shard, batch) in its rows' order: the manifest's ``order``, or shard after
+        shard where it has none."""
+        made = self._split(split)
+        if "order" in made:
+            return [(int(s), int(b)) for s, b in made["order"]]
+        return [(s, b) for s, shard in enumerate(made["shards"]) for b in range(len(shard["batches"]))]
+
+    def _chunks(self, split: str, column: str) -> list[pa.Array]:
+        """A column's record batches, memory-mapped, in the rows' order."""
+        tables = list(self._tables(split))
+        return [tables[s].column(column).chunk(b) for s, b in self._order(split)]
 
     def _tables(self, split: str) -> Iterator[pa.Table]:
         for shard in self._split(split)["shards"]:

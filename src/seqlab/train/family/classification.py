@@ -85,7 +85,7 @@ class Classification:
 
     @classmethod
     def prepare(cls, config: Config, data_dir: str | Path | None, out: Path, progress: bool = True,
-                chunk_rows: int = CHUNK_ROWS) -> dict[str, Any]:
+                chunk_rows: int = CHUNK_ROWS, workers: int = 1) -> dict[str, Any]:
         """``seqlab data prepare``: the classes and the tokenizer (learnt, or model.init_from's), then every split's
         inputs, texts and class indices as ``build`` encodes them; the classes in the manifest."""
         assert isinstance(config.model, EncoderConfig)
@@ -106,7 +106,7 @@ class Classification:
         preparation = Preparation({"source": tokenizer.to_json()}, {"src": IDS, "text": pa.string(), "label": pa.int32()},
                                   encode, "texts", {"labels": labels})
         return preparation.write(config, out, lambda name: train if name == "train" else splits[name], chunk_rows,
-                                 progress)
+                                 progress, workers)
 
     def use(self, runtime: Runtime) -> None:
         self.classifier.runtime = runtime

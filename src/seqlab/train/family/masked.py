@@ -87,7 +87,7 @@ class MaskedLM:
 
     @classmethod
     def prepare(cls, config: Config, data_dir: str | Path | None, out: Path, progress: bool = True,
-                chunk_rows: int = CHUNK_ROWS) -> dict[str, Any]:
+                chunk_rows: int = CHUNK_ROWS, workers: int = 1) -> dict[str, Any]:
         """``seqlab data prepare``: every split's sentences as BERT reads them (``<sos>`` + ids + ``<eos>``, cut)
         and their texts; the tokenizer learnt with ``<mask>``."""
         assert isinstance(config.model, BertConfig) and not config.model.next_sentence
@@ -106,7 +106,7 @@ class MaskedLM:
         preparation = Preparation({"source": tokenizer.to_json()}, {"ids": IDS, "text": pa.string()}, encode,
                                   "sentences")
         return preparation.write(config, out, lambda name: train if name == "train" else splits[name], chunk_rows,
-                                 progress)
+                                 progress, workers)
 
     def use(self, runtime: Runtime) -> None:
         self.mlm.runtime = runtime

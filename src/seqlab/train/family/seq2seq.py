@@ -72,7 +72,7 @@ class Transduction:
 
     @classmethod
     def prepare(cls, config: Config, data_dir: str | Path | None, out: Path, progress: bool = True,
-                chunk_rows: int = CHUNK_ROWS) -> dict[str, Any]:
+                chunk_rows: int = CHUNK_ROWS, workers: int = 1) -> dict[str, Any]:
         """``seqlab data prepare``: read the splits, learn the tokenizers and write both, with every split's ids and
         texts as ``build`` encodes them, in record batches of ``chunk_rows``, into the new directory ``out``;
         returns its manifest."""
@@ -93,7 +93,7 @@ class Transduction:
         preparation = Preparation({"source": source.to_json(), "target": target.to_json()},
                                   {"src": IDS, "trg": IDS, "source": pa.string(), "target": pa.string()}, encode, "pairs")
         return preparation.write(config, out, lambda name: train if name == "train" else splits[name], chunk_rows,
-                                 progress)
+                                 progress, workers)
 
     def use(self, runtime: Runtime) -> None:
         self.translator.runtime = runtime

@@ -85,7 +85,7 @@ class StreamLM:
 
     @classmethod
     def prepare(cls, config: Config, data_dir: str | Path | None, out: Path, progress: bool = True,
-                chunk_rows: int = CHUNK_ROWS) -> dict[str, Any]:
+                chunk_rows: int = CHUNK_ROWS, workers: int = 1) -> dict[str, Any]:
         """``seqlab data prepare``: the sentences of every split, each as its ids and ``<eos>`` (the pieces of
         ``LanguageModel.stream``, which the training stream reads after one ``<eos>``) and its text."""
         where = resolve_data_dir(data_dir)
@@ -100,7 +100,7 @@ class StreamLM:
         preparation = Preparation({"source": tokenizer.to_json()}, {"ids": IDS, "text": pa.string()}, encode,
                                   "sentences")
         return preparation.write(config, out, lambda name: train if name == "train" else splits[name], chunk_rows,
-                                 progress)
+                                 progress, workers)
 
     def use(self, runtime: Runtime) -> None:
         self.lm.runtime = runtime
