@@ -141,9 +141,11 @@ def main(argv: list[str] | None = None) -> None:
     made = table(rows, args.config, args.steps)
     print(f"#### {made.title}\n\n{time.strftime('%Y-%m-%d')}, {machine()}. Command: `{command(__file__, given)}`\n\n"
           f"{markdown(made)}\n")
-    name = f"prepared_data-{args.config.stem}" + (f"-{args.rounds}rounds" if args.rounds > 1 else "")
+    name = (f"prepared_data-{args.config.stem}" + (f"-{args.rounds}rounds" if args.rounds > 1 else "")
+            + (f"-{args.prepare_workers}workers" if args.prepare_workers > 1 else ""))
     publish(Result(name, made.title, command(__file__, given), [made], rows,
-                   notes=["peak resident memory: each process's ru_maxrss (memory-mapped pages included)",
+                   notes=["peak resident memory: each process's ru_maxrss (memory-mapped pages included; with "
+                          "--prepare-workers, the largest of the processes')",
                           "tokens/s: the run's log, training steps only (validation excluded)"]), args.results)
 
 
