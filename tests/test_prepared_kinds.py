@@ -152,10 +152,13 @@ def test_the_cli_prepares_every_kind_but_span_extraction_and_says_what_a_row_is(
     assert {k.name for k in registry.kinds() if k.prepares} == {"seq2seq", "classifier", "lm", "bert"}
     lm = tmp_path / "lm.yaml"
     lm.write_text(yaml.safe_dump(_lm(tmp_path)))
-    result = CliRunner().invoke(app, ["data", "prepare", str(lm), "--out", str(tmp_path / "p")])
+    result = CliRunner().invoke(app, ["data", "prepare", str(lm), "--out", str(tmp_path / "p"), "--chunk-rows", "100"])
     assert result.exit_code == 0, result.output
     assert f"train 300, valid 50, test 50 sentences; train with --set data.prepared={tmp_path / 'p'}" in result.output
-    assert json.loads((tmp_path / "p" / "manifest.json").read_text())["tokenizers"].keys() == {"source"}
+    manifest = json.loads((tmp_path / "p" / "manifest.json").read_text())
+    assert manifest["tokenizers"].keys() == {"source"}
+    shards = [shard["file"] for shard in manifest["splits"]["train"]["shards"]]  # 3 record batches: by default one
+    assert len(shards) == min(prepared_module.default_workers(), 3)  # worker process per core, here at most 3
     span = tmp_path / "span.yaml"
     span.write_text(yaml.safe_dump(squad_config(tmp_path)))
     result = CliRunner().invoke(app, ["data", "prepare", str(span), "--out", str(tmp_path / "q")])

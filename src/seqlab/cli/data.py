@@ -47,8 +47,9 @@ def prepare(
     data_dir: DataDir = None,
     chunk_rows: Annotated[int, typer.Option("--chunk-rows", min=1, help="Rows of a record batch: a run holds "
                                             "train.batch_window of them in memory at a time.")] = 100_000,
-    workers: Annotated[int, typer.Option("--workers", min=1, help="Processes that encode a split's record batches "
-                                         "side by side (forked; 1: this process, its tokenizer on every core).")] = 1,
+    workers: Annotated[int | None, typer.Option("--workers", min=1, help="Processes that encode a split's record "
+                                                "batches side by side (forked; 1: this process, its tokenizer on "
+                                                "every core). Default: one per core.")] = None,
 ) -> None:
     """Read the config's corpus once, learn its tokenizers and write every split's token ids and texts to Arrow
     shards in OUT, with a manifest tying them to the config. Train with --set data.prepared=OUT: the run reads the
@@ -56,6 +57,7 @@ def prepare(
     from seqlab import registry
     from seqlab.config import ConfigError, load_config
     from seqlab.data import DataError
+    from seqlab.data.prepared import default_workers
 
     setup_logging()
     try:
@@ -64,7 +66,8 @@ def prepare(
         if not kind.prepares:
             able = ", ".join(k.noun for k in registry.kinds() if k.prepares)
             raise ConfigError(f"{config}: {kind.noun} reads its corpus itself (seqlab data prepare is for {able})")
-        manifest = kind.family().prepare(cfg, data_dir, out, chunk_rows=chunk_rows, workers=workers)
+        manifest = kind.family().prepare(cfg, data_dir, out, chunk_rows=chunk_rows,
+                                         workers=workers or default_workers())
     except (ConfigError, DataError, OSError) as exc:
         fail(exc)
     counts = ", ".join(f"{name} {split['rows']:,}" for name, split in manifest["splits"].items())

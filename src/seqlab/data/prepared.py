@@ -228,6 +228,11 @@ class Preparation(Generic[T]):
 Part = tuple[dict[str, Any], list[tuple[int, int, int]]]
 
 
+def default_workers() -> int:
+    """``seqlab data prepare``'s worker processes unless told: one per core where processes can fork, else 1."""
+    return (os.cpu_count() or 1) if "fork" in multiprocessing.get_all_start_methods() else 1
+
+
 def _forked(part: Callable[[int, int, Callable[[int, int, int], None]], Part], workers: int,
             done: Callable[[int, int, int], None]) -> list[Part]:
     """``part(worker, workers, done)`` in ``workers`` forked processes (one tokenizer thread each), their progress
