@@ -166,17 +166,17 @@ class Preparation(Generic[T]):
     unit: str
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def write(self, config: Config, out: Path, splits: Callable[[str], Iterable[T]], chunk_rows: int = CHUNK_ROWS,
-              progress: bool = True, workers: int = 1) -> dict[str, Any]:
-        """Write every split (``splits(name)``; no test split in a selection run), the tokenizers and the
-        manifest into the new directory ``out``, whole or not at all, a split's chunks encoded by ``workers``
-        processes; returns the manifest."""
+    def write(self, config: Config, out: Path, train: Iterable[T], splits: Mapping[str, Iterable[T]],
+              chunk_rows: int = CHUNK_ROWS, progress: bool = True, workers: int = 1) -> dict[str, Any]:
+        """Write every split (``train``, as it may be read afresh at each pass, then ``splits``' valid and test; no
+        test split in a selection run), the tokenizers and the manifest into the new directory ``out``, whole or not
+        at all, a split's chunks encoded by ``workers`` processes; returns the manifest."""
         names = [name for name in SPLITS if not (name == "test" and selection_run())]
         manifest: dict[str, Any] = {}
 
         def write(directory: Path) -> None:
-            written = {name: self._split(splits(name), name, directory, chunk_rows, progress, workers)
-                       for name in names}
+            written = {name: self._split(train if name == "train" else splits[name], name, directory, chunk_rows,
+                                         progress, workers) for name in names}
             tokenizers = write_tokenizers(directory, self.tokenizers)
             sections = prepared_sections(config)
             manifest.update(sections=sections, hash=sections_hash(sections), unit=self.unit, splits=written,

@@ -105,8 +105,7 @@ class Classification:
 
         preparation = Preparation({"source": tokenizer.to_json()}, {"src": IDS, "text": pa.string(), "label": pa.int32()},
                                   encode, "texts", {"labels": labels})
-        return preparation.write(config, out, lambda name: train if name == "train" else splits[name], chunk_rows,
-                                 progress, workers)
+        return preparation.write(config, out, train, splits, chunk_rows, progress, workers)
 
     def use(self, runtime: Runtime) -> None:
         self.classifier.runtime = runtime
@@ -145,7 +144,7 @@ class Classification:
 def _learn(config: Config, train: Iterable[Pair], pretrained: RunDir | None) -> tuple[Tokenizer, list[str]]:
     """The classes of the training labels, and the tokenizer learnt from the training texts (or the pretrained
     run's): two passes over ``train``."""
-    labels = class_labels(sorted({label for _, label in train}))
+    labels = class_labels(list({label for _, label in train}))
     if pretrained:
         return pretrained.tokenizers()[0], labels
     return Tokenizer.train((text for text, _ in train), config.tokens.source), labels

@@ -105,8 +105,7 @@ class MaskedLM:
 
         preparation = Preparation({"source": tokenizer.to_json()}, {"ids": IDS, "text": pa.string()}, encode,
                                   "sentences")
-        return preparation.write(config, out, lambda name: train if name == "train" else splits[name], chunk_rows,
-                                 progress, workers)
+        return preparation.write(config, out, train, splits, chunk_rows, progress, workers)
 
     def use(self, runtime: Runtime) -> None:
         self.mlm.runtime = runtime

@@ -92,8 +92,7 @@ class Transduction:
 
         preparation = Preparation({"source": source.to_json(), "target": target.to_json()},
                                   {"src": IDS, "trg": IDS, "source": pa.string(), "target": pa.string()}, encode, "pairs")
-        return preparation.write(config, out, lambda name: train if name == "train" else splits[name], chunk_rows,
-                                 progress, workers)
+        return preparation.write(config, out, train, splits, chunk_rows, progress, workers)
 
     def use(self, runtime: Runtime) -> None:
         self.translator.runtime = runtime

@@ -99,8 +99,7 @@ class StreamLM:
 
         preparation = Preparation({"source": tokenizer.to_json()}, {"ids": IDS, "text": pa.string()}, encode,
                                   "sentences")
-        return preparation.write(config, out, lambda name: train if name == "train" else splits[name], chunk_rows,
-                                 progress, workers)
+        return preparation.write(config, out, train, splits, chunk_rows, progress, workers)
 
     def use(self, runtime: Runtime) -> None:
         self.lm.runtime = runtime
