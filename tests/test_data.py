@@ -495,17 +495,19 @@ def test_a_split_by_source_keeps_every_source_text_in_one_split():
     assert by_item == split_pairs(pairs, SplitConfig(valid=10, test=20, seed=3))  # item is the default, as before
 
 
-def _decoded_line_by_line(raw: bytes, keep_ends: bool) -> list[tuple[int, str]] | str:
-    """The reference: each line split at ``\\n`` and decoded alone (the error message of the first bad one)."""
+def _decoded_line_by_line(raw: bytes, keep_ends: bool) -> list[tuple[int, str] | str]:
+    """The reference: each line split at ``\\n`` and decoded alone, up to the error message of the first
+    bad one."""
     parts = raw.split(b"\n")
-    out = []
+    out: list[tuple[int, str] | str] = []
     for lineno, line in enumerate([part + b"\n" for part in parts[:-1]] + [parts[-1]] * bool(parts[-1]), 1):
         if not keep_ends:
             line = line.removesuffix(b"\n").removesuffix(b"\r")
         try:
             text = line.decode("utf-8")
         except UnicodeDecodeError as exc:
-            return f"f:{lineno}: not valid UTF-8 (byte 0x{line[exc.start]:02x} at byte {exc.start + 1} of the line)"
+            return [*out, f"f:{lineno}: not valid UTF-8 (byte 0x{line[exc.start]:02x} at byte {exc.start + 1} of the "
+                                 "line)"]
         out.append((lineno, text.removeprefix("\ufeff") if lineno == 1 else text))
     return out
 
@@ -528,8 +530,9 @@ def test_lines_decoded_a_block_at_a_time_are_those_decoded_one_by_one(keep_ends,
             pieces[i] for i in rng.choice(len(pieces), int(rng.integers(0, 40)), p=[.3, .1, .1, .1, .15, .05, .02,
                                                                                       .01, .01, .16]))
         expected = _decoded_line_by_line(raw, keep_ends)
+        got: list[tuple[int, str] | str] = []
         try:
-            got: list[tuple[int, str]] | str = list(corpus.decode_lines(io.BytesIO(raw), "f", keep_ends))
+            got.extend(corpus.decode_lines(io.BytesIO(raw), "f", keep_ends))  # the lines before an error too
         except DataError as exc:
-            got = str(exc)
+            got.append(str(exc))
         assert got == expected, raw

@@ -90,27 +90,34 @@ def decode_lines(stream: io.BufferedIOBase, name: str | Path, keep_ends: bool = 
         cut = block.rfind(b"\n") + 1
         rest = block[cut:]
         if cut:
-            lines = _decoded(block[:cut], name, lineno, keep_ends)
+            lines, error = _decoded(block[:cut], name, lineno, keep_ends)
             yield from zip(range(lineno + 1, lineno + len(lines) + 1), lines)
             lineno += len(lines)
+            if error:
+                raise error
     if rest:  # a last line without its newline
-        yield lineno + 1, _decoded(rest + b"\n", name, lineno, keep_ends)[0].removesuffix("\n")
+        lines, error = _decoded(rest + b"\n", name, lineno, keep_ends)
+        if error:
+            raise error
+        yield lineno + 1, lines[0].removesuffix("\n")
 
 
-def _decoded(block: bytes, name: str | Path, before: int, keep_ends: bool) -> list[str]:
-    """The lines of ``block`` (whole lines, each ending with ``\n``) after line ``before``, decoded at once."""
+def _decoded(block: bytes, name: str | Path, before: int, keep_ends: bool) -> tuple[list[str], DataError | None]:
+    """The lines of ``block`` (whole lines, each ending with ``\n``) after line ``before``, decoded at once; where
+    one is not UTF-8, the lines before it and the error naming it (raised after they are read, as line by line)."""
     try:
         text = block.decode("utf-8")
     except UnicodeDecodeError as exc:
         start, line = block.rfind(b"\n", 0, exc.start) + 1, before + block.count(b"\n", 0, exc.start) + 1
-        raise DataError(f"{name}:{line}: not valid UTF-8 (byte 0x{block[exc.start]:02x} at byte {exc.start - start + 1} "
-                        "of the line)") from None
+        lines = _decoded(block[:start], name, before, keep_ends)[0] if start else []
+        return lines, DataError(f"{name}:{line}: not valid UTF-8 (byte 0x{block[exc.start]:02x} at byte "
+                                f"{exc.start - start + 1} of the line)")
     if before == 0:
         text = text.removeprefix("\ufeff")
     lines = text.split("\n")[:-1]
     if keep_ends:
-        return [line + "\n" for line in lines]
-    return [line[:-1] if line.endswith("\r") else line for line in lines] if "\r" in text else lines
+        return [line + "\n" for line in lines], None
+    return ([line[:-1] if line.endswith("\r") else line for line in lines] if "\r" in text else lines), None
 
 
 def _lines(path: Path, keep_ends: bool = False) -> Iterator[tuple[int, str]]:
