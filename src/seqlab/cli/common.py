@@ -6,6 +6,7 @@ import functools
 import inspect
 import io
 import logging
+import os
 import sys
 import typing
 from collections.abc import Callable
@@ -86,9 +87,19 @@ def decode_options(**values: Any) -> Any:
         raise typer.BadParameter("; ".join(problems)) from None
 
 
-def fail(exc: Exception) -> NoReturn:
-    """The one way a command reports an error: ``error: ...`` on one line of stderr, exit status 2."""
+def fail(exc: Exception, at_once: bool = False) -> NoReturn:
+    """The one way a command reports an error: ``error: ...`` on one line of stderr, exit status 2.
+
+    ``at_once``: the process ends here, without Python's exit (its ``atexit`` handlers, the C++ teardown): a
+    training process under ``torchrun`` whose process group another may still be using or tearing down, where
+    leaving the group can hang (pytorch/pytorch#75097; torchtitan leaves it only after a run that ended well).
+    torchrun ends the job when a process exits; what the run directory holds is safe at any instant (atomic
+    writes)."""
     typer.echo(f"error: {exc}", err=True)
+    if at_once:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(2)
     raise typer.Exit(2)
 
 

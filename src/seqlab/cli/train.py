@@ -53,8 +53,7 @@ def _fit(config: Path, overrides: list[str] | None, out: Path | None, resume: bo
                               f"model.type {cfg.model.type} is trained by seqlab {kind.trained_by}")
         best = Trainer(cfg, run_dir, data_dir, resume=resume, world=world).fit()
     except (ConfigError, DataError, RunFileError, NonFiniteLoss, OSError) as exc:  # OSError: a full disk, a missing file
-        world.close(finished=False)
-        fail(exc)
+        fail(exc, at_once=world.size > 1)
     world.close()
     if not world.is_main:
         return

@@ -65,12 +65,12 @@ class World:
             dist.init_process_group(backend, timeout=datetime.timedelta(minutes=30))
         return cls(dist.get_rank(), dist.get_world_size())
 
-    def close(self, finished: bool = True) -> None:
-        """Leave the process group; once training ``finished``, after every process has got there (a process
-        that tears gloo down while another still talks to it can abort)."""
+    def close(self) -> None:
+        """Leave the process group once training has ended well, after every process has got there (a process
+        that tears gloo down while another still talks to it can abort). After an error a process leaves without
+        tearing it down (``seqlab.cli.common.fail``'s ``at_once``)."""
         if self.size > 1 and dist.is_initialized():
-            if finished:
-                dist.barrier()
+            dist.barrier()
             dist.destroy_process_group()
 
     def barrier(self) -> None:
