@@ -1,8 +1,9 @@
 """Exports: a seqlab Transformer converted for CTranslate2, or traced into ONNX graphs, decodes as seqlab does."""
 
+import contextlib
 import gzip
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -40,18 +41,45 @@ def exported(tmp_path_factory):
     """export(run, engine, quantization) -> the export's directory, made once per module by ``seqlab export``
     (the command succeeds; test_the_commands_export_and_translate goes on with what it made)."""
     made: dict[tuple, Path] = {}
+    traced: dict[Path, Path] = {}  # run -> where its ONNX graphs were traced first (an int8 export reuses them)
 
     def make(run: Path, engine: Engine, quantization: str = "float32") -> Path:
         key = (run, engine, quantization)
         if key not in made:
             out = tmp_path_factory.mktemp(f"{engine}-{quantization}") / "export"
-            result = CliRunner().invoke(app, ["export", str(run), "--to", ENGINES[engine][0], "--out", str(out),
-                                              "--quantization", quantization])
+            if run not in traced:
+                traced[run] = tmp_path_factory.mktemp("traced")
+            with _traces_kept(traced[run]):
+                result = CliRunner().invoke(app, ["export", str(run), "--to", ENGINES[engine][0], "--out", str(out),
+                                                  "--quantization", quantization])
             assert result.exit_code == 0, result.output
             made[key] = out
         return made[key]
 
     return make
+
+
+@contextlib.contextmanager
+def _traces_kept(store: Path) -> Iterator[None]:
+    """ONNX exports of one model trace its graphs once (~30 s each time on 2 cores): the first export's traces are
+    kept in ``store`` and copied into the next export's scratch directory instead of tracing again."""
+    from seqlab.export import onnx as exporter
+
+    def kept(trace: Callable[[Any, Path], None], names: tuple[str, ...]) -> Callable[[Any, Path], None]:
+        def reuse(model: Any, out: Path) -> None:
+            if not all((store / name).exists() for name in names):
+                trace(model, out)
+                for name in names:
+                    shutil.copy(out / name, store / name)
+            for name in names:
+                shutil.copy(store / name, out / name)
+        return reuse
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(exporter, "_trace", kept(exporter._trace, (exporter.ENCODER, exporter.STEP)))
+        patch.setattr(exporter, "_trace_search", kept(exporter._trace_search,
+                                                      (exporter.SEARCH_ENCODER, exporter.SEARCH_DECODER)))
+        yield
 
 
 def _train(directory: Path, **model: object) -> Path:
@@ -315,7 +343,7 @@ def _widest_int8_weight(export_dir: Path) -> int:
 
 
 @pytest.mark.parametrize(("kind", "engine"), [("pre", "ct2"), ("post-tied", "ct2"), ("post-tied", "onnx")],
-                         indirect=["engine"])  # one ONNX model: its int8 export traces all four graphs again (~30 s)
+                         indirect=["engine"])  # one ONNX model (its int8 export quantises the float export's traces)
 def test_an_int8_export_is_smaller_and_stays_close(date_runs, kind, engine, exported):
     from seqlab.export import load_translator
 
