@@ -2,7 +2,8 @@
 
 import torch
 
-from seqlab.model.cache import MIN_CAPACITY, KVCache
+from seqlab.model.attention import one_query_attention
+from seqlab.model.cache import MIN_CAPACITY, KVCache, TableCache, searching
 
 
 def _positions(n: int, rows: int = 3) -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -57,7 +58,6 @@ def test_a_cache_of_tensors_under_autograd_passes_gradients_through_append_and_s
 def test_attention_over_the_window_equals_attention_over_the_filled_positions():
     """The window reads whole blocks: the positions after the filled ones are zeros (never uninitialised memory,
     which may hold a NaN) and masked, so they take no weight; after appends, moves and selects alike."""
-    from seqlab.model.attention import one_query_attention
     from seqlab.model.cache import BLOCK
 
     cache = KVCache.of(torch.zeros(3, 2, 0, 4), torch.zeros(3, 2, 0, 4))
@@ -73,3 +73,42 @@ def test_attention_over_the_window_equals_attention_over_the_filled_positions():
         q = torch.randn(3, 8)  # (rows, heads · depth)
         expected = one_query_attention(q, cache.keys, cache.values, None)[0]
         torch.testing.assert_close(one_query_attention(q, keys, values, bias)[0], expected)
+
+
+@torch.inference_mode()
+def test_a_table_cache_holds_what_a_kv_cache_holds_through_appends_selects_and_growth():
+    """Appends, reorders that repeat and drop rows, more rows after the first step (beam search's beams(k)), and
+    more positions than the first buffers hold: each row reads the positions a KVCache copies for it."""
+    prompt = torch.randn(3, 2, 5, 4), torch.randn(3, 2, 5, 4)
+    table, kv = TableCache.of(*prompt), KVCache.of(*prompt)
+    selects = {1: torch.tensor([0, 0, 1, 1, 2, 2]), 4: torch.tensor([5, 1, 1, 0, 3, 2]), 9: torch.tensor([4, 0, 2])}
+    for step in range(2 * MIN_CAPACITY):
+        rows = kv.rows
+        k, v = torch.randn(rows, 2, 4), torch.randn(rows, 2, 4)
+        table, kv = table.append(k, v), kv.append(k, v)
+        if step in selects:
+            table, kv = table.select(selects[step]), kv.select(selects[step])
+        assert table.rows == kv.rows and torch.equal(table.keys, kv.keys) and torch.equal(table.values, kv.values)
+    assert table.length == kv.length == 5 + 2 * MIN_CAPACITY
+
+
+@torch.inference_mode()
+def test_a_table_caches_kernel_attends_as_the_plain_path_does():
+    """``attend_through`` against ``one_query_attention`` over the same positions, with the query a column slice of
+    the stacked projection's output (not contiguous), as the decoder hands it over."""
+    cache = TableCache.empty(5, 2, 4, torch.device("cpu"))
+    for step in range(7):
+        cache = cache.append(torch.randn(cache.rows, 2, 4), torch.randn(cache.rows, 2, 4))
+        if step == 2:
+            cache = cache.select(torch.tensor([4, 4, 0, 2, 1, 3]))
+        q = torch.randn(cache.rows, 3 * 8)[:, 8:16]  # (rows, heads · depth), strided
+        expected = one_query_attention(q, cache.keys, cache.values, None)[0]
+        torch.testing.assert_close(cache.attend(q), expected)
+
+
+def test_searches_use_the_table_cache_where_its_kernel_runs():
+    empty = torch.zeros(2, 2, 0, 4)
+    assert isinstance(searching(empty, empty), KVCache)  # under autograd
+    with torch.inference_mode():
+        assert isinstance(searching(empty, empty), TableCache)
+        assert isinstance(searching(empty.bfloat16(), empty.bfloat16()), KVCache)  # the kernel is float32's

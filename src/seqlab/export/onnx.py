@@ -46,7 +46,7 @@ from seqlab.config import ConfigError
 from seqlab.decoding import DecodeOptions, Hypothesis
 from seqlab.export.onnx_search import MANIFEST, SEARCH, OnnxSearch, unserved
 from seqlab.files import atomic_write
-from seqlab.model.cache import KVCache
+from seqlab.model.cache import Cache, KVCache
 from seqlab.model.transformer import KV, Transformer, TransformerConfig, TransformerState
 from seqlab.predictors.translator import Translator, load
 from seqlab.rundir import SOURCE_TOKENIZER, TARGET_TOKENIZER, RunDir
@@ -84,7 +84,7 @@ def _caches(tensors: list[torch.Tensor]) -> list[KVCache]:
     return [KVCache.of(k, v, spare=False) for k, v in _pairs(tensors)]
 
 
-def _cached(caches: list[KVCache]) -> list[torch.Tensor]:
+def _cached(caches: Sequence[Cache]) -> list[torch.Tensor]:
     """The inverse of ``_caches``."""
     return _flat([(cache.keys, cache.values) for cache in caches])
 

@@ -20,6 +20,13 @@ that continues two branches of one state must ``select`` them apart first (beam 
 
 ``spare=False`` grows the cache by exactly the appended position (``torch.cat``): the traced ONNX step
 (``seqlab.export.onnx``) takes the past in and gives it out whole, as a pure function of its inputs.
+
+``TableCache`` is the searches' cache on the CPU in float32: each position's keys and values are written once, into
+the slots of that step's rows, and each row reads its positions through a table of slots (the rows it descends
+from). Reordering beams or dropping sentences then gathers that small table of integers, not the keys and values
+(``KVCache.select`` copied them all, at every step of beam search), and attention reads the positions where they
+lie, in one compiled kernel (``attend_through``: scores, softmax and the weighted sum of one query in one pass, no
+blocks of zeros to mask).
 """
 
 from __future__ import annotations
@@ -27,9 +34,11 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+import numpy as np
 import torch
+from numba import njit
 
-from seqlab.model.attention import MASK_VALUE
+from seqlab.model.attention import MASK_VALUE, one_query_attention
 
 BLOCK = 16  # positions: attention reads whole blocks (16 fp32 values fill one AVX-512 vector)
 MIN_CAPACITY = BLOCK  # the first buffers hold the short outputs (dates, most sentences) without moving
@@ -61,6 +70,10 @@ class KVCache:
             return self.keys, self.values, None
         return self.k[:, :, :window], self.v[:, :, :window], _zeros_bias(window, self.length, self.k.dtype,
                                                                           self.k.device)
+
+    @property
+    def rows(self) -> int:
+        return self.k.size(0)
 
     @property
     def keys(self) -> torch.Tensor:  # (rows, heads, length, depth)
@@ -95,6 +108,11 @@ class KVCache:
                 new[:, :, old.size(2):] = 0
         return KVCache(k, v, self.length)
 
+    def attend(self, q: torch.Tensor) -> torch.Tensor:
+        """q (rows, heads · depth), scaled by 1/sqrt(d_k) -> softmax(q K^T) V over the filled positions (rows,
+        heads · depth)."""
+        return one_query_attention(q, *self.window())[0]
+
     def _moved(self, capacity: int) -> KVCache:
         """The filled positions in buffers of ``capacity`` positions, zeros after them."""
         rows, heads, _, depth = self.k.shape
@@ -109,3 +127,137 @@ def _zeros_bias(window: int, length: int, dtype: torch.dtype, device: torch.devi
     (window, length), not at every step of every layer (a step of one sentence is its number of ops)."""
     bias = (torch.arange(window, device=device) >= length).to(dtype) * MASK_VALUE
     return bias.view(1, 1, 1, window)
+
+
+@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+def attend_through(q: np.ndarray, k: np.ndarray, v: np.ndarray, table: np.ndarray, length: int,
+                   out: np.ndarray) -> None:  # pragma: no cover (compiled; tested through TableCache.attend)
+    """softmax(q K^T) V for one query per row and head (seed 000's attention, one position), row r's position t
+    read from slot ``table[r, t]``.
+
+    q (rows, heads, depth), already scaled by 1/sqrt(d_k); k, v (capacity, slots, heads, depth); table (rows,
+    capacity); the first ``length`` positions are read; out (rows, heads, depth). A row's heads go together: each
+    position's keys and values of all heads lie side by side, read once."""
+    rows, heads, depth = q.shape
+    scores = np.empty((heads, length), dtype=np.float32)
+    query = np.empty((heads, depth), dtype=np.float32)
+    total = np.empty((heads, depth), dtype=np.float32)
+    for r in range(rows):
+        query[:] = q[r]
+        for t in range(length):
+            slot = table[r, t]
+            for h in range(heads):
+                s = np.float32(0.0)
+                for d in range(depth):
+                    s += query[h, d] * k[t, slot, h, d]
+                scores[h, t] = s
+        for h in range(heads):  # softmax over the positions
+            top = scores[h].max()
+            norm = np.float32(0.0)
+            for t in range(length):
+                scores[h, t] = np.exp(scores[h, t] - top)
+                norm += scores[h, t]
+            scores[h] *= np.float32(1.0) / norm
+        total[:] = 0.0
+        for t in range(length):
+            slot = table[r, t]
+            for h in range(heads):
+                w = scores[h, t]
+                for d in range(depth):
+                    total[h, d] += w * v[t, slot, h, d]
+        out[r] = total
+
+
+@dataclass(frozen=True)
+class TableCache:
+    """A self-attention cache whose rows read their positions through a table of slots (the module's docstring).
+
+    Appending writes the new position of every row into that position's slots 0..rows-1, in place, as
+    ``KVCache.append`` writes position ``length``: a cache stays valid as what its first ``length`` positions hold."""
+
+    k: torch.Tensor  # (capacity, slots, heads, depth): position t of the rows that had it, slot by slot
+    v: torch.Tensor
+    table: torch.Tensor  # (rows, capacity) int64: row r's position t lies in slot table[r, t]
+    length: int
+
+    @classmethod
+    def empty(cls, rows: int, heads: int, depth: int, device: torch.device) -> TableCache:
+        """No position yet, for ``rows`` rows."""
+        k = torch.empty(MIN_CAPACITY, rows, heads, depth, device=device)
+        return cls(k, torch.empty_like(k), torch.zeros(rows, MIN_CAPACITY, dtype=torch.long, device=device), 0)
+
+    @classmethod
+    def of(cls, k: torch.Tensor, v: torch.Tensor) -> TableCache:
+        """The cache of the positions in k, v (rows, heads, positions, depth), already computed (a prompt)."""
+        rows, _, positions, _ = k.shape
+        capacity = max(MIN_CAPACITY, blocks(positions))
+        table = torch.arange(rows, device=k.device)[:, None].expand(rows, capacity).contiguous()
+        buffers = [x.new_empty(capacity, rows, x.size(1), x.size(3)) for x in (k, v)]
+        for buffer, x in zip(buffers, (k, v)):
+            buffer[:positions] = x.permute(2, 0, 1, 3)
+        return cls(buffers[0], buffers[1], table, positions)
+
+    @property
+    def rows(self) -> int:
+        return self.table.size(0)
+
+    @property
+    def keys(self) -> torch.Tensor:  # (rows, heads, length, depth): each row's positions gathered (a copy)
+        return self._gathered(self.k)
+
+    @property
+    def values(self) -> torch.Tensor:
+        return self._gathered(self.v)
+
+    def _gathered(self, x: torch.Tensor) -> torch.Tensor:
+        positions = torch.arange(self.length, device=x.device)
+        return x[positions[None, :], self.table[:, : self.length]].transpose(1, 2)  # (rows, length, heads, depth) ->
+
+    def append(self, k: torch.Tensor, v: torch.Tensor) -> TableCache:
+        """This cache with one more position: k, v (rows, heads, depth), row i's in slot i."""
+        rows = k.size(0)
+        cache = self._fitting(rows)
+        cache.k[self.length, :rows] = k
+        cache.v[self.length, :rows] = v
+        cache.table[:, self.length] = torch.arange(rows, device=k.device)
+        return TableCache(cache.k, cache.v, cache.table, self.length + 1)
+
+    def select(self, rows: torch.Tensor) -> TableCache:
+        """Row i of the result is row ``rows[i]`` (rows,): its row of the table, nothing else copied."""
+        return TableCache(self.k, self.v, self.table.index_select(0, rows), self.length)
+
+    def attend(self, q: torch.Tensor) -> torch.Tensor:
+        """q (rows, heads · depth), scaled by 1/sqrt(d_k) -> softmax(q K^T) V over each row's positions (rows,
+        heads · depth): ``one_query_attention`` over ``KVCache.window()``, without reordered copies or masked
+        zeros."""
+        rows, (_, _, heads, depth) = q.size(0), self.k.shape
+        out = q.new_empty(rows, heads, depth)
+        attend_through(q.view(rows, heads, depth).numpy(), self.k.numpy(), self.v.numpy(), self.table.numpy(),
+                       self.length, out.numpy())
+        return out.view(rows, heads * depth)
+
+    def _fitting(self, rows: int) -> TableCache:
+        """This cache, or its filled positions moved into buffers with room for one more position of ``rows``
+        rows (more positions: twice as many; more slots: beam search's rows after its first step)."""
+        capacity, slots = self.k.shape[:2]
+        if self.length < capacity and rows <= slots:
+            return self
+        if self.length >= capacity:
+            capacity = blocks(2 * (self.length + 1))
+        k, v = (x.new_empty(capacity, max(rows, slots), *x.shape[2:]) for x in (self.k, self.v))
+        k[: self.length, :slots], v[: self.length, :slots] = self.k[: self.length], self.v[: self.length]
+        table = self.table.new_zeros(self.table.size(0), capacity)
+        table[:, : self.length] = self.table[:, : self.length]
+        return TableCache(k, v, table, self.length)
+
+
+Cache = KVCache | TableCache
+
+
+def searching(k: torch.Tensor, v: torch.Tensor) -> Cache:
+    """The cache a search continues from the positions in k, v (rows, heads, positions, depth; none at a
+    translation's start): a ``TableCache`` where its kernel runs (on the CPU, in float32, outside autograd), a
+    ``KVCache`` elsewhere."""
+    if k.device.type == "cpu" and k.dtype == torch.float32 and not torch.is_grad_enabled():
+        return TableCache.of(k, v)
+    return KVCache.of(k, v)

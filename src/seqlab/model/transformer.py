@@ -16,7 +16,7 @@ are drowned out).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, NamedTuple, cast
 
@@ -27,7 +27,7 @@ from torch import nn
 
 from seqlab.config import Config, ModelSection
 from seqlab.model.attention import MASK_VALUE, LinearMap, MultiHeadAttention, Projection, fixed, one_query_attention
-from seqlab.model.cache import KVCache, blocks
+from seqlab.model.cache import Cache, KVCache, blocks, searching
 from seqlab.model.dropout import Dropout
 from seqlab.model.masks import example_ids, look_ahead_mask, padding_mask
 from seqlab.model.positional import PositionalEncoding
@@ -235,20 +235,20 @@ class DecoderLayer(nn.Module):
     def extend(
         self,
         x: torch.Tensor,  # (rows, d_model): one new position per row
-        past: KVCache,  # the self-attention K, V of the earlier positions: (rows, heads, steps, depth)
+        past: Cache,  # the self-attention K, V of the earlier positions: (rows, heads, steps, depth)
         memory_kv: KV | None,  # (sources, heads, src_len, depth), a source's rows in a row
         cross_bias: torch.Tensor | None,  # (sources, 1, 1, src_len): the padding mask times −1e9
         projections: LayerProjections,
         need_weights: bool = False,
-    ) -> tuple[torch.Tensor, torch.Tensor | None, KVCache]:
+    ) -> tuple[torch.Tensor, torch.Tensor | None, Cache]:
         """Incremental decoding: the same layer as ``forward`` for one new position per row, the earlier ones read
-        from ``past`` (``one_query_attention``), its queries, keys and values by ``projections``. Returns x
+        from ``past`` (``past.attend``), its queries, keys and values by ``projections``. Returns x
         (rows, d_model), the cross-attention weights (rows, heads, src_len) if asked, and the cache with this
         position appended (rows, heads, steps + 1, depth)."""
         rows, heads, depth = x.size(0), self.self_attn.num_heads, self.self_attn.depth
         q, k, v = projections.qkv(self.self_block.before(x))  # each (rows, d_model)
         past = past.append(k.view(rows, heads, depth), v.view(rows, heads, depth))  # (rows, heads, steps + 1, depth)
-        x = self.self_block.after(x, projections.self_out(one_query_attention(q, *past.window())[0]))
+        x = self.self_block.after(x, projections.self_out(past.attend(q)))
         weights = None
         if self.cross_block is not None:
             assert memory_kv is not None and projections.cross_query is not None and projections.cross_out is not None
@@ -380,7 +380,7 @@ class Decoder(nn.Module):
 
     def extend(
         self, ids: torch.Tensor, state: TransformerState, need_weights: bool = False
-    ) -> tuple[torch.Tensor, list[torch.Tensor], list[KVCache]]:
+    ) -> tuple[torch.Tensor, list[torch.Tensor], list[Cache]]:
         """Incremental decoding: ids (rows,), one new position per row after the cached ones -> its hidden state
         (rows, d_model), the cross-attention weights per layer (rows, heads, src_len) if asked, and each layer's
         cache with this position."""
@@ -447,8 +447,8 @@ class Transformer(nn.Module):
         memory_kv = [(F.pad(k, (0, 0, 0, extra)).contiguous(), F.pad(v, (0, 0, 0, extra)).contiguous())
                      for k, v in self.decoder.memory_kv(memory)]  # each (batch, heads, src_len + extra, depth)
         empty = memory_kv[0][0][:, :, :0]  # (batch, heads, 0, depth)
-        return TransformerState(src_mask, memory_kv, [KVCache.of(empty, empty)] * len(memory_kv),
-                                self.decoder.projections())
+        past = [searching(empty, empty) if padded else KVCache.of(empty, empty) for _ in memory_kv]
+        return TransformerState(src_mask, memory_kv, past, self.decoder.projections())
 
     def step(
         self, ids: torch.Tensor, state: TransformerState, need_weights: bool = False
@@ -473,12 +473,12 @@ class TransformerState:
 
     src_mask: torch.Tensor  # (sources, 1, 1, src_len)
     memory_kv: list[KV]  # per layer, each (sources, heads, src_len, depth)
-    past: list[KVCache]  # per layer, each (rows of the cache, heads, steps, depth)
+    past: Sequence[Cache]  # per layer, each (rows of the cache, heads, steps, depth)
     projections: list[LayerProjections]  # per layer: its linear maps fixed for the search (``Decoder.projections``)
     group: int = 1
     order: torch.Tensor | None = None  # (sources · group,): row i is the cache's row order[i]; None: as it is
 
-    def selected_past(self) -> list[KVCache]:
+    def selected_past(self) -> Sequence[Cache]:
         """The cache with ``order`` applied: (sources · group, heads, steps, depth) per layer."""
         if self.order is None:
             return self.past

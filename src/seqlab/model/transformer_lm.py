@@ -10,6 +10,7 @@ computes only the new position; the context may grow to ``model.max_length`` pos
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, cast
 
@@ -18,7 +19,7 @@ from pydantic import Field
 from torch import nn
 
 from seqlab.config import Config
-from seqlab.model.cache import KVCache
+from seqlab.model.cache import Cache, KVCache, searching
 from seqlab.model.masks import example_ids, look_ahead_mask
 from seqlab.model.transformer import (
     LAYER_NORM_EPS,
@@ -100,7 +101,8 @@ class TransformerLM(nn.Module):
         logits of the word that follows."""
         if (src == PAD).any():
             raise ValueError("the prompts of one batch must have the same length")
-        logits, past = self._run(src)
+        logits, prompt = self._run(src)
+        past = [searching(cache.k, cache.v) for cache in prompt]
         return TransformerLMState(past, logits[:, -1], [cast(DecoderLayer, layer).projections() for layer in self.layers])
 
     def step(self, ids: torch.Tensor, state: TransformerLMState,
@@ -119,7 +121,7 @@ class TransformerLM(nn.Module):
 
 @dataclass(frozen=True)
 class TransformerLMState:
-    past: list[KVCache]  # per layer, each (B, heads, positions, depth)
+    past: Sequence[Cache]  # per layer, each (B, heads, positions, depth)
     pending: torch.Tensor | None  # (B, V): the logits after the prompt, before the first step
     projections: list[LayerProjections]  # per layer: its linear maps fixed for the search
 
@@ -130,5 +132,5 @@ class TransformerLMState:
 
     def beams(self, k: int) -> TransformerLMState:
         """Each prompt's row k times in a row."""
-        rows = self.past[0].k
-        return self.select(torch.arange(rows.size(0), device=rows.device).repeat_interleave(k))
+        rows = self.past[0].rows
+        return self.select(torch.arange(rows, device=self.past[0].k.device).repeat_interleave(k))
