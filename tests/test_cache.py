@@ -96,7 +96,7 @@ def test_a_table_cache_holds_what_a_kv_cache_holds_through_appends_selects_and_g
 def test_a_table_caches_kernel_attends_as_the_plain_path_does():
     """``attend_through`` against ``one_query_attention`` over the same positions, with the query a column slice of
     the stacked projection's output (not contiguous), as the decoder hands it over."""
-    cache = TableCache.empty(5, 2, 4, torch.device("cpu"))
+    cache = TableCache.of(torch.zeros(5, 2, 0, 4), torch.zeros(5, 2, 0, 4))
     for step in range(7):
         cache = cache.append(torch.randn(cache.rows, 2, 4), torch.randn(cache.rows, 2, 4))
         if step == 2:

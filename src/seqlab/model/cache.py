@@ -181,12 +181,6 @@ class TableCache:
     length: int
 
     @classmethod
-    def empty(cls, rows: int, heads: int, depth: int, device: torch.device) -> TableCache:
-        """No position yet, for ``rows`` rows."""
-        k = torch.empty(MIN_CAPACITY, rows, heads, depth, device=device)
-        return cls(k, torch.empty_like(k), torch.zeros(rows, MIN_CAPACITY, dtype=torch.long, device=device), 0)
-
-    @classmethod
     def of(cls, k: torch.Tensor, v: torch.Tensor) -> TableCache:
         """The cache of the positions in k, v (rows, heads, positions, depth), already computed (a prompt)."""
         rows, _, positions, _ = k.shape
@@ -211,7 +205,7 @@ class TableCache:
 
     def _gathered(self, x: torch.Tensor) -> torch.Tensor:
         positions = torch.arange(self.length, device=x.device)
-        return x[positions[None, :], self.table[:, : self.length]].transpose(1, 2)  # (rows, length, heads, depth) ->
+        return x[positions[None, :], self.table[:, : self.length]].transpose(1, 2)  # (rows, heads, length, depth)
 
     def append(self, k: torch.Tensor, v: torch.Tensor) -> TableCache:
         """This cache with one more position: k, v (rows, heads, depth), row i's in slot i."""
