@@ -1,9 +1,11 @@
 """The self-attention cache of incremental decoding (``seqlab.model.cache``) against ``torch.cat`` and indexing."""
 
+import numpy as np
 import torch
+from numba import njit
 
 from seqlab.model.attention import one_query_attention
-from seqlab.model.cache import MIN_CAPACITY, KVCache, TableCache, searching
+from seqlab.model.cache import MIN_CAPACITY, KVCache, TableCache, exp_nonpositive, searching
 
 
 def _positions(n: int, rows: int = 3) -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -104,6 +106,26 @@ def test_a_table_caches_kernel_attends_as_the_plain_path_does():
         q = torch.randn(cache.rows, 3 * 8)[:, 8:16]  # (rows, heads · depth), strided
         expected = one_query_attention(q, cache.keys, cache.values, None)[0]
         torch.testing.assert_close(cache.attend(q), expected)
+
+
+@njit
+def _exp(x: np.ndarray) -> np.ndarray:  # exp_nonpositive is inlined where it is called: called here from numba
+    out, bits = np.empty_like(x), np.empty(x.size, dtype=np.int32)
+    exp_nonpositive(x, out, bits)
+    return out
+
+
+def test_the_kernels_exponential_is_expf_within_two_units_in_the_last_place():
+    """The vectorised e^x of ``attend_through``'s softmax against numpy's in float64, over x in [-87, 0] (a softmax's
+    scores minus their maximum) and at the points its range reduction splits at; exp(0) = 1 exactly, and below -87
+    it gives e^-87, not an infinity or a NaN."""
+    x = np.concatenate([-np.linspace(0, 87, 200_001), -np.log(2) * (np.arange(126) + 0.5)]).astype(np.float32)
+    got, exact = _exp(x).astype(np.float64), np.exp(x.astype(np.float64))
+    ulp = np.spacing(exact.astype(np.float32)).astype(np.float64)
+    assert np.abs(got - exact).max(initial=0) > 0  # not numpy's own
+    assert (np.abs(got - exact) <= 2 * ulp).all()
+    assert _exp(np.zeros(1, np.float32))[0] == 1.0
+    assert _exp(np.array([-200.0, -np.inf], np.float32)).tolist() == [_exp(np.array([-87.0], np.float32))[0]] * 2
 
 
 def test_searches_use_the_table_cache_where_its_kernel_runs():
