@@ -26,7 +26,8 @@ the slots of that step's rows, and each row reads its positions through a table 
 from). Reordering beams or dropping sentences then gathers that small table of integers, not the keys and values
 (``KVCache.select`` copied them all, at every step of beam search), and attention reads the positions where they
 lie, in one compiled kernel (``attend_through``: scores, softmax and the weighted sum of one query in one pass, no
-blocks of zeros to mask).
+blocks of zeros to mask). When the buffers grow, each row's positions move into a slot of its own
+(``TableCache._fitting``): what the rows still read, not the slots of sentences that have ended.
 """
 
 from __future__ import annotations
