@@ -209,6 +209,11 @@ def attend_through(q: np.ndarray, k: np.ndarray, v: np.ndarray, table: np.ndarra
         out[r] = mixed
 
 
+def _own_slots(rows: int, capacity: int, device: torch.device) -> torch.Tensor:
+    """A table (rows, capacity) in which row r reads every position from slot r."""
+    return torch.arange(rows, device=device)[:, None].expand(rows, capacity).contiguous()
+
+
 @dataclass(frozen=True)
 class TableCache:
     """A self-attention cache whose rows read their positions through a table of slots (the module's docstring).
@@ -226,7 +231,7 @@ class TableCache:
         """The cache of the positions in k, v (rows, heads, positions, depth), already computed (a prompt)."""
         rows, _, positions, _ = k.shape
         capacity = max(MIN_CAPACITY, blocks(positions))
-        table = torch.arange(rows, device=k.device)[:, None].expand(rows, capacity).contiguous()
+        table = _own_slots(rows, capacity, k.device)
         buffers = [x.new_empty(capacity, rows, x.size(1), x.size(3)) for x in (k, v)]
         for buffer, x in zip(buffers, (k, v)):
             buffer[:positions] = x.permute(2, 0, 1, 3)
@@ -287,7 +292,7 @@ class TableCache:
         positions = torch.arange(self.length, device=self.table.device)[:, None]  # (length, 1)
         read = self.table[:, : self.length].t()  # (length, rows): the slot each row reads each position from
         k[: self.length], v[: self.length] = self.k[positions, read], self.v[positions, read]  # (length, rows, ...)
-        table = torch.arange(rows, device=self.table.device)[:, None].expand(rows, capacity).contiguous()
+        table = _own_slots(rows, capacity, self.table.device)
         return TableCache(k, v, table, self.length)
 
 
