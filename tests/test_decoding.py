@@ -17,7 +17,7 @@ from seqlab.decoding import (
     search,
 )
 from seqlab.decoding.beam import Finished, Paths, length_penalty
-from seqlab.decoding.hypothesis import CHUNK, best_words, chosen_log_probs, log_probs, top_words
+from seqlab.decoding.hypothesis import CHUNK, best_words, chosen_log_probs, log_normalisers, log_probs, top_words
 from seqlab.model import build_model
 from seqlab.model.attention import fixed
 from seqlab.model.rnn import RNNConfig
@@ -448,6 +448,30 @@ def test_the_memory_in_whole_blocks_steps_as_the_sources_length():
     torch.testing.assert_close(weights, weights_exact)
 
 
+def test_sources_encoded_in_pieces_of_similar_length_give_the_memory_of_the_whole_batch():
+    """``start`` encodes a batch of very different lengths in pieces (``pieces``): every source once, each piece
+    within ``PIECE_TOKENS``; the cross-attention K, V of every source as encoding the batch whole gives them, zeros
+    after its piece's longest source (finite: the step masks them). A batch of equal lengths stays whole."""
+    from seqlab.model.transformer import PIECE_TOKENS, pieces
+
+    model, src = _model("transformer"), _sources(300, seed=7)
+    lengths = (src != PAD).sum(dim=1)
+    parts = pieces(src)
+    assert len(parts) > 1 and sorted(torch.cat([rows for rows, _ in parts]).tolist()) == list(range(300))
+    for rows, longest in parts:
+        assert longest == int(lengths[rows].max()) and (rows.numel() * longest <= PIECE_TOKENS or rows.numel() == 1)
+    with torch.no_grad():
+        in_pieces, whole = model.start(src), model.start(src, padded=False)
+    for (k, v), (k_whole, v_whole) in zip(in_pieces.memory_kv, whole.memory_kv):
+        for i, n in enumerate(lengths.tolist()):
+            torch.testing.assert_close(k[i, :, :n], k_whole[i, :, :n])
+            torch.testing.assert_close(v[i, :, :n], v_whole[i, :, :n])
+        assert torch.isfinite(k).all() and torch.isfinite(v).all()
+        for rows, longest in parts:
+            assert not k[rows, :, longest:].any() and not v[rows, :, longest:].any()
+    assert len(pieces(src[lengths == 9])) == 1
+
+
 def test_the_constraints_change_a_steps_logits_as_their_definitions_say():
     """min_length: <eos> out while too short; no_repeat_ngram_size n: the word that would complete a repeated
     n-gram out; repetition_penalty θ: a used word's logit x becomes x / θ (x > 0) or x · θ (x ≤ 0)."""
@@ -478,11 +502,17 @@ def test_every_strategy_keeps_the_constraints(kind):
                 assert sum(h.token_log_probs or []) == pytest.approx(h.log_prob, abs=1e-4)  # the changed distribution
 
 
-@pytest.mark.parametrize("vocab", [15, 16 * CHUNK, 8000, 8003])  # torch's own passes, chunked, chunked and padded
+# the argmax: torch's own pass, chunked, chunked, chunked and padded; the compiled passes: a part-block at the end but
+# for 16 * CHUNK and 8000
+@pytest.mark.parametrize("vocab", [15, 16 * CHUNK, 8000, 8003])
 def test_the_vocabulary_passes_give_what_log_softmax_argmax_and_topk_give(vocab: int) -> None:
     logits = torch.randn(37, vocab, generator=torch.Generator().manual_seed(vocab))
     logits[3, 7] = logits[3, vocab - 2] = logits[3].max() + 1  # equal maxima far apart: the first is the argmax
     logits[4, [PAD, SOS]] = logits[4].max() + 1  # never chosen: the best word after them
+    logits[5] = -torch.inf  # a constraint's: a single word left to choose
+    logits[5, 4] = 0.5
+    logits[6, ::2] = -torch.inf
+    logits[7] *= 40  # far apart: the normaliser is the largest logit to float precision
     reference = log_probs(logits)
     assert torch.equal(best_words(logits), reference.argmax(dim=-1))
     assert int(best_words(logits)[3]) == 7
@@ -491,5 +521,17 @@ def test_the_vocabulary_passes_give_what_log_softmax_argmax_and_topk_give(vocab:
     top, words = top_words(logits, 10)
     expected_top, expected_words = reference.topk(10, dim=-1)
     torch.testing.assert_close(top, expected_top)
-    assert torch.equal(words[4:], expected_words[4:])  # row 3's tied pair may come in either order, as in topk
+    finite = expected_top > -torch.inf  # words at -inf (rows 5 and 6) may come in any order, as in topk
+    assert torch.equal(words[4:][finite[4:]], expected_words[4:][finite[4:]])  # row 3's tied pair: in either order
+    assert words[5, 0] == 4
     assert {*words[3, :2].tolist()} == {7, vocab - 2}
+
+
+def test_the_log_normaliser_is_logsumexp_and_minus_infinity_where_every_logit_is() -> None:
+    logits = torch.randn(9, 8003, generator=torch.Generator().manual_seed(3)) * torch.arange(1.0, 10.0)[:, None] ** 2
+    logits[2, 100:] = -torch.inf
+    logits[4] = -torch.inf
+    expected = logits.logsumexp(dim=-1)
+    assert log_normalisers(logits)[4] == -torch.inf
+    largest = float(expected[torch.isfinite(expected)].abs().max())
+    torch.testing.assert_close(log_normalisers(logits), expected, rtol=0, atol=2e-6 * largest)

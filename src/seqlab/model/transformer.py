@@ -439,16 +439,33 @@ class Transformer(nn.Module):
         """Encode src (batch, src_len) once and project it for every layer's cross-attention; no target yet.
 
         ``padded``: the memory K, V in whole blocks of positions, zeros after the source that the step masks
-        (``seqlab.model.cache.BLOCK``: the CPU's softmax and batched products run vectorised over them); the
-        exported graphs keep the source's length (False)."""
-        memory, src_mask = self.encode(src)
-        extra = blocks(src.size(1)) - src.size(1) if padded else 0
-        # contiguous once here, or the plain attention path copies them at every step
-        memory_kv = [(F.pad(k, (0, 0, 0, extra)).contiguous(), F.pad(v, (0, 0, 0, extra)).contiguous())
-                     for k, v in self.decoder.memory_kv(memory)]  # each (batch, heads, src_len + extra, depth)
-        empty = memory_kv[0][0][:, :, :0]  # (batch, heads, 0, depth)
-        past = [searching(empty, empty) if padded else KVCache.of(empty, empty) for _ in memory_kv]
-        return TransformerState(src_mask, memory_kv, past, self.decoder.projections())
+        (``seqlab.model.cache.BLOCK``: the CPU's softmax and batched products run vectorised over them), and the
+        sources encoded in pieces of similar length (``pieces``), each cut to its longest source; the exported
+        graphs encode the batch as it is and keep the source's length (False)."""
+        src_mask = padding_mask(src)
+        if not padded:
+            memory_kv = self.decoder.memory_kv(self.encode(src)[0])  # each (batch, heads, src_len, depth)
+            empty = memory_kv[0][0][:, :, :0]  # (batch, heads, 0, depth)
+            return TransformerState(src_mask, memory_kv, [KVCache.of(empty, empty) for _ in memory_kv],
+                                    self.decoder.projections())
+        memory_kv = self._memory_kv_in_pieces(src, blocks(src.size(1)))
+        empty = memory_kv[0][0][:, :, :0]
+        return TransformerState(src_mask, memory_kv, [searching(empty, empty) for _ in memory_kv],
+                                self.decoder.projections())
+
+    def _memory_kv_in_pieces(self, src: torch.Tensor, width: int) -> list[KV]:
+        """Every layer's cross-attention K, V of src (batch, src_len), each (batch, heads, width, depth) with zeros
+        after each piece's longest source: the sources encoded piece by piece (``pieces``), so that a short source
+        is not computed at the length of the batch's longest."""
+        kvs: list[KV] = []
+        for rows, longest in pieces(src):
+            for layer, piece_kv in enumerate(self.decoder.memory_kv(self.encode(src[rows, :longest])[0])):
+                if layer == len(kvs):
+                    k, v = (x.new_zeros(src.size(0), x.size(1), width, x.size(3)) for x in piece_kv)
+                    kvs.append((k, v))
+                for whole, piece in zip(kvs[layer], piece_kv):  # piece: (rows, heads, longest, depth)
+                    whole[:, :, :longest].index_copy_(0, rows, piece)
+        return kvs
 
     def step(
         self, ids: torch.Tensor, state: TransformerState, need_weights: bool = False
@@ -460,6 +477,29 @@ class Transformer(nn.Module):
         state = TransformerState(state.src_mask, state.memory_kv, past, state.projections, state.group)
         stacked = torch.stack(weights, dim=1) if need_weights else None  # (rows, layers, heads, src_len)
         return self.generator(hidden), state, stacked
+
+
+PIECE_TOKENS = 1024  # a piece of ``pieces``: at most this many source positions, padding included
+PADDING_SHARE = 0.1  # a batch in which padding is at most this share of the positions is encoded whole
+
+
+def pieces(src: torch.Tensor) -> list[tuple[torch.Tensor, int]]:
+    """src (batch, src_len), right-padded -> its rows in pieces of similar length, each (rows (n,), its longest
+    source): the sources in order of length, each piece as large as fits ``PIECE_TOKENS`` (n × longest; one
+    source at least), so that the padding the encoder computes stays within a piece. A batch with little
+    padding (``PADDING_SHARE``: the date model's, of sources one or two positions apart) stays one piece. On the
+    Multi30k test split the longest batch, 232 sources of 19 to 40 positions, was a third padding; in pieces the
+    encoder took 0.73× the time (1 thread and 2, AMD EPYC)."""
+    lengths = (src != PAD).sum(dim=1)
+    if src.numel() * (1 - PADDING_SHARE) <= int(lengths.sum()):
+        return [(torch.arange(src.size(0), device=src.device), src.size(1))]
+    order = lengths.argsort(stable=True)
+    out, start, sizes = [], 0, lengths[order].tolist()
+    for end in range(1, len(sizes) + 1):
+        if end == len(sizes) or (end + 1 - start) * sizes[end] > PIECE_TOKENS:
+            out.append((order[start:end], max(1, sizes[end - 1])))
+            start = end
+    return out
 
 
 @dataclass(frozen=True)
