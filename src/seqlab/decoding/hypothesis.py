@@ -68,8 +68,9 @@ def log_normalisers(logits: torch.Tensor) -> torch.Tensor:
 
 
 def _kernel_reads(logits: torch.Tensor) -> bool:
-    """Whether the compiled passes take these logits: on the CPU, outside autograd."""
-    return logits.device.type == "cpu" and not logits.requires_grad
+    """Whether the compiled passes take these logits: on the CPU, outside autograd, over a vocabulary large
+    enough (``CHUNKED_FROM``) that a pass over it costs more than the call."""
+    return logits.device.type == "cpu" and not logits.requires_grad and logits.size(-1) >= CHUNKED_FROM
 
 
 def log_probs(logits: torch.Tensor) -> torch.Tensor:
@@ -89,7 +90,7 @@ def log_probs(logits: torch.Tensor) -> torch.Tensor:
 # the Multi30k test split its logsumexp was a tenth of greedy decoding's time with one thread.
 
 CHUNK = 64  # words per chunk
-CHUNKED_FROM = 16 * CHUNK  # vocabularies smaller than this take torch's own passes
+CHUNKED_FROM = 16 * CHUNK  # vocabularies smaller than this take torch's own passes (the date model's 15 words)
 
 
 def _chunks(logits: torch.Tensor) -> torch.Tensor | None:
