@@ -502,8 +502,8 @@ def test_every_strategy_keeps_the_constraints(kind):
                 assert sum(h.token_log_probs or []) == pytest.approx(h.log_prob, abs=1e-4)  # the changed distribution
 
 
-# the argmax: torch's own pass, chunked, chunked, chunked and padded; the compiled passes: a part-block at the end but
-# for 16 * CHUNK and 8000
+# 15 words: torch's own passes; 1,024 and 8,000: the chunked argmax and the compiled passes over whole blocks; 8,003:
+# a padded chunk and a part block at the end
 @pytest.mark.parametrize("vocab", [15, 16 * CHUNK, 8000, 8003])
 def test_the_vocabulary_passes_give_what_log_softmax_argmax_and_topk_give(vocab: int) -> None:
     logits = torch.randn(37, vocab, generator=torch.Generator().manual_seed(vocab))

@@ -124,10 +124,14 @@ LANES = 16  # values compared at once: two AVX2 vectors, one AVX-512 vector
 
 @njit(inline="always", fastmath=FLAGS)
 def _block_max(x: np.ndarray, start: int) -> float:  # pragma: no cover (compiled)
-    """The largest of x[start : start + LANES]."""
+    """The largest of the block x[start : start + LANES] (fewer at the end of x): a whole block unrolled."""
     top = x[start]
-    for j in range(1, LANES):
-        top = max(top, x[start + j])
+    if start + LANES <= x.size:
+        for j in range(1, LANES):
+            top = max(top, x[start + j])
+    else:
+        for i in range(start + 1, x.size):
+            top = max(top, x[i])
     return top
 
 
@@ -151,16 +155,13 @@ def _log_normaliser(x: np.ndarray, top: float, shifted: np.ndarray, weights: np.
 def _log_normalisers(logits: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover (compiled; tested through
     """out[r] = log Σ exp(logits[r]) (rows, vocab) -> (rows,)."""  # log_normalisers)
     vocab = logits.shape[1]
-    whole = vocab - vocab % LANES
     shifted, weights = np.empty(vocab, dtype=np.float32), np.empty(vocab, dtype=np.float32)
     bits = np.empty(vocab, dtype=np.int32)
     for r in range(logits.shape[0]):
         x = logits[r]
         top = np.float32(-np.inf)
-        for start in range(0, whole, LANES):
+        for start in range(0, vocab, LANES):
             top = max(top, _block_max(x, start))
-        for i in range(whole, vocab):
-            top = max(top, x[i])
         out[r] = _log_normaliser(x, top, shifted, weights, bits)
 
 
@@ -193,14 +194,11 @@ def _top_log_probs(logits: np.ndarray, pad: int, sos: int, top: np.ndarray,
         x = logits[r]
         kept, largest = 0, np.float32(-np.inf)
         for start in range(0, vocab, LANES):
-            end = min(start + LANES, vocab)
-            if end == start + LANES:
-                block = _block_max(x, start)
-                largest = max(largest, block)
-                if kept == n and not block > best[n - 1]:
-                    continue
-            for i in range(start, end):
-                largest = max(largest, x[i])
+            block = _block_max(x, start)
+            largest = max(largest, block)
+            if kept == n and not block > best[n - 1]:
+                continue
+            for i in range(start, min(start + LANES, vocab)):
                 if i != pad and i != sos and (kept < n or x[i] > best[n - 1]):
                     kept = _keep(x, i, kept, best, ids)
         for j, barred in enumerate((pad, sos)):
