@@ -24,8 +24,9 @@ def test_one_update_is_autograd_and_sgd_on_the_models_loss(cbow):
     words = np.array([1, 4, 9, 2, 6])  # the positive word first (a negative drawn twice would see its first update)
     w_in, w_out = model.w_in.weight.detach().numpy(), model.w_out.weight.detach().numpy()
     h = w_in[inputs].mean(axis=0) if cbow else w_in[inputs[0]].copy()
-    none = np.empty((0, 5), np.float32)  # no rows of W_out in a copy
-    loss = kernel.update(w_in, w_out, none, h, np.empty(5, np.float32), inputs, len(inputs), words, len(words), 0.1)
+    none = np.empty((0, 5), np.float32)  # no rows of either table in a copy
+    loss = kernel.update(w_in, w_out, none, none, h, np.empty(5, np.float32), inputs, len(inputs), words, len(words),
+                         0.1)
 
     optimizer = torch.optim.SGD(reference.parameters(), lr=0.1)
     given = torch.as_tensor(inputs)[None] if cbow else torch.as_tensor(inputs)
@@ -42,7 +43,7 @@ def test_one_update_is_autograd_and_sgd_on_the_models_loss(cbow):
 def _train(sentences, window, cbow, sample_keep=None, seed=1, negative=2, dim=4, own_rows=0, tables=None,
            clock=None):
     """``train_job`` over ``sentences`` (lists of ids) with fresh tables (or ``tables``, W_in and W_out, moved in
-    place), W_out's first ``own_rows`` in a copy merged by ``clock`` (default: only at the end); returns (loss,
+    place), each table's first ``own_rows`` in a copy merged by ``clock`` (default: only at the end); returns (loss,
     examples)."""
     vocab = 1 + max(max(s) for s in sentences)
     ids = np.concatenate([np.asarray(s, dtype=np.int64) for s in sentences])
@@ -52,11 +53,12 @@ def _train(sentences, window, cbow, sample_keep=None, seed=1, negative=2, dim=4,
     rng = np.random.default_rng(0)
     w_in, w_out = tables or ((0.01 * rng.standard_normal((vocab, dim))).astype(np.float32),
                              np.zeros((vocab, dim), np.float32))
-    copy = np.stack([w_out[:own_rows]] * 2)
+    copy_in, copy_out = np.stack([w_in[:own_rows]] * 2), np.stack([w_out[:own_rows]] * 2)
     clock = np.array([0, len(ids) + 1]) if clock is None else clock
-    done = kernel.train_job(w_in, w_out, copy, clock, ids, bounds, np.arange(len(sentences)), keep_word, keep, alias,
-                            cbow, window, negative, 0.025, 0.0001, np.uint64(seed))
-    kernel.merge(w_out, copy)
+    done = kernel.train_job(w_in, w_out, copy_in, copy_out, clock, ids, bounds, np.arange(len(sentences)), keep_word,
+                            keep, alias, cbow, window, negative, 0.025, 0.0001, np.uint64(seed))
+    kernel.merge(w_in, copy_in)
+    kernel.merge(w_out, copy_out)
     return done
 
 
@@ -109,21 +111,22 @@ def test_a_jobs_seed_decides_its_updates():
 
 @pytest.mark.parametrize("cbow", [True, False])
 def test_a_copy_of_the_first_rows_stands_for_them(cbow):
-    """W_out's first rows in a copy (as a worker among several has them) train exactly as the table's own rows:
-    the same loss, and the same tables once the copy is merged back."""
+    """The tables' first rows in copies (as a worker among several has them) train exactly as the tables' own rows:
+    the same loss, and the same tables (to the merge's rounding) once the copies are merged back."""
     sentences = [list(np.random.default_rng(s).integers(0, 30, size=12)) for s in range(40)]
     rng = np.random.default_rng(2)
     tables = [(0.1 * rng.standard_normal((30, 4))).astype(np.float32) for _ in range(2)]
     shared, copied = [t.copy() for t in tables], [t.copy() for t in tables]
     assert _train(sentences, 3, cbow, tables=shared) == _train(sentences, 3, cbow, own_rows=8, tables=copied)
-    assert all(np.array_equal(a, b) for a, b in zip(shared, copied))
-    assert not np.array_equal(shared[1][:8], tables[1][:8])  # the copied rows did move
+    assert all(np.allclose(a, b, rtol=0, atol=1e-6) for a, b in zip(shared, copied))  # the merge adds a difference
+    assert not any(np.array_equal(a[:8], b[:8]) for a, b in zip(shared, tables))  # the copied rows did move
 
 
 def test_a_copy_is_merged_every_so_many_words_from_job_to_job():
-    """``clock`` (words since the last merge, words between merges): a copy of 8 rows merged before every sentence
-    that finds 50 words trained on since the last merge (12-word sentences: every 5th), the count carried over to
-    the next job; one worker alone trains the same tables (to rounding) as on W_out itself."""
+    """``clock`` (words since the last merge, words between merges): copies of both tables' first 8 rows merged
+    before every sentence that finds 50 words trained on since the last merge (12-word sentences: every 5th), the
+    count carried over to the next job; one worker alone trains the same tables (to rounding) as on the tables
+    themselves."""
     sentences = [list(np.random.default_rng(s).integers(0, 30, size=12)) for s in range(40)]
     rng = np.random.default_rng(3)
     tables = [(0.1 * rng.standard_normal((30, 4))).astype(np.float32) for _ in range(2)]
@@ -132,16 +135,18 @@ def test_a_copy_is_merged_every_so_many_words_from_job_to_job():
     ids = np.concatenate(sentences).astype(np.int64)
     bounds = np.arange(0, 481, 12)
     keep, alias = alias_table(np.full(30, 1 / 30))
-    copy, clock = np.stack([w_out[:8]] * 2), np.array([0, 50])
+    copies, clock = (np.stack([w_in[:8]] * 2), np.stack([w_out[:8]] * 2)), np.array([0, 50])
     for job in (np.arange(0, 22), np.arange(22, 40)):
-        kernel.train_job(w_in, w_out, copy, clock, ids, bounds, job, np.ones(30), keep, alias, False, 3, 2, 0.025,
-                         0.0001, np.uint64(job[0] + 1))
+        kernel.train_job(w_in, w_out, copies[0], copies[1], clock, ids, bounds, job, np.ones(30), keep, alias, False,
+                         3, 2, 0.025, 0.0001, np.uint64(job[0] + 1))
     assert clock[0] == 480 - 7 * 60  # merged before sentences 6, 11, ..., 36: the last 5 sentences not yet
-    assert np.array_equal(copy[1], w_out[:8]) and not np.array_equal(w_out[:8], tables[1][:8])  # merged mid-run
-    kernel.merge(w_out, copy)
+    for copy, table, before in zip(copies, (w_in, w_out), tables):  # merged mid-run
+        assert np.array_equal(copy[1], table[:8]) and not np.array_equal(table[:8], before[:8])
+        kernel.merge(table, copy)
+    none = np.empty((2, 0, 4), np.float32)
     for job in (np.arange(0, 22), np.arange(22, 40)):
-        kernel.train_job(shared[0], shared[1], np.empty((2, 0, 4), np.float32), np.array([0, 50]), ids, bounds, job,
-                         np.ones(30), keep, alias, False, 3, 2, 0.025, 0.0001, np.uint64(job[0] + 1))
+        kernel.train_job(shared[0], shared[1], none, none, np.array([0, 50]), ids, bounds, job, np.ones(30), keep,
+                         alias, False, 3, 2, 0.025, 0.0001, np.uint64(job[0] + 1))
     assert all(np.allclose(a, b, atol=1e-6) for a, b in zip(shared, copied))
 
 

@@ -10,7 +10,7 @@ from seqlab.vectors import kernel, train
 from seqlab.vectors.config import VectorsTrainConfig
 from seqlab.vectors.pairs import Vocabulary
 from seqlab.vectors.similarity import most_similar
-from seqlab.vectors.train import _Own, _OwnRows, train_word2vec
+from seqlab.vectors.train import _Copies, _Own, _OwnRows, train_word2vec
 
 GROUPS = [[f"{g}{i}" for i in range(5)] for g in "abcd"]  # four topics of five words each
 
@@ -56,21 +56,22 @@ def test_the_books_recipe_trains_on_one_worker():
         VectorsTrainConfig(method="cbow", recipe="book", workers=2)
 
 
-def test_every_workers_change_to_its_copy_reaches_w_out(monkeypatch):
-    """Several workers each update a copy of W_out's first rows (skip-gram: as many as ``OWN_BYTES`` holds; CBOW:
-    the hottest few): what each changed is added to W_out when it merges and at the epoch's end, and a merged copy
-    reads W_out afresh. A worker alone has no copy."""
+def test_every_workers_change_to_its_copies_reaches_the_tables(monkeypatch):
+    """Several workers each update copies of the tables' first rows (skip-gram: as many of W_out's as ``OWN_BYTES``
+    holds and none of W_in's; CBOW: the hottest few of each): what each changed is added to its table when it
+    merges and at the epoch's end, and a merged copy reads the table afresh. A worker alone has no copy."""
     monkeypatch.setattr(train, "OWN_BYTES", 24)  # two rows of three float32
-    w_out = np.arange(12, dtype=np.float32).reshape(4, 3)
+    w_in, w_out = -np.arange(12, dtype=np.float32).reshape(4, 3), np.arange(12, dtype=np.float32).reshape(4, 3)
     expected = w_out.copy()
-    copies = _OwnRows(w_out, "skipgram", workers=2)
+    copies = _OwnRows(w_in, w_out, "skipgram", workers=2)
     mine: dict[int, _Own] = {}
     for worker in range(2):  # each thread its own copy
         thread = threading.Thread(target=lambda worker=worker: mine.__setitem__(worker, copies.mine()))
         thread.start()
         thread.join()
-    first, second = mine[0].copy, mine[1].copy
+    first, second = mine[0].copy_out, mine[1].copy_out
     assert first is not second and first.shape == (2, 2, 3) and list(mine[0].clock) == [0, 3 * 2]
+    assert mine[0].copy_in.shape == (2, 0, 3)
     first[0, 0] += 1
     kernel.merge(w_out, first)  # mid-epoch: W_out has the first worker's change, which its copy now holds
     second[0, 0] += 2
@@ -82,6 +83,11 @@ def test_every_workers_change_to_its_copy_reaches_w_out(monkeypatch):
     expected[1] += 3
     assert np.array_equal(w_out, expected)
     assert np.array_equal(second[0], w_out[:2]) and np.array_equal(second[1], w_out[:2]) and mine[1].clock[0] == 0
-    monkeypatch.setattr(_OwnRows, "COPY", {"cbow": (1, 4)})  # the hottest row, merged every 4 words
-    assert (_OwnRows(w_out, "cbow", workers=2).rows, _OwnRows(w_out, "cbow", workers=2).merge_words) == (1, 4)
-    assert _OwnRows(w_out, "cbow", workers=1).rows == 0
+    monkeypatch.setattr(_OwnRows, "COPY", {"cbow": _Copies(out_rows=1, in_rows=2, words_a_row=4)})
+    cbow = _OwnRows(w_in, w_out, "cbow", workers=2)
+    assert (cbow.rows, cbow.merge_words) == ((2, 1), 4)
+    own, before = cbow.mine(), w_in.copy()
+    own.copy_in[0, 1] += 5
+    cbow.merge_all()
+    assert np.array_equal(w_in - before, np.array([[0, 0, 0], [5, 5, 5], [0, 0, 0], [0, 0, 0]]))
+    assert _OwnRows(w_in, w_out, "cbow", workers=1).rows == (0, 0)

@@ -20,8 +20,9 @@ loss ``−log σ(s)`` (positive) and ``−log σ(−s)`` (negative) is summed fo
 The rate falls linearly over the whole run; inside a job, from ``alpha_start`` to ``alpha_end`` by the job's
 words done. Everything random in a job comes from its own ``seed`` (xorshift64*), so one thread gives the same
 tables every time; several threads interleave their updates as the machine schedules them. A job may be given
-``copy``, a copy of W_out's first rows that it updates instead of W_out's and adds back to W_out every so many
-words (``merge``; each of several workers keeps one: ``train._OwnRows``).
+``copy_in`` and ``copy_out``, copies of W_in's and W_out's first rows that it reads and updates instead of the
+tables' and adds back to them every so many words (``merge``; each of several workers keeps its own:
+``train._OwnRows``).
 
 Loops are written out element by element: numba compiles them as fast as the array expressions they replace, in
 about half the time. A first run on a machine compiles the kernel (4.9 s on a 2-core AMD EPYC) into numba's cache,
@@ -65,20 +66,20 @@ def _negative_word(keep: np.ndarray, alias: np.ndarray, state: np.ndarray) -> in
 
 
 @njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
-def update(w_in: np.ndarray, w_out: np.ndarray, own: np.ndarray, h: np.ndarray, dh: np.ndarray, inputs: np.ndarray,
-           n_inputs: int, words: np.ndarray, n_words: int, alpha: float) -> float:
-    """One example: ``h`` (dim,) the input (skip-gram: the row of W_in itself, read before this adds to it; CBOW:
+def update(w_in: np.ndarray, w_out: np.ndarray, own_in: np.ndarray, own_out: np.ndarray, h: np.ndarray,
+           dh: np.ndarray, inputs: np.ndarray, n_inputs: int, words: np.ndarray, n_words: int, alpha: float) -> float:
+    """One example: ``h`` (dim,) the input (skip-gram: the centre's row itself, read before this adds to it; CBOW:
     the mean of ``inputs[:n_inputs]``'s rows), scored against ``words[:n_words]`` (the positive word first, then
     the negatives). Moves W_out's scored rows and the input rows of ``inputs[:n_inputs]`` by SGD at ``alpha``;
-    returns the example's loss. ``own`` (rows, dim) stands for W_out's first rows (a worker's copy of them; no
-    rows: none); ``dh`` is work space."""
+    returns the example's loss. ``own_in`` and ``own_out`` (rows, dim) stand for W_in's and W_out's first rows (a
+    worker's copies of them; no rows: none); ``dh`` is work space."""
     dim = h.shape[0]
     for d in range(dim):
         dh[d] = 0.0
     product, linear = 1.0, 0.0  # the loss Σ log(1 + e) + Σ max(∓s, 0), its logs taken once, of the product
     for k in range(n_words):
         w = words[k]
-        table = own if w < own.shape[0] else w_out
+        table = own_out if w < own_out.shape[0] else w_out
         s = np.float32(0.0)
         for d in range(dim):
             s += h[d] * table[w, d]
@@ -93,8 +94,9 @@ def update(w_in: np.ndarray, w_out: np.ndarray, own: np.ndarray, h: np.ndarray, 
             table[w, d] += g * h[d]
     for j in range(n_inputs):
         row = inputs[j]
+        table = own_in if row < own_in.shape[0] else w_in
         for d in range(dim):
-            w_in[row, d] += dh[d]
+            table[row, d] += dh[d]
     return np.log(product) + linear
 
 
@@ -126,28 +128,28 @@ def _subsample(ids: np.ndarray, start: int, stop: int, keep_word: np.ndarray, st
 
 
 @njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
-def merge(w_out: np.ndarray, copy: np.ndarray) -> None:
-    """W_out's first rows += what ``copy[0]`` (rows, dim) changed since ``copy[1]`` was read from them; then both
-    hold W_out's rows as they are now. Not locked: a worker merging while another does may, rarely, lose one
-    element's addition (Hogwild!'s own risk for every update)."""
+def merge(table: np.ndarray, copy: np.ndarray) -> None:
+    """``table``'s first rows += what ``copy[0]`` (rows, dim) changed since ``copy[1]`` was read from them; then
+    both hold the table's rows as they are now. Not locked: a worker merging while another does may, rarely, lose
+    one element's addition (Hogwild!'s own risk for every update)."""
     for r in range(copy.shape[1]):
         for d in range(copy.shape[2]):
-            now = w_out[r, d] + (copy[0, r, d] - copy[1, r, d])
-            w_out[r, d] = now
+            now = table[r, d] + (copy[0, r, d] - copy[1, r, d])
+            table[r, d] = now
             copy[0, r, d] = now
             copy[1, r, d] = now
 
 
 @njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
-def train_job(w_in: np.ndarray, w_out: np.ndarray, copy: np.ndarray, clock: np.ndarray, ids: np.ndarray,
-              bounds: np.ndarray, sentences: np.ndarray, keep_word: np.ndarray, keep: np.ndarray, alias: np.ndarray,
-              cbow: bool, window: int, negative: int, alpha_start: float, alpha_end: float,
+def train_job(w_in: np.ndarray, w_out: np.ndarray, copy_in: np.ndarray, copy_out: np.ndarray, clock: np.ndarray,
+              ids: np.ndarray, bounds: np.ndarray, sentences: np.ndarray, keep_word: np.ndarray, keep: np.ndarray,
+              alias: np.ndarray, cbow: bool, window: int, negative: int, alpha_start: float, alpha_end: float,
               seed: np.uint64) -> tuple[float, int]:
     """Train on ``sentences`` (indices into ``bounds``: sentence s is ids[bounds[s]:bounds[s + 1]]), in order,
-    ``copy[0]`` (rows, dim) standing for W_out's first rows (``update``), ``copy[1]`` those rows as last read
-    (``merge``). ``clock`` is (words trained on since the last merge, words between merges): the copy is merged
-    before the first sentence that finds the count reached (it goes on from job to job). Returns the summed loss
-    and the number of examples."""
+    ``copy_in[0]`` and ``copy_out[0]`` (rows, dim) standing for W_in's and W_out's first rows (``update``),
+    ``copy_in[1]`` and ``copy_out[1]`` those rows as last read (``merge``). ``clock`` is (words trained on since
+    the last merge, words between merges): the copies are merged before the first sentence that finds the count
+    reached (it goes on from job to job). Returns the summed loss and the number of examples."""
     state = np.full(1, np.uint64(seed) | np.uint64(1), dtype=np.uint64)
     dim = w_in.shape[1]
     h, dh = np.empty(dim, dtype=w_in.dtype), np.empty(dim, dtype=w_in.dtype)
@@ -159,13 +161,14 @@ def train_job(w_in: np.ndarray, w_out: np.ndarray, copy: np.ndarray, clock: np.n
     kept = np.empty(longest, dtype=np.int64)
     context = np.empty(2 * window, dtype=np.int64)
     words = np.empty(negative + 1, dtype=np.int64)
-    own = copy[0]  # (rows, dim)
+    own_in, own_out = copy_in[0], copy_out[0]  # (rows, dim) each
     loss, examples, done = 0.0, 0, 0
     for s in sentences:
         alpha = alpha_start + (alpha_end - alpha_start) * done / max(total, 1)
         done += bounds[s + 1] - bounds[s]
-        if own.shape[0] > 0 and clock[0] >= clock[1]:
-            merge(w_out, copy)
+        if own_in.shape[0] + own_out.shape[0] > 0 and clock[0] >= clock[1]:
+            merge(w_in, copy_in)
+            merge(w_out, copy_out)
             clock[0] = 0
         clock[0] += bounds[s + 1] - bounds[s]
         n = _subsample(ids, bounds[s], bounds[s + 1], keep_word, state, kept)
@@ -182,18 +185,21 @@ def train_job(w_in: np.ndarray, w_out: np.ndarray, copy: np.ndarray, clock: np.n
                 for d in range(dim):
                     h[d] = 0.0
                 for j in range(width):
+                    word = context[j]
+                    table = own_in if word < own_in.shape[0] else w_in
                     for d in range(dim):
-                        h[d] += w_in[context[j], d]
+                        h[d] += table[word, d]
                 for d in range(dim):
                     h[d] /= width
                 n_words = _draw_words(kept[i], negative, keep, alias, state, words)
-                loss += update(w_in, w_out, own, h, dh, context, width, words, n_words, alpha)
+                loss += update(w_in, w_out, own_in, own_out, h, dh, context, width, words, n_words, alpha)
                 examples += 1
                 continue
-            centre, row = kept[i:i + 1], w_in[kept[i]]  # the row itself: ``update`` adds to it only at its end
-            for j in range(width):  # skip-gram: the centre's row predicts each context word in turn
+            centre = kept[i:i + 1]  # skip-gram: the centre's row itself (``update`` adds to it only at its end)
+            row = (own_in if kept[i] < own_in.shape[0] else w_in)[kept[i]]
+            for j in range(width):  # the centre's row predicts each context word in turn
                 n_words = _draw_words(context[j], negative, keep, alias, state, words)
-                loss += update(w_in, w_out, own, row, dh, centre, 1, words, n_words, alpha)
+                loss += update(w_in, w_out, own_in, own_out, row, dh, centre, 1, words, n_words, alpha)
                 examples += 1
     return loss, examples
 
@@ -234,6 +240,6 @@ def warm() -> None:
     copy, clock = np.zeros((2, 1, dim), np.float32), np.array([0, 1], dtype=np.int64)
     ids, bounds = np.arange(words, dtype=np.int64), np.array([0, words], dtype=np.int64)
     keep, alias = np.ones(words), np.arange(words, dtype=np.int64)
-    train_job(w_in, w_out, copy, clock, ids, bounds, np.zeros(1, dtype=np.int64), np.ones(words), keep, alias, True, 2,
-              1, 0.025, 0.0001, np.uint64(1))
+    train_job(w_in, w_out, copy, copy.copy(), clock, ids, bounds, np.zeros(1, dtype=np.int64), np.ones(words), keep,
+              alias, True, 2, 1, 0.025, 0.0001, np.uint64(1))
     merge(w_out, copy)

@@ -31,7 +31,7 @@ from seqlab.vectors.sentences import InMemory, Sentences
 from seqlab.vectors.word2vec import NegativeSamplingWord2Vec, UnigramSampler, alias_table, unigram_probabilities
 
 JOB_WORDS = 10_000  # words of a job: how often the threads take work and the progress bar moves
-OWN_BYTES = 1 << 24  # several workers: each one's copy of W_out's first rows holds at most 16 MiB (``_OwnRows``)
+OWN_BYTES = 1 << 24  # several workers: each one's copy of a table's first rows holds at most 16 MiB (``_OwnRows``)
 _NEGATIVES_AHEAD = 65_536  # the book's recipe: examples whose negative words are drawn in one call
 
 
@@ -107,7 +107,7 @@ class _Kernel:
     def __call__(self, state: Word2VecState, epoch: int, bar: tqdm) -> float:
         """One epoch; the loss per example."""
         w_in, w_out = (table.weight.detach().numpy() for table in (state.model.w_in, state.model.w_out))
-        copies = _OwnRows(w_out, self.cfg.method, self.cfg.workers)
+        copies = _OwnRows(w_in, w_out, self.cfg.method, self.cfg.workers)
         windows = self.sentences.window_words
         order = np.random.default_rng([self.cfg.seed, epoch]).permutation(len(windows)) if len(windows) > 1 else [0]
         loss, examples, behind = 0.0, 0, 0
@@ -130,11 +130,11 @@ class _Kernel:
 
     def _train(self, w_in: np.ndarray, w_out: np.ndarray, copies: _OwnRows, ids: np.ndarray, bounds: np.ndarray,
                job: Job) -> tuple[float, int]:
-        """One job on this thread, on its own copy of W_out's first rows (``_OwnRows``)."""
+        """One job on this thread, on its own copies of the tables' first rows (``_OwnRows``)."""
         own = copies.mine()
-        return kernel.train_job(w_in, w_out, own.copy, own.clock, ids, bounds, job[0], self.keep_word, self.keep,
-                                self.alias, self.cfg.method == "cbow", self.cfg.window, self.cfg.negative, job[1],
-                                job[2], job[3])
+        return kernel.train_job(w_in, w_out, own.copy_in, own.copy_out, own.clock, ids, bounds, job[0],
+                                self.keep_word, self.keep, self.alias, self.cfg.method == "cbow", self.cfg.window,
+                                self.cfg.negative, job[1], job[2], job[3])
 
     def _jobs(self, epoch: int, window: int, lengths: np.ndarray, behind: int) -> Iterator[Job]:
         """A window's jobs in the epoch, ``behind`` words of the epoch before it."""
@@ -153,63 +153,78 @@ class _Kernel:
 
 @dataclass
 class _Own:
-    """A worker's copy of W_out's first rows: ``copy`` (2, rows, dim), the rows it updates and the same rows as it
-    last read them from W_out, and ``clock``, (words trained on since then, words between merges)."""
+    """A worker's copies of W_in's and W_out's first rows: ``copy_in`` and ``copy_out`` (2, rows, dim), the rows it
+    updates and the same rows as it last read them from the table, and ``clock``, (words trained on since then,
+    words between merges)."""
 
-    copy: np.ndarray
+    copy_in: np.ndarray
+    copy_out: np.ndarray
     clock: np.ndarray
 
 
+@dataclass(frozen=True)
+class _Copies:
+    """How many of each table's first rows a worker copies, and how often it merges."""
+
+    out_rows: int | None  # W_out's first rows, None for as many as ``OWN_BYTES`` holds
+    in_rows: int  # W_in's first rows
+    words_a_row: int  # a merge every this many words per row of W_out copied
+
+
 class _OwnRows:
-    """Workers sharing the tables write the same rows of W_out, the frequent words' (every example scores a few of
-    them as negatives), and the cores then pass those cache lines to and fro: on Multi30k 27 times over two skip-gram
-    workers went 0.5-1.2 million words/s from run to run, about as fast as one at worst. So each worker (thread)
-    updates a copy of its own of W_out's first rows (the vocabulary is sorted by count: the hottest rows), and the
-    kernel adds what the copy changed to W_out every so many words and ``merge_all`` at the epoch's end, then the
-    copy reads the rows afresh (``kernel.merge``). The other worker's updates reach a copy that many words late
-    (Hogwild! already lets a worker read a row another is writing); rows past the copy are shared as before.
+    """Workers sharing the tables write the same rows, the frequent words' (every example scores a few of them as
+    negatives in W_out, and CBOW's contexts are full of them in W_in), and the cores then pass those cache lines to
+    and fro: on Multi30k 27 times over two skip-gram workers went 0.5-1.2 million words/s from run to run, about as
+    fast as one at worst. So each worker (thread) updates copies of its own of the tables' first rows (the
+    vocabulary is sorted by count: the hottest rows), and the kernel adds what a copy changed to its table every so
+    many words and ``merge_all`` at the epoch's end, then the copy reads the rows afresh (``kernel.merge``). The
+    other worker's updates reach a copy that many words late (Hogwild! already lets a worker read a row another is
+    writing); rows past the copies are shared as before.
 
     How many rows and how often, per method (``COPY``): skip-gram scores W_out once per context word and copies
     all of it (up to ``OWN_BYTES``), merged every 3 words a row (the merge's cost grows with the rows: 2 ms for
     25,793 rows of 100 against ~150 ms of training between merges); in one process, taking turns, 6 rounds:
     1.09-1.26 million words/s against 0.54-1.15 shared. On the issue's corpus (vocabulary 6,699: a merge every
     ~20,000 words) two workers score 19.52 ± 0.54 % on the analogies (``benchmarks/vectors_race.py``, 3 seeds;
-    19.65 ± 1.26 since the kernel merges), one 19.49 ± 1.07. CBOW writes W_out once a position and its quality
-    suffers more from the delay (copies of both tables merged every 10,000 words: 17.35 ± 0.38 against 17.98 ±
-    0.66 shared, 6 seeds), so it copies only the 1,024 hottest rows, merged every 2 words a row: on Multi30k 27
-    times over, 4 one-epoch rounds taking turns, 2.54 million words/s (median) against 1.84 shared (1.01-1.69× in
-    each round) and 1.40 with one worker; in the 20-million-word race 1.87 against one worker's 1.15 (two CBOW
-    workers here move by ±25 % from minute to minute). Analogies on the issue's corpus 17.34 ± 0.61 over 10 seeds
-    against 17.68 ± 0.62 shared (512, 256 or 2,048 rows, or a merge every word a row, all within 17.32-17.59; a
-    copy of W_in's 1,024 hottest rows as well: 0.82-1.22× the words/s of W_out's alone over 3 rounds, not kept).
-    A worker alone has no copy (the same vectors as before for its seed)."""
+    19.65 ± 1.26 since the kernel merges), one 19.49 ± 1.07. It shares W_in (a copy of its 1,024 first rows: 0.93×
+    the words/s, 3 rounds). CBOW writes W_out once a position and its quality suffers more from the delay (copies
+    of both tables merged every 10,000 words: 17.35 ± 0.38 against 17.98 ± 0.66 shared, 6 seeds), so it copies
+    only the 1,024 hottest rows of each table, merged every 2 words a row: on Multi30k 27 times over, one epoch,
+    taking turns on a 2-core AMD EPYC (Zen 4), 4 rounds, 3.90 million words/s (median; 2.62-4.39) against 3.20
+    (2.14-3.27) with W_out's copy alone and 1.69 with one worker; 1.15-1.37× in each round (the same with 512 or
+    2,048 rows). When the machine makes the two cores' shared lines dear (it does for minutes at a time), W_out's
+    copy alone fell to 1.28× one worker's words/s, both copies held 1.66× (9 times over, 6 rounds). Analogies on
+    the issue's corpus over 10 seeds: 17.40 ± 0.79 % with both copies, 17.34 ± 0.66 with W_out's alone, 17.68 ±
+    0.62 shared. A worker alone has no copy (the same vectors as before for its seed)."""
 
-    COPY = {"skipgram": (None, 3), "cbow": (1_024, 2)}  # method: (rows at most, None for all; words a row a merge)
+    COPY = {"skipgram": _Copies(None, 0, 3), "cbow": _Copies(1_024, 1_024, 2)}
 
-    def __init__(self, w_out: np.ndarray, method: str, workers: int) -> None:
-        self.w_out = w_out
-        most, per_row = self.COPY[method]
+    def __init__(self, w_in: np.ndarray, w_out: np.ndarray, method: str, workers: int) -> None:
+        self.tables = (w_in, w_out)
+        plan = self.COPY[method]
         fits = OWN_BYTES // max(w_out[0].nbytes, 1)
-        self.rows = min(len(w_out), fits, fits if most is None else most) if workers > 1 else 0
-        self.merge_words = per_row * self.rows
+        self.rows = (min(len(w_in), fits, plan.in_rows), min(len(w_out), fits, plan.out_rows or fits))
+        self.rows = self.rows if workers > 1 else (0, 0)
+        self.merge_words = plan.words_a_row * self.rows[1]
         self.local = threading.local()
         self.all: list[_Own] = []
         self.lock = threading.Lock()
 
     def mine(self) -> _Own:
-        """This thread's copy, made at its first job."""
+        """This thread's copies, made at its first job."""
         own = getattr(self.local, "own", None)
         if own is None:
             with self.lock:
-                copy = np.stack([self.w_out[:self.rows]] * 2)  # (2, rows, dim)
-                own = self.local.own = _Own(copy, np.array([0, self.merge_words], dtype=np.int64))
+                copy_in, copy_out = (np.stack([table[:rows]] * 2) for table, rows in zip(self.tables, self.rows))
+                own = self.local.own = _Own(copy_in, copy_out, np.array([0, self.merge_words], dtype=np.int64))
                 self.all.append(own)
         return own
 
     def merge_all(self) -> None:
-        """Every copy's change since its last merge added to W_out (at an epoch's end, the workers done)."""
+        """Every copy's change since its last merge added to its table (at an epoch's end, the workers done)."""
         for own in self.all:
-            kernel.merge(self.w_out, own.copy)
+            kernel.merge(self.tables[0], own.copy_in)
+            kernel.merge(self.tables[1], own.copy_out)
             own.clock[0] = 0
 
 
