@@ -8,6 +8,8 @@ utilisation: the FLOPs of the matrix products a training step must do (forward +
 backward = 3 × forward, i.e. 6 · parameters · tokens plus the attention products,
 on padded lengths, as the hardware computes them) divided by the time, as a
 fraction of this machine's fp32 and bf16 matmul peaks, measured in the same run by ``benchmarks/peaks.py``.
+``--rounds N`` (3 by default) measures the peaks and then every row N times over, taking turns, each round's MFU
+against its own peaks (the VM moves both by 10-25 % from minute to minute); a row gives the mean ± sd and the range.
 ``--compile`` adds each precision's row with the forward pass and loss compiled by ``torch.compile`` (inductor's CPU
 backend, dynamic shapes, as the batches' lengths vary); every row also gives the seconds of its first pass over the
 batches, which hold the compilation for the compiled rows.
@@ -22,15 +24,18 @@ from __future__ import annotations
 import argparse
 import datetime
 import hashlib
+import statistics
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import torch
+from peaks import Peaks
 from peaks import measure as measure_peaks
 from report import add_results_option, machine, markdown, publish
-from scoreboard import Result, Table, command
+from scoreboard import Result, Table, command, spread
 from torch.optim.lr_scheduler import LambdaLR
 from torch.profiler import record_function
 
@@ -120,12 +125,52 @@ def measure(config: TransformerConfig, batches: list[Batch], src_vocab: int, trg
             "first_pass_s": first_pass}
 
 
+def measure_rounds(model: TransformerConfig, batches: list[Batch], src_vocab: int, trg_vocab: int, rounds: int,
+                   peak_seconds: float, compile_too: bool) -> tuple[list[dict[str, Any]], list[Peaks]]:
+    """Every row (precision, compiled or not) ``rounds`` times over, taking turns, with the peaks measured afresh
+    before each round: the runs, each with its round, its peak and its MFU of both peaks; and each round's peaks."""
+    runs, every_peak = [], []
+    for round_ in range(rounds):
+        peaks = measure_peaks(peak_seconds)
+        every_peak.append(peaks)
+        for p in peaks.gflops:
+            for compiled in [False, True] if compile_too else [False]:
+                r = measure(model, batches, src_vocab, trg_vocab, p == "bf16", compiled)
+                runs.append({"round": round_, "precision": p, "compiled": compiled, **r, "peak_gflops": peaks.gflops[p],
+                             "mfu_fp32": r["gflops"] / peaks.gflops["fp32"],
+                             "mfu_bf16": r["gflops"] / peaks.gflops["bf16"] if "bf16" in peaks.gflops else None,
+                             "steps": len(batches)})
+    return runs, every_peak
+
+
+def rows_of(runs: list[dict[str, Any]]) -> list[list[str]]:
+    """A table row per precision (and compiled): each column's spread over the rounds."""
+    labels = dict.fromkeys(f"{r['precision']} compiled" if r["compiled"] else r["precision"] for r in runs)
+    rows = []
+    for label in labels:
+        mine = [r for r in runs if (f"{r['precision']} compiled" if r["compiled"] else r["precision"]) == label]
+        bf16 = [100 * r["mfu_bf16"] for r in mine if r["mfu_bf16"] is not None]
+        rows.append([label, str(len(mine)), spread([r["tokens_per_s"] for r in mine], 0),
+                     spread([r["gflops"] for r in mine], 1), spread([100 * r["mfu_fp32"] for r in mine], 1, "%"),
+                     spread(bf16, 1, "%") if bf16 else "— (bf16 emulated)", spread([r["first_pass_s"] for r in mine], 1)])
+    return rows
+
+
+def peaks_note(every_peak: list[Peaks]) -> str:
+    """The first round's caption sentence, with every round's peaks where there were several."""
+    if len(every_peak) == 1:
+        return every_peak[0].note()
+    each = "; ".join(f"{p} " + ", ".join(f"{peaks.gflops[p]:.0f}" for peaks in every_peak) for p in every_peak[0].gflops)
+    return f"{every_peak[0].note()} Each round's peaks (GFLOP/s): {each}."
+
+
 def main(argv: list[str] | None = None) -> None:
     """Measure the peaks and the config's training steps, print the table and record it."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("config")
     parser.add_argument("--set", dest="overrides", action="append", default=[], help="config override key=value")
     parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=3, help="the peaks and every row measured this many times over")
     parser.add_argument("--peak-seconds", type=float, default=1.0, help="timing per path, size and precision of the "
                         "matmul peaks (benchmarks/peaks.py)")
     parser.add_argument("--compile", action="store_true", help="also time each precision with the forward pass and "
@@ -137,29 +182,23 @@ def main(argv: list[str] | None = None) -> None:
     if not isinstance(cfg.model, TransformerConfig):
         parser.error(f"model.type {cfg.model.type}: the FLOP count is a Transformer's")
     batches, src_vocab, trg_vocab = make_batches(cfg, args.steps)
-    peaks = measure_peaks(args.peak_seconds)
+    runs, every_peak = measure_rounds(cfg.model, batches, src_vocab, trg_vocab, args.rounds, args.peak_seconds, args.compile)
     m = cfg.model
-    rows = {f"{p} compiled" if compiled else p: measure(m, batches, src_vocab, trg_vocab, p == "bf16", compiled)
-            for p in peaks.gflops for compiled in ([False, True] if args.compile else [False])}
     caption = (f"d_model {m.d_model}, {m.num_layers}+{m.num_layers} layers, d_ff {m.d_ff}, dropout {m.dropout}, "
-               f"{rows['fp32']['params']:,} parameters, {len(batches)} batches of ≤{cfg.train.batch_tokens} tokens")
-    peak_note = peaks.note()
-    bf16_peak = peaks.gflops.get("bf16")
+               f"{runs[0]['params']:,} parameters, {len(batches)} batches of ≤{cfg.train.batch_tokens} tokens")
+    peak_note = peaks_note(every_peak)
     table = Table(f"Training throughput: `{args.config}` {' '.join(args.overrides)}".strip(),
-                  ["precision", "target tokens/s", "model GFLOP/s", "MFU of the fp32 peak", "MFU of the bf16 peak",
-                   "first pass s"],
-                  [[p, f"{r['tokens_per_s']:,.0f}", f"{r['gflops']:.1f}", f"{r['gflops'] / peaks.gflops['fp32']:.1%}",
-                    f"{r['gflops'] / bf16_peak:.1%}" if bf16_peak else "— (bf16 emulated)", f"{r['first_pass_s']:.1f}"]
-                   for p, r in rows.items()])
-    if "bf16" in rows:
-        ratio = f"bf16 / fp32 speed: {rows['bf16']['tokens_per_s'] / rows['fp32']['tokens_per_s']:.2f}×"
+                  ["precision", "rounds", "target tokens/s", "model GFLOP/s", "MFU of the fp32 peak",
+                   "MFU of the bf16 peak", "first pass s"], rows_of(runs))
+    speeds = {p: statistics.mean(r["tokens_per_s"] for r in runs if r["precision"] == p and not r["compiled"])
+              for p in every_peak[0].gflops}
+    if "bf16" in speeds:
+        ratio = f"bf16 / fp32 speed: {speeds['bf16'] / speeds['fp32']:.2f}× (means over the rounds)"
     else:
         ratio = "No bf16 row: this CPU has no native bf16 (see docs/benchmarks.md, \"bf16 on a CPU without it\")."
     given = command(__file__, sys.argv[1:] if argv is None else argv)
     print(f"### {table.title}\n\n{datetime.date.today()}, {machine()}; {caption}. Command: `{given}`\n\n{peak_note}\n\n"
           f"{markdown(table)}\n\n{ratio}")
-    runs = [{"precision": p.split()[0], "compiled": p.endswith("compiled"), **r, "peak_gflops": peaks.gflops[p.split()[0]],
-             "steps": len(batches)} for p, r in rows.items()]
     publish(Result(race_name(args.config, args.overrides), table.title, given, [table], runs,
                    notes=[caption, peak_note, ratio]), args.results)
 

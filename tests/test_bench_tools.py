@@ -136,16 +136,21 @@ def test_peaks_runs_end_to_end(bench: Bench, capsys: pytest.CaptureFixture[str])
 
 def test_throughput_runs_end_to_end(bench: Bench, date_config: Path, tmp_path: Path,
                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Two rounds: the peaks and every row measured twice, taking turns; a row gives each column's spread."""
     bench("throughput").main([str(date_config), "--set", "train.batch_tokens=200", "--steps", "4", "--peak-seconds", "0.05",
-                              "--results", str(tmp_path)])
+                              "--rounds", "2", "--results", str(tmp_path)])
     out = capsys.readouterr().out
     rows = table_rows(out)
-    assert rows[0][0] == "fp32" and float(rows[0][1].replace(",", "")) > 0
-    assert re.fullmatch(r"\d+\.\d%", rows[0][3]) and float(rows[0][3].rstrip("%")) < 100  # MFU of the fp32 peak
+    assert rows[0][:2] == ["fp32", "2"]
+    mfu = re.fullmatch(r"(\d+\.\d) ± \d+\.\d% \((\d+\.\d)–(\d+\.\d)\)", rows[0][4])  # MFU of the fp32 peak
+    assert mfu and float(mfu[2]) <= float(mfu[1]) <= float(mfu[3]) < 100
     assert "4 batches of ≤200 tokens" in out and "measured now by benchmarks/peaks.py (n = 512, 1024;" in out
+    assert "Each round's peaks (GFLOP/s): fp32 " in out
     result = recorded(tmp_path, f"throughput-{date_config.stem}-{hashlib.sha256(b'train.batch_tokens=200').hexdigest()[:8]}")
-    assert result.tables[0].rows == rows and result.runs[0]["precision"] == "fp32"
-    assert rows[0][1] == f"{result.runs[0]['tokens_per_s']:,.0f}" and result.runs[0]["steps"] == 4
+    fp32 = [run for run in result.runs if run["precision"] == "fp32"]
+    assert result.tables[0].rows == rows and [run["round"] for run in fp32] == [0, 1]
+    assert rows[0][2].startswith(f"{statistics.mean(run['tokens_per_s'] for run in fp32):,.0f} ± ")
+    assert all(run["mfu_fp32"] == run["gflops"] / run["peak_gflops"] and run["steps"] == 4 for run in fp32)
 
 
 def test_throughput_times_the_compiled_step_where_asked(bench: Bench, date_config: Path, tmp_path: Path,
@@ -158,10 +163,11 @@ def test_throughput_times_the_compiled_step_where_asked(bench: Bench, date_confi
     monkeypatch.setenv("SEQLAB_PRECISION", "fp32")
     monkeypatch.setattr(torch, "compile", functools.partial(torch.compile, backend="aot_eager"))
     bench("throughput").main([str(date_config), "--set", "train.batch_tokens=200", "--steps", "2", "--peak-seconds",
-                              "0.05", "--compile", "--results", str(tmp_path)])
+                              "0.05", "--compile", "--rounds", "1", "--results", str(tmp_path)])
     rows = {row[0]: row for row in table_rows(capsys.readouterr().out)}
-    assert list(rows) == ["fp32", "fp32 compiled"] and float(rows["fp32 compiled"][1].replace(",", "")) > 0
-    assert float(rows["fp32 compiled"][5]) > float(rows["fp32"][5])
+    assert list(rows) == ["fp32", "fp32 compiled"] and float(rows["fp32 compiled"][2].split()[0].replace(",", "")) > 0
+    assert rows["fp32"][6].endswith(" (1 run)")
+    assert float(rows["fp32 compiled"][6].split()[0]) > float(rows["fp32"][6].split()[0])
     runs = recorded(tmp_path, f"throughput-{date_config.stem}-{hashlib.sha256(b'train.batch_tokens=200').hexdigest()[:8]}").runs
     assert [(run["precision"], run["compiled"]) for run in runs] == [("fp32", False), ("fp32", True)]
 
