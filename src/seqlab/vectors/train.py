@@ -203,8 +203,8 @@ class _OwnRows:
         self.tables = (w_in, w_out)
         plan = self.COPY[method]
         fits = OWN_BYTES // max(w_out[0].nbytes, 1)
-        self.rows = (min(len(w_in), fits, plan.in_rows), min(len(w_out), fits, plan.out_rows or fits))
-        self.rows = self.rows if workers > 1 else (0, 0)
+        out_rows = fits if plan.out_rows is None else min(fits, plan.out_rows)
+        self.rows = (min(len(w_in), fits, plan.in_rows), min(len(w_out), out_rows)) if workers > 1 else (0, 0)
         self.merge_words = plan.words_a_row * self.rows[1]
         self.local = threading.local()
         self.all: list[_Own] = []
