@@ -143,12 +143,16 @@ def measure_rounds(model: TransformerConfig, batches: list[Batch], src_vocab: in
     return runs, every_peak
 
 
+def _label(run: dict[str, Any]) -> str:
+    """A run's row: its precision, and whether it was compiled."""
+    return f"{run['precision']} compiled" if run["compiled"] else run["precision"]
+
+
 def rows_of(runs: list[dict[str, Any]]) -> list[list[str]]:
     """A table row per precision (and compiled): each column's spread over the rounds."""
-    labels = dict.fromkeys(f"{r['precision']} compiled" if r["compiled"] else r["precision"] for r in runs)
     rows = []
-    for label in labels:
-        mine = [r for r in runs if (f"{r['precision']} compiled" if r["compiled"] else r["precision"]) == label]
+    for label in dict.fromkeys(map(_label, runs)):
+        mine = [r for r in runs if _label(r) == label]
         bf16 = [100 * r["mfu_bf16"] for r in mine if r["mfu_bf16"] is not None]
         rows.append([label, str(len(mine)), spread([r["tokens_per_s"] for r in mine], 0),
                      spread([r["gflops"] for r in mine], 1), spread([100 * r["mfu_fp32"] for r in mine], 1, "%"),
