@@ -25,7 +25,10 @@ tables' and adds back to them every so many words (``merge``; each of several wo
 ``train._OwnRows``).
 
 Loops are written out element by element: numba compiles them as fast as the array expressions they replace, in
-about half the time. A first run on a machine compiles the kernel (4.9 s on a 2-core AMD EPYC) into numba's cache,
+about half the time. ``update`` is inlined into ``train_job`` (``inline="always"``): called, its eleven arguments
+(each array a struct of many words) cost skip-gram, which calls it once per context word, 0.92× the words/s once
+the copies of W_in were added; inlined, skip-gram is level with the code before them and CBOW 1.33× faster with one
+worker (Multi30k 9 times over, old and new code in processes taking turns on a Zen 4). A first run on a machine compiles the kernel (4.9 s on a 2-core AMD EPYC) into numba's cache,
 later runs load it from there; ``compiling_ahead`` compiles it in a process of its own while a run builds its
 vocabulary.
 """
@@ -65,7 +68,7 @@ def _negative_word(keep: np.ndarray, alias: np.ndarray, state: np.ndarray) -> in
     return column if point - column < keep[column] else int(alias[column])
 
 
-@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+@njit(nogil=True, fastmath=True, cache=True, error_model="numpy", inline="always")
 def update(w_in: np.ndarray, w_out: np.ndarray, own_in: np.ndarray, own_out: np.ndarray, h: np.ndarray,
            dh: np.ndarray, inputs: np.ndarray, n_inputs: int, words: np.ndarray, n_words: int, alpha: float) -> float:
     """One example: ``h`` (dim,) the input (skip-gram: the centre's row itself, read before this adds to it; CBOW:
