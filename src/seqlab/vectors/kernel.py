@@ -28,9 +28,9 @@ Loops are written out element by element: numba compiles them as fast as the arr
 about half the time. ``update`` is inlined into ``train_job`` (``inline="always"``): called, its eleven arguments
 (each array a struct of many words) cost skip-gram, which calls it once per context word, 0.92× the words/s once
 the copies of W_in were added; inlined, skip-gram is level with the code before them and CBOW 1.33× faster with one
-worker (Multi30k 9 times over, old and new code in processes taking turns on a Zen 4). A first run on a machine compiles the kernel (4.9 s on a 2-core AMD EPYC) into numba's cache,
-later runs load it from there; ``compiling_ahead`` compiles it in a process of its own while a run builds its
-vocabulary.
+worker (Multi30k 9 times over, old and new code in processes taking turns on a Zen 4). A first run on a machine
+compiles the kernel (4.9 s on a 2-core AMD EPYC) into numba's cache, later runs load it from there;
+``compiling_ahead`` compiles it in a process of its own while a run builds its vocabulary.
 """
 
 from __future__ import annotations
