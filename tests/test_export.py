@@ -442,6 +442,34 @@ def test_an_onnx_export_of_the_stacked_cache_asks_to_export_again(date_run, expo
     assert result.exit_code == 2 and "export the run again" in result.output, result.output
 
 
+def test_the_onnx_engine_searches_on_one_pytorch_thread(date_run, exported, monkeypatch):
+    """Between two graphs seqlab's search runs on one PyTorch thread, leaving the cores to ONNX Runtime's threads;
+    the caller's thread count is back afterwards, also when the search fails."""
+    pytest.importorskip("onnxruntime", reason=f"onnxruntime is {OPTIONAL}")
+    from seqlab.export.onnx import OnnxSeq2seq, load_onnx
+
+    translator = load_onnx(exported(date_run, "onnx"))
+    seen: list[int] = []
+    step = OnnxSeq2seq.step
+
+    def counting(self: OnnxSeq2seq, *args: Any, **kwargs: Any) -> Any:
+        seen.append(torch.get_num_threads())
+        return step(self, *args, **kwargs)
+
+    monkeypatch.setattr(OnnxSeq2seq, "step", counting)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        translator.translate(_sources(date_run)[:4], DecodeOptions(beam=2))
+        assert seen and set(seen) == {1} and torch.get_num_threads() == 2
+        monkeypatch.setattr(OnnxSeq2seq, "step", lambda *_: (_ for _ in ()).throw(RuntimeError("stopped")))
+        with pytest.raises(RuntimeError, match="stopped"):
+            translator.translate(_sources(date_run)[:4])
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(threads)
+
+
 def test_only_a_transformer_exports(engine, tmp_path):
     config = small_date_config(epochs=1)
     config["model"] = {"type": "rnn", "cell": "gru", "embedding_size": 8, "hidden_size": 16}

@@ -24,7 +24,7 @@ import os
 import sys
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -201,6 +201,18 @@ def _entry(key: Mapping[str, Any]) -> str:
 
 M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4  # glibc's mallopt parameters (malloc.h)
 TRIM_THRESHOLD = 1 << 30  # free memory at the top of the heap beyond 1 GiB still goes back to the system
+
+
+@contextlib.contextmanager
+def torch_threads(count: int) -> Iterator[None]:
+    """PyTorch's intra-op threads on this thread (its OpenMP count is the calling thread's) set to ``count`` for the
+    block, then as they were."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 @functools.cache
