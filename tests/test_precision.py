@@ -13,12 +13,13 @@ import pytest
 import torch
 
 from seqlab import precision
+from seqlab import runtime as runtime_module
 from seqlab.config import ConfigError
 from seqlab.model import build_model
 from seqlab.model.lm import RNNLM
 from seqlab.model.rnn import RNNConfig, RNNSeq2seq
 from seqlab.model.transformer import TransformerConfig
-from seqlab.runtime import Runtime, quantize_int8
+from seqlab.runtime import Int8Linear, Runtime, quantize_int8
 from seqlab.specials import EOS, PAD
 
 
@@ -181,7 +182,7 @@ def test_int8_quantises_every_linear_layer_and_stays_close_to_fp32():
     model = build_model(cfg, 20, 20).eval()
     int8 = quantize_int8(model)
     linear = [m for m in model.modules() if isinstance(m, torch.nn.Linear)]
-    quantised = [m for m in int8.modules() if isinstance(m, torch.ao.nn.quantized.dynamic.Linear)]
+    quantised = [m for m in int8.modules() if isinstance(m, Int8Linear)]
     assert len(quantised) == len(linear) == 2 * (4 + 2) + 2 * (4 + 4 + 2) + 1  # attention W_QKVO, FFN, output
     assert not any(isinstance(m, torch.ao.nn.quantized.dynamic.Linear) for m in model.modules())  # a copy
     src, trg = torch.randint(3, 20, (4, 7)), torch.randint(3, 20, (4, 5))
@@ -189,6 +190,29 @@ def test_int8_quantises_every_linear_layer_and_stays_close_to_fp32():
         full, small = model(src, trg), int8(src, trg)
     assert not torch.equal(full, small)
     assert (full - small).abs().max() < 0.05 * full.abs().max()
+
+
+def test_int8_inputs_take_all_8_bits_only_where_the_cpu_sums_in_32_bits(monkeypatch):
+    """Inputs that would saturate 16-bit sums of int8 products (large and positive, against positive weights) stay
+    close to fp32 in the range this CPU is given; where it has VNNI, all 8 bits come closer than 7."""
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(512, 16)
+    with torch.no_grad():
+        layer.weight.uniform_(0.5, 1.0)
+        layer.bias.zero_()
+    x = torch.rand(64, 512) * 10
+    int8 = quantize_int8(torch.nn.Sequential(layer))
+    with torch.no_grad():
+        exact = layer(x)
+
+        def error() -> float:
+            return ((int8(x) - exact).abs().max() / exact.abs().max()).item()
+
+        here = error()
+        assert here < 0.01  # saturated sums would be off by up to half
+        if runtime_module.int8_full_range():
+            monkeypatch.setattr(runtime_module, "int8_full_range", lambda: False)
+            assert here < error()
 
 
 def test_a_runtime_is_resolved_once_and_runs_the_model_as_it_says(monkeypatch, cpu_decides):
