@@ -99,7 +99,9 @@ class Runtime:
         operations each fork and join the threads for a few hundred microseconds of work, batches side by side
         waste less of them: with 2 workers of 1 thread on 2 cores the date model's test split (20 batches) took
         0.87× the time greedy and 0.86× at beam 5; the Multi30k model's (1,000 sentences of longer, wider steps, in
-        8 batches: ``batch_size``) 1.01× greedy and 0.98× at beam 5 (``benchmarks/peer_decoding.py``, AMD EPYC).
+        8 batches: ``batch_size``) 1.01× greedy and 0.98× at beam 5 (``benchmarks/peer_decoding.py``, AMD EPYC with
+        AVX2); on a Zen 4 with AVX-512, 0.69× and 0.76× on the dates, 0.98× and 0.88× on Multi30k, whose threads
+        each ran 8–17 % slower beside the other than alone (two processes did not).
         ``work`` runs on the workers' threads: what is thread-local in torch (grad mode, autocast) it must set
         itself."""
         if self.workers == 1 or len(batches) < 2:
