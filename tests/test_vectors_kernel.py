@@ -41,10 +41,10 @@ def test_one_update_is_autograd_and_sgd_on_the_models_loss(cbow):
 
 
 def _train(sentences, window, cbow, sample_keep=None, seed=1, negative=2, dim=4, own_rows=0, tables=None,
-           clock=None):
+           clock=None, interleave=1, alpha_end=0.0001):
     """``train_job`` over ``sentences`` (lists of ids) with fresh tables (or ``tables``, W_in and W_out, moved in
-    place), each table's first ``own_rows`` in a copy merged by ``clock`` (default: only at the end); returns (loss,
-    examples)."""
+    place), ``interleave`` of them side by side, each table's first ``own_rows`` in a copy merged by ``clock``
+    (default: only at the end), the rate falling from 0.025 to ``alpha_end``; returns (loss, examples)."""
     vocab = 1 + max(max(s) for s in sentences)
     ids = np.concatenate([np.asarray(s, dtype=np.int64) for s in sentences])
     bounds = np.concatenate([[0], np.cumsum([len(s) for s in sentences])])
@@ -56,7 +56,7 @@ def _train(sentences, window, cbow, sample_keep=None, seed=1, negative=2, dim=4,
     copy_in, copy_out = np.stack([w_in[:own_rows]] * 2), np.stack([w_out[:own_rows]] * 2)
     clock = np.array([0, len(ids) + 1]) if clock is None else clock
     done = kernel.train_job(w_in, w_out, copy_in, copy_out, clock, ids, bounds, np.arange(len(sentences)), keep_word,
-                            keep, alias, cbow, window, negative, 0.025, 0.0001, np.uint64(seed))
+                            keep, alias, cbow, window, negative, interleave, 0.025, alpha_end, np.uint64(seed))
     kernel.merge(w_in, copy_in)
     kernel.merge(w_out, copy_out)
     return done
@@ -109,6 +109,44 @@ def test_a_jobs_seed_decides_its_updates():
     assert _train(sentences, 3, cbow=False, seed=5) != _train(sentences, 3, cbow=False, seed=6)
 
 
+def _skipgram_by_hand(sentences, order, tables, window=2, negative=2, seed=9):
+    """Skip-gram on ``sentences`` (no subsampling, one rate) visiting their positions in ``order``, a list of
+    (sentence, position), with the kernel's own pieces called one by one: the window drawn, then each context word
+    predicted by the centre's row with its negatives drawn."""
+    w_in, w_out = tables
+    keep, alias = alias_table(np.full(len(w_in), 1 / len(w_in)))
+    state = np.full(1, np.uint64(seed) | np.uint64(1), dtype=np.uint64)
+    dh, words, none = np.empty(w_in.shape[1], np.float32), np.empty(negative + 1, np.int64), w_in[:0]
+    for s, i in order:
+        sentence = np.asarray(sentences[s], dtype=np.int64)
+        reach = 1 + int(kernel._uniform(state) * window)
+        for j in [j for j in range(max(0, i - reach), min(len(sentence), i + reach + 1)) if j != i]:
+            n_words = kernel._draw_words(sentence[j], negative, keep, alias, state, words)
+            kernel.update(w_in, w_out, none, none, w_in[sentence[i]], dh, sentence[i:i + 1], 1, words, n_words, 0.025)
+
+
+def test_sentences_side_by_side_take_their_positions_in_turn():
+    """``interleave`` 2: the first position of each of two sentences, then the second of each, and the longer one's
+    last positions alone, then the next two; 1: sentence by sentence. Each matches the same order written out by
+    hand, and the two orders train different tables."""
+    sentences = [[0, 1, 2, 3], [4, 5], [6, 7, 8], [9, 1, 4, 2, 5]]
+    rng = np.random.default_rng(5)
+    start = [(0.1 * rng.standard_normal((10, 4))).astype(np.float32) for _ in range(2)]
+    turns = [(0, 0), (1, 0), (0, 1), (1, 1), (0, 2), (0, 3), (2, 0), (3, 0), (2, 1), (3, 1), (2, 2), (3, 2), (3, 3),
+             (3, 4)]
+    one_by_one = [(s, i) for s, sentence in enumerate(sentences) for i in range(len(sentence))]
+    trained = {}
+    for interleave, order in ((2, turns), (1, one_by_one)):
+        tables, by_hand = [t.copy() for t in start], [t.copy() for t in start]
+        examples = _train(sentences, 2, cbow=False, seed=9, tables=tables, interleave=interleave,
+                          alpha_end=0.025)[1]
+        _skipgram_by_hand(sentences, order, by_hand)
+        assert examples > len(one_by_one)
+        assert all(np.allclose(a, b, rtol=0, atol=1e-6) for a, b in zip(tables, by_hand))
+        trained[interleave] = tables
+    assert not np.allclose(trained[1][0], trained[2][0], rtol=0, atol=1e-4)
+
+
 @pytest.mark.parametrize("cbow", [True, False])
 def test_a_copy_of_the_first_rows_stands_for_them(cbow):
     """The tables' first rows in copies (as a worker among several has them) train exactly as the tables' own rows:
@@ -138,7 +176,7 @@ def test_a_copy_is_merged_every_so_many_words_from_job_to_job():
     copies, clock = (np.stack([w_in[:8]] * 2), np.stack([w_out[:8]] * 2)), np.array([0, 50])
     for job in (np.arange(0, 22), np.arange(22, 40)):
         kernel.train_job(w_in, w_out, copies[0], copies[1], clock, ids, bounds, job, np.ones(30), keep, alias, False,
-                         3, 2, 0.025, 0.0001, np.uint64(job[0] + 1))
+                         3, 2, 1, 0.025, 0.0001, np.uint64(job[0] + 1))
     assert clock[0] == 480 - 7 * 60  # merged before sentences 6, 11, ..., 36: the last 5 sentences not yet
     for copy, table, before in zip(copies, (w_in, w_out), tables):  # merged mid-run
         assert np.array_equal(copy[1], table[:8]) and not np.array_equal(table[:8], before[:8])
@@ -146,7 +184,7 @@ def test_a_copy_is_merged_every_so_many_words_from_job_to_job():
     none = np.empty((2, 0, 4), np.float32)
     for job in (np.arange(0, 22), np.arange(22, 40)):
         kernel.train_job(shared[0], shared[1], none, none, np.array([0, 50]), ids, bounds, job, np.ones(30), keep,
-                         alias, False, 3, 2, 0.025, 0.0001, np.uint64(job[0] + 1))
+                         alias, False, 3, 2, 1, 0.025, 0.0001, np.uint64(job[0] + 1))
     assert all(np.allclose(a, b, atol=1e-6) for a, b in zip(shared, copied))
 
 

@@ -2,7 +2,9 @@
 into jobs that several threads train at once on the same tables (word2vec.c's and gensim's way, Mikolov et al.
 2013; the threads' updates are not locked, "Hogwild!", Niu et al. 2011).
 
-A job is a run of sentences. For each sentence the kernel
+A job is a run of sentences, taken ``interleave`` at a time side by side (the first kept position of each, then the
+second of each, ...; ``train.INTERLEAVE``: skip-gram's bursts of updates on the same rows broken up). For each
+sentence the kernel
 
 1. subsamples: keeps each occurrence of word w with probability ``keep[w]`` (``pairs.keep_probabilities``);
 2. draws a window ``b`` from 1..``window`` at each kept position ``i`` (the dynamic window);
@@ -144,66 +146,81 @@ def merge(table: np.ndarray, copy: np.ndarray) -> None:
 
 
 @njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+def _subsample_side(ids: np.ndarray, bounds: np.ndarray, side: np.ndarray, keep_word: np.ndarray, state: np.ndarray,
+                    kept: np.ndarray, n_kept: np.ndarray) -> tuple[int, int]:
+    """``kept[g, :n_kept[g]]`` := what subsampling keeps of sentence ``side[g]``, for each; returns the most kept of
+    one sentence and the sentences' words."""
+    most, words = 0, 0
+    for g in range(len(side)):
+        s = side[g]
+        n_kept[g] = _subsample(ids, bounds[s], bounds[s + 1], keep_word, state, kept[g])
+        most, words = max(most, n_kept[g]), words + bounds[s + 1] - bounds[s]
+    return most, words
+
+
+@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
 def train_job(w_in: np.ndarray, w_out: np.ndarray, copy_in: np.ndarray, copy_out: np.ndarray, clock: np.ndarray,
               ids: np.ndarray, bounds: np.ndarray, sentences: np.ndarray, keep_word: np.ndarray, keep: np.ndarray,
-              alias: np.ndarray, cbow: bool, window: int, negative: int, alpha_start: float, alpha_end: float,
-              seed: np.uint64) -> tuple[float, int]:
-    """Train on ``sentences`` (indices into ``bounds``: sentence s is ids[bounds[s]:bounds[s + 1]]), in order,
-    ``copy_in[0]`` and ``copy_out[0]`` (rows, dim) standing for W_in's and W_out's first rows (``update``),
-    ``copy_in[1]`` and ``copy_out[1]`` those rows as last read (``merge``). ``clock`` is (words trained on since
-    the last merge, words between merges): the copies are merged before the first sentence that finds the count
-    reached (it goes on from job to job). Returns the summed loss and the number of examples."""
+              alias: np.ndarray, cbow: bool, window: int, negative: int, interleave: int, alpha_start: float,
+              alpha_end: float, seed: np.uint64) -> tuple[float, int]:
+    """Train on ``sentences`` (indices into ``bounds``: sentence s is ids[bounds[s]:bounds[s + 1]]), ``interleave``
+    of them at a time side by side (the first kept position of each, then the second of each, ...; 1: sentence by
+    sentence), ``copy_in[0]`` and ``copy_out[0]`` (rows, dim) standing for W_in's and W_out's first rows
+    (``update``), ``copy_in[1]`` and ``copy_out[1]`` those rows as last read (``merge``). ``clock`` is (words
+    trained on since the last merge, words between merges): the copies are merged before the first sentences that
+    find the count reached (it goes on from job to job). Returns the summed loss and the number of examples."""
     state = np.full(1, np.uint64(seed) | np.uint64(1), dtype=np.uint64)
     dim = w_in.shape[1]
     h, dh = np.empty(dim, dtype=w_in.dtype), np.empty(dim, dtype=w_in.dtype)
-    longest = 0
-    total = 0
+    longest, total = 0, 0
     for s in sentences:
-        longest = max(longest, bounds[s + 1] - bounds[s])
-        total += bounds[s + 1] - bounds[s]
-    kept = np.empty(longest, dtype=np.int64)
-    context = np.empty(2 * window, dtype=np.int64)
-    words = np.empty(negative + 1, dtype=np.int64)
+        longest, total = max(longest, bounds[s + 1] - bounds[s]), total + bounds[s + 1] - bounds[s]
+    kept, n_kept = np.empty((interleave, longest), dtype=np.int64), np.zeros(interleave, dtype=np.int64)
+    context, words = np.empty(2 * window, dtype=np.int64), np.empty(negative + 1, dtype=np.int64)
     own_in, own_out = copy_in[0], copy_out[0]  # (rows, dim) each
     loss, examples, done = 0.0, 0, 0
-    for s in sentences:
+    for first in range(0, len(sentences), interleave):
         alpha = alpha_start + (alpha_end - alpha_start) * done / max(total, 1)
-        done += bounds[s + 1] - bounds[s]
         if own_in.shape[0] + own_out.shape[0] > 0 and clock[0] >= clock[1]:
             merge(w_in, copy_in)
             merge(w_out, copy_out)
             clock[0] = 0
-        clock[0] += bounds[s + 1] - bounds[s]
-        n = _subsample(ids, bounds[s], bounds[s + 1], keep_word, state, kept)
-        for i in range(n):
-            reach = 1 + int(_uniform(state) * window)
-            width = 0
-            for j in range(max(0, i - reach), min(n, i + reach + 1)):
-                if j != i:
-                    context[width] = kept[j]
-                    width += 1
-            if width == 0:
-                continue
-            if cbow:
-                for d in range(dim):
-                    h[d] = 0.0
-                for j in range(width):
-                    word = context[j]
-                    table = own_in if word < own_in.shape[0] else w_in
+        side = sentences[first:first + interleave]
+        most, side_words = _subsample_side(ids, bounds, side, keep_word, state, kept, n_kept)
+        done, clock[0] = done + side_words, clock[0] + side_words
+        for i in range(most):
+            for g in range(len(side)):
+                n, sentence = n_kept[g], kept[g]
+                if i >= n:
+                    continue
+                reach = 1 + int(_uniform(state) * window)
+                width = 0
+                for j in range(max(0, i - reach), min(n, i + reach + 1)):
+                    if j != i:
+                        context[width] = sentence[j]
+                        width += 1
+                if width == 0:
+                    continue
+                if cbow:
                     for d in range(dim):
-                        h[d] += table[word, d]
-                for d in range(dim):
-                    h[d] /= width
-                n_words = _draw_words(kept[i], negative, keep, alias, state, words)
-                loss += update(w_in, w_out, own_in, own_out, h, dh, context, width, words, n_words, alpha)
-                examples += 1
-                continue
-            centre = kept[i:i + 1]  # skip-gram: the centre's row itself (``update`` adds to it only at its end)
-            row = (own_in if kept[i] < own_in.shape[0] else w_in)[kept[i]]
-            for j in range(width):  # the centre's row predicts each context word in turn
-                n_words = _draw_words(context[j], negative, keep, alias, state, words)
-                loss += update(w_in, w_out, own_in, own_out, row, dh, centre, 1, words, n_words, alpha)
-                examples += 1
+                        h[d] = 0.0
+                    for j in range(width):
+                        word = context[j]
+                        table = own_in if word < own_in.shape[0] else w_in
+                        for d in range(dim):
+                            h[d] += table[word, d]
+                    for d in range(dim):
+                        h[d] /= width
+                    n_words = _draw_words(sentence[i], negative, keep, alias, state, words)
+                    loss += update(w_in, w_out, own_in, own_out, h, dh, context, width, words, n_words, alpha)
+                    examples += 1
+                    continue
+                centre = sentence[i:i + 1]  # skip-gram: the centre's row itself (``update`` adds to it at its end)
+                row = (own_in if sentence[i] < own_in.shape[0] else w_in)[sentence[i]]
+                for j in range(width):  # the centre's row predicts each context word in turn
+                    n_words = _draw_words(context[j], negative, keep, alias, state, words)
+                    loss += update(w_in, w_out, own_in, own_out, row, dh, centre, 1, words, n_words, alpha)
+                    examples += 1
     return loss, examples
 
 
@@ -244,5 +261,5 @@ def warm() -> None:
     ids, bounds = np.arange(words, dtype=np.int64), np.array([0, words], dtype=np.int64)
     keep, alias = np.ones(words), np.arange(words, dtype=np.int64)
     train_job(w_in, w_out, copy, copy.copy(), clock, ids, bounds, np.zeros(1, dtype=np.int64), np.ones(words), keep,
-              alias, True, 2, 1, 0.025, 0.0001, np.uint64(1))
+              alias, True, 2, 1, 1, 0.025, 0.0001, np.uint64(1))
     merge(w_out, copy)

@@ -31,6 +31,7 @@ from seqlab.vectors.sentences import InMemory, Sentences
 from seqlab.vectors.word2vec import NegativeSamplingWord2Vec, UnigramSampler, alias_table, unigram_probabilities
 
 JOB_WORDS = 10_000  # words of a job: how often the threads take work and the progress bar moves
+INTERLEAVE = {"skipgram": 16, "cbow": 1}  # sentences a job trains side by side, a position of each in turn (``_Kernel``)
 OWN_BYTES = 1 << 24  # several workers: each one's copy of a table's first rows holds at most 16 MiB (``_OwnRows``)
 _NEGATIVES_AHEAD = 65_536  # the book's recipe: examples whose negative words are drawn in one call
 
@@ -96,7 +97,20 @@ class _Kernel:
 
     An epoch takes the windows in an order drawn from (seed, epoch), and each window's sentences in an order drawn
     from (seed, epoch, 1 + window); a corpus of one window (every corpus in memory) takes its sentences in the
-    order drawn from (seed, epoch), as before windows. The rate falls by the words of the whole epoch behind."""
+    order drawn from (seed, epoch), as before windows. The rate falls by the words of the whole epoch behind.
+
+    Skip-gram trains ``INTERLEAVE`` sentences of a job side by side (``kernel.train_job``: the first kept position of
+    each, then the second, ...), so that the updates one after another come from different sentences; CBOW goes
+    sentence by sentence, as word2vec.c and gensim do for both. Sentence by sentence, the windows of neighbouring
+    positions overlap and their updates move the same rows again and again in a burst: skip-gram scored 19.81 ±
+    0.80 % on the analogies (Multi30k en+de, 10 seeds, ``benchmarks/vectors_race.py``), WordSim-353 0.092, below
+    the shuffled mini-batches of the PyTorch trainer it replaced (20.43 ± 0.72, 0.106); 16 side by side (the only
+    count tried) gave 20.38 ± 0.69 and 0.096, at 0.98× the words/s on Multi30k 3 times over (one thread, old and
+    new kernel taking turns in one process; 0.92× on the plain corpus, whose tables fit the caches better). A job's
+    pairs in a random order gave 20.32 but 0.61× the words/s (each row fetched afresh); CBOW side by side fell to
+    17.29 ± 1.35 from 17.67 ± 0.62 at 0.92× the words/s, so it stays sentence by sentence (0.98× its words/s
+    before, the loop over sentences side by side costing a little even at one). These were chosen on the analogy
+    and similarity sets that the race reports: no others are at hand."""
 
     def __init__(self, sentences: Sentences, counts: np.ndarray, cfg: VectorsTrainConfig) -> None:
         self.cfg = cfg
@@ -134,7 +148,7 @@ class _Kernel:
         own = copies.mine()
         return kernel.train_job(w_in, w_out, own.copy_in, own.copy_out, own.clock, ids, bounds, job[0],
                                 self.keep_word, self.keep, self.alias, self.cfg.method == "cbow", self.cfg.window,
-                                self.cfg.negative, job[1], job[2], job[3])
+                                self.cfg.negative, INTERLEAVE[self.cfg.method], job[1], job[2], job[3])
 
     def _jobs(self, epoch: int, window: int, lengths: np.ndarray, behind: int) -> Iterator[Job]:
         """A window's jobs in the epoch, ``behind`` words of the epoch before it."""
