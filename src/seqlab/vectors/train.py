@@ -199,8 +199,9 @@ class _OwnRows:
     all of it (up to ``OWN_BYTES``), merged every 3 words a row (the merge's cost grows with the rows: 2 ms for
     25,793 rows of 100 against ~150 ms of training between merges); in one process, taking turns, 6 rounds:
     1.09-1.26 million words/s against 0.54-1.15 shared. On the issue's corpus (vocabulary 6,699: a merge every
-    ~20,000 words) two workers score 19.52 ± 0.54 % on the analogies (``benchmarks/vectors_race.py``, 3 seeds;
-    19.65 ± 1.26 since the kernel merges), one 19.49 ± 1.07. It shares W_in (a copy of its 1,024 first rows: 0.93×
+    ~20,000 words) two workers scored 19.52 ± 0.54 % on the analogies (``benchmarks/vectors_race.py``, 3 seeds;
+    19.65 ± 1.26 since the kernel merges), one 19.49 ± 1.07, sentence by sentence (side by side: 20.72 ± 0.17 and
+    20.40 ± 0.65). It shares W_in (a copy of its 1,024 first rows: 0.93×
     the words/s, 3 rounds). CBOW writes W_out once a position and its quality suffers more from the delay (copies
     of both tables merged every 10,000 words: 17.35 ± 0.38 against 17.98 ± 0.66 shared, 6 seeds), so it copies
     only the 1,024 hottest rows of each table, merged every 2 words a row: on Multi30k 27 times over, one epoch,
