@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from seqlab.model import num_parameters
-from seqlab.model.attention import PLAIN_UP_TO, MultiHeadAttention
+from seqlab.model.attention import MultiHeadAttention
 from seqlab.model.masks import padding_mask
 from seqlab.model.transformer import Embedder, EncoderLayer, Transformer, TransformerConfig
 
@@ -96,28 +96,6 @@ def test_fused_path_equals_reference_path(norm):
     finally:
         MultiHeadAttention.fused = True
     torch.testing.assert_close(fused, reference, atol=1e-5, rtol=1e-5)
-
-
-def test_inference_on_short_inputs_takes_the_plain_path(monkeypatch):
-    """Outside autograd the fused kernel runs only for more than PLAIN_UP_TO keys; under autograd it runs for any
-    length, with the plain path's output."""
-    fused_kernel = torch.nn.functional.scaled_dot_product_attention
-    keys: list[int] = []  # the keys of every call of the fused kernel
-
-    def counted(q, k, v, **kwargs):
-        keys.append(k.size(2))
-        return fused_kernel(q, k, v, **kwargs)
-
-    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", counted)
-    torch.manual_seed(0)
-    layer = MultiHeadAttention(16, 2).eval()
-    short, long = torch.randn(2, PLAIN_UP_TO, 16), torch.randn(2, PLAIN_UP_TO + 1, 16)
-    with torch.no_grad():
-        plain = layer(short, short, short)[0]
-        layer(long, long, long)
-    assert keys == [PLAIN_UP_TO + 1]
-    torch.testing.assert_close(layer(short, short, short)[0], plain, atol=1e-5, rtol=1e-5)  # with gradients
-    assert keys == [PLAIN_UP_TO + 1, PLAIN_UP_TO]
 
 
 def test_embeddings_scaled_and_positions_added():

@@ -3,12 +3,12 @@
     Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V
     MultiHead(Q, K, V) = Concat(head_1, ..., head_h) W^O,  head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)
 
-Two paths compute the same thing: the plain reference below, which also returns the attention weights (for plots
-and tests), and PyTorch's fused ``scaled_dot_product_attention`` for speed. Tests hold them equal. The fused kernel
-is used for float32 training: under bf16 autocast on the CPU its backward pass is about 9× slower than the plain
-path (torch 2.13, ``benchmarks/attention_paths.py``), while the plain path runs its two matmuls in bf16. In
-inference on the CPU it runs only for inputs longer than ``PLAIN_UP_TO``: on short ones the plain path uses the
-threads better (``MultiHeadAttention.takes_fused``). Incremental decoding, one query per row, has its own
+Two paths compute the same thing: the plain reference below, which also
+returns the attention weights (for plots and tests), and PyTorch's fused
+``scaled_dot_product_attention`` for speed. Tests hold them equal. The fused
+kernel is used for float32 training: under bf16 autocast on the CPU its backward
+pass is about 9× slower than the plain path (torch 2.13, ``benchmarks/attention_paths.py``),
+while the plain path runs its two matmuls in bf16. Incremental decoding, one query per row, has its own
 ``one_query_attention`` (``benchmarks/profile_ops.py decode``): the scale and the mask are applied once, not at
 every step, and the beams of a source share its K, V.
 """
@@ -24,7 +24,6 @@ import torch.nn.functional as F
 from torch import nn
 
 MASK_VALUE = -1e9  # seed 000: ``logits += mask * -1e9``
-PLAIN_UP_TO = 64  # keys up to which inference takes the plain path (``MultiHeadAttention.takes_fused``)
 
 
 def scaled_dot_product_attention(
@@ -149,28 +148,12 @@ class MultiHeadAttention(nn.Module):
         """query (batch, q_len, d_model) against projected K, V (batch, heads, k_len, depth)."""
         q = self.split_heads(self.w_q(query))
         p = self.dropout if self.training else 0.0
-        if need_weights or not self.takes_fused(q, k):
+        if need_weights or not self.fused or q.dtype != torch.float32 or q.size(2) == 1:
             out, weights = scaled_dot_product_attention(q, k, v, mask, p)
         else:
             keep = None if mask is None else ~mask  # SDPA's boolean masks mark the positions that take part
             out, weights = F.scaled_dot_product_attention(q, k, v, attn_mask=keep, dropout_p=p), None
         return self.w_o(self.merge_heads(out)), weights
-
-    def takes_fused(self, q: torch.Tensor, k: torch.Tensor) -> bool:
-        """Whether ``attend`` computes q (batch, heads, q_len, depth) against k (batch, heads, k_len, depth) by
-        PyTorch's fused kernel: in float32, for more than one query, and, outside autograd (inference), only for
-        more than ``PLAIN_UP_TO`` keys on the CPU. There the fused kernel's forward pass hardly uses a second thread,
-        where the plain path's batched products use them all: on 2 threads of an AMD EPYC (Zen 4, torch 2.13), at
-        1,024 positions a batch, 0.42 against 1.46 ms for 6 positions (4 heads of 32), 0.43 against 1.11 ms for
-        24 and 0.72 against 1.57 ms for 64 (8 heads); on 1 thread the two are level up to 64 positions (0.73
-        against 0.79 ms, 1.37 against 1.34), and from 128 the fused kernel leads (4.0 against 9.9 ms), as it does
-        on long inputs, whose (q_len, k_len) weights it never holds. A translator's sources and a classifier's
-        texts are short: the date model's test split decoded 0.94× the time greedy (median of 6 rounds taking
-        turns) and 0.97× at beam 5, the Multi30k model's level. Training keeps the fused kernel in float32 (with
-        its backward pass, level with the plain path on the date and Multi30k models' steps)."""
-        if not self.fused or q.dtype != torch.float32 or q.size(2) == 1:
-            return False
-        return q.device.type != "cpu" or torch.is_grad_enabled() or k.size(2) > PLAIN_UP_TO
 
     def query_projection(self) -> Projection:
         """Incremental decoding's cross-attention query: x (rows, d_model) -> [Q / sqrt(d_k)] (``stacked``)."""

@@ -461,11 +461,10 @@ class Transformer(nn.Module):
         for rows, longest in pieces(src):
             for layer, piece_kv in enumerate(self.decoder.memory_kv(self.encode(src[rows, :longest])[0])):
                 if layer == len(kvs):
-                    k, v = (x.new_empty(src.size(0), x.size(1), width, x.size(3)) for x in piece_kv)
+                    k, v = (x.new_zeros(src.size(0), x.size(1), width, x.size(3)) for x in piece_kv)
                     kvs.append((k, v))
                 for whole, piece in zip(kvs[layer], piece_kv):  # piece: (rows, heads, longest, depth)
                     whole[:, :, :longest].index_copy_(0, rows, piece)
-                    whole[:, :, longest:].index_fill_(0, rows, 0.0)  # zeros only where the piece ends
         return kvs
 
     def step(
