@@ -7,7 +7,7 @@ Two paths compute the same thing: the plain reference below, which also
 returns the attention weights (for plots and tests), and PyTorch's fused
 ``scaled_dot_product_attention`` for speed. Tests hold them equal. The fused
 kernel is used for float32 training: under bf16 autocast on the CPU its backward
-pass is about 9× slower than the plain path (torch 2.13, ``benchmarks/attention_paths.py``),
+pass is about 7× slower than the plain path (torch 2.13, ``benchmarks/attention_paths.py``),
 while the plain path runs its two matmuls in bf16. Incremental decoding, one query per row, has its own
 ``one_query_attention`` (``benchmarks/profile_ops.py decode``): the scale and the mask are applied once, not at
 every step, and the beams of a source share its K, V.
