@@ -119,6 +119,17 @@ def test_profile_ops_runs_end_to_end(bench: Bench, what: str, date_config: Path,
     assert "Self CPU time total" in out and "aten::" in out
 
 
+def test_core_placement_runs_end_to_end(bench: Bench, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two pinned threads pass a cache line to and fro: each sample a round trip of some nanoseconds, and the
+    summary counts the samples above the two-dies line."""
+    if shutil.which("cc") is None and shutil.which("gcc") is None:
+        pytest.skip("SKIPPED LOUDLY: core_placement.py needs a C compiler (cc or gcc), and this machine has none")
+    samples = bench("core_placement").main(["--samples", "2", "--every", "0", "--trips", "2000"])
+    assert len(samples) == 2 and all(0 < s < 1e6 for s in samples)
+    assert re.search(r"CPUs 0 and 1: median round trip \d+ ns; [0-2] of 2 samples above 150 ns",
+                     capsys.readouterr().out)
+
+
 def test_peaks_runs_end_to_end(bench: Bench, capsys: pytest.CaptureFixture[str]) -> None:
     """The yardstick: per native precision, torch.mm and oneDNN at each size; the peak is the fastest of them."""
     from seqlab import precision

@@ -54,12 +54,35 @@ def _train(sentences, window, cbow, sample_keep=None, seed=1, negative=2, dim=4,
     w_in, w_out = tables or ((0.01 * rng.standard_normal((vocab, dim))).astype(np.float32),
                              np.zeros((vocab, dim), np.float32))
     copy_in, copy_out = np.stack([w_in[:own_rows]] * 2), np.stack([w_out[:own_rows]] * 2)
-    clock = np.array([0, len(ids) + 1]) if clock is None else clock
+    clock = np.array([0, 0, 0, len(ids) + 1, 0]) if clock is None else clock
     done = kernel.train_job(w_in, w_out, copy_in, copy_out, clock, ids, bounds, np.arange(len(sentences)), keep_word,
                             keep, alias, cbow, window, negative, interleave, 0.025, alpha_end, np.uint64(seed))
-    kernel.merge(w_in, copy_in)
-    kernel.merge(w_out, copy_out)
+    kernel.merge(w_in, copy_in, own_rows)
+    kernel.merge(w_out, copy_out, own_rows)
     return done
+
+
+def test_the_hottest_rows_merge_on_a_clock_of_their_own():
+    """``clock`` is (words since the hottest rows merged, words between their merges, words since every copied row
+    merged, words between those, how many rows are the hottest): a copy's change reaches the table for the hottest
+    rows alone when their count is reached, for every row when the other count is, and not before."""
+    tables = np.zeros((3, 2), np.float32), np.zeros((3, 2), np.float32)
+    copies = np.zeros((2, 3, 2), np.float32), np.zeros((2, 2, 2), np.float32)  # W_in: 3 rows copied, W_out: 2
+
+    def due(clock: list[int]) -> list[int]:
+        for copy in copies:
+            copy[0] += 1  # every copied row changed by 1 since the copies last merged
+        counts = np.array(clock)
+        kernel._merge_due(*tables, *copies, counts)
+        return list(counts)
+
+    assert due([3, 4, 3, 10, 1]) == [3, 4, 3, 10, 1]  # neither count reached
+    assert not tables[0].any() and not tables[1].any()
+    assert due([4, 4, 4, 10, 1]) == [0, 4, 4, 10, 1]  # the hottest row: both changes reach it
+    assert tables[0][:, 0].tolist() == [2, 0, 0] and tables[1][:, 0].tolist() == [2, 0, 0]
+    assert due([1, 4, 10, 10, 1]) == [0, 4, 0, 10, 1]  # every copied row, the hottest too
+    assert tables[0][:, 0].tolist() == [3, 3, 3] and tables[1][:, 0].tolist() == [3, 3, 0]
+    assert np.array_equal(copies[0][0], tables[0]) and np.array_equal(copies[0][1], tables[0])
 
 
 def test_a_window_of_one_stays_in_its_sentence():
@@ -161,8 +184,9 @@ def test_a_copy_of_the_first_rows_stands_for_them(cbow):
 
 
 def test_a_copy_is_merged_every_so_many_words_from_job_to_job():
-    """``clock`` (words since the last merge, words between merges): copies of both tables' first 8 rows merged
-    before every sentence that finds 50 words trained on since the last merge (12-word sentences: every 5th), the
+    """``clock``'s count for every copied row (words since they merged, words between merges): copies of both
+    tables' first 8 rows merged before every sentence that finds 50 words trained on since the last merge (12-word
+    sentences: every 5th), the
     count carried over to the next job; one worker alone trains the same tables (to rounding) as on the tables
     themselves."""
     sentences = [list(np.random.default_rng(s).integers(0, 30, size=12)) for s in range(40)]
@@ -173,17 +197,17 @@ def test_a_copy_is_merged_every_so_many_words_from_job_to_job():
     ids = np.concatenate(sentences).astype(np.int64)
     bounds = np.arange(0, 481, 12)
     keep, alias = alias_table(np.full(30, 1 / 30))
-    copies, clock = (np.stack([w_in[:8]] * 2), np.stack([w_out[:8]] * 2)), np.array([0, 50])
+    copies, clock = (np.stack([w_in[:8]] * 2), np.stack([w_out[:8]] * 2)), np.array([0, 0, 0, 50, 0])
     for job in (np.arange(0, 22), np.arange(22, 40)):
         kernel.train_job(w_in, w_out, copies[0], copies[1], clock, ids, bounds, job, np.ones(30), keep, alias, False,
                          3, 2, 1, 0.025, 0.0001, np.uint64(job[0] + 1))
-    assert clock[0] == 480 - 7 * 60  # merged before sentences 6, 11, ..., 36: the last 5 sentences not yet
+    assert clock[2] == clock[0] == 480 - 7 * 60  # merged before sentences 6, 11, ..., 36: the last 5 not yet
     for copy, table, before in zip(copies, (w_in, w_out), tables):  # merged mid-run
         assert np.array_equal(copy[1], table[:8]) and not np.array_equal(table[:8], before[:8])
-        kernel.merge(table, copy)
+        kernel.merge(table, copy, 8)
     none = np.empty((2, 0, 4), np.float32)
     for job in (np.arange(0, 22), np.arange(22, 40)):
-        kernel.train_job(shared[0], shared[1], none, none, np.array([0, 50]), ids, bounds, job, np.ones(30), keep,
+        kernel.train_job(shared[0], shared[1], none, none, np.array([0, 0, 0, 50, 0]), ids, bounds, job, np.ones(30), keep,
                          alias, False, 3, 2, 1, 0.025, 0.0001, np.uint64(job[0] + 1))
     assert all(np.allclose(a, b, atol=1e-6) for a, b in zip(shared, copied))
 

@@ -70,10 +70,10 @@ def test_every_workers_change_to_its_copies_reaches_the_tables(monkeypatch):
         thread.start()
         thread.join()
     first, second = mine[0].copy_out, mine[1].copy_out
-    assert first is not second and first.shape == (2, 2, 3) and list(mine[0].clock) == [0, 3 * 2]
+    assert first is not second and first.shape == (2, 2, 3) and list(mine[0].clock) == [0, 0, 0, 3 * 2, 0]
     assert mine[0].copy_in.shape == (2, 0, 3)
     first[0, 0] += 1
-    kernel.merge(w_out, first)  # mid-epoch: W_out has the first worker's change, which its copy now holds
+    kernel.merge(w_out, first, 2)  # mid-epoch: W_out has the first worker's change, which its copy now holds
     second[0, 0] += 2
     second[0, 1] -= 1
     first[0, 1] += 4
@@ -83,9 +83,10 @@ def test_every_workers_change_to_its_copies_reaches_the_tables(monkeypatch):
     expected[1] += 3
     assert np.array_equal(w_out, expected)
     assert np.array_equal(second[0], w_out[:2]) and np.array_equal(second[1], w_out[:2]) and mine[1].clock[0] == 0
-    monkeypatch.setattr(_OwnRows, "COPY", {"cbow": _Copies(out_rows=1, in_rows=2, words_a_row=4)})
+    monkeypatch.setattr(_OwnRows, "COPY", {"cbow": _Copies(out_rows=1, in_rows=2, words_a_row=4, hot_rows=1,
+                                                           hot_words_a_row=3)})
     cbow = _OwnRows(w_in, w_out, "cbow", workers=2)
-    assert (cbow.rows, cbow.merge_words) == ((2, 1), 4)
+    assert (cbow.rows, cbow.clock) == ((2, 1), (3, 8, 1))
     own, before = cbow.mine(), w_in.copy()
     own.copy_in[0, 1] += 5
     cbow.merge_all()

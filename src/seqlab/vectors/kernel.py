@@ -133,16 +133,32 @@ def _subsample(ids: np.ndarray, start: int, stop: int, keep_word: np.ndarray, st
 
 
 @njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
-def merge(table: np.ndarray, copy: np.ndarray) -> None:
-    """``table``'s first rows += what ``copy[0]`` (rows, dim) changed since ``copy[1]`` was read from them; then
-    both hold the table's rows as they are now. Not locked: a worker merging while another does may, rarely, lose
-    one element's addition (Hogwild!'s own risk for every update)."""
-    for r in range(copy.shape[1]):
+def merge(table: np.ndarray, copy: np.ndarray, rows: int) -> None:
+    """``table``'s first ``rows`` rows += what ``copy[0]`` (copied rows, dim) changed in them since ``copy[1]`` was
+    read from them; then both hold the table's rows as they are now. Not locked: a worker merging while another does
+    may, rarely, lose one element's addition (Hogwild!'s own risk for every update)."""
+    for r in range(min(rows, copy.shape[1])):
         for d in range(copy.shape[2]):
             now = table[r, d] + (copy[0, r, d] - copy[1, r, d])
             table[r, d] = now
             copy[0, r, d] = now
             copy[1, r, d] = now
+
+
+@njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
+def _merge_due(w_in: np.ndarray, w_out: np.ndarray, copy_in: np.ndarray, copy_out: np.ndarray,
+               clock: np.ndarray) -> None:
+    """Every copied row merged where its count (``train_job``'s ``clock``) is reached, else the hottest rows where
+    theirs is."""
+    rows = max(copy_in.shape[1], copy_out.shape[1])
+    if clock[2] >= clock[3]:
+        clock[0], clock[2] = 0, 0
+    elif clock[4] > 0 and clock[0] >= clock[1]:
+        rows, clock[0] = clock[4], 0
+    else:
+        return
+    merge(w_in, copy_in, rows)
+    merge(w_out, copy_out, rows)
 
 
 @njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
@@ -167,8 +183,9 @@ def train_job(w_in: np.ndarray, w_out: np.ndarray, copy_in: np.ndarray, copy_out
     of them at a time side by side (the first kept position of each, then the second of each, ...; 1: sentence by
     sentence), ``copy_in[0]`` and ``copy_out[0]`` (rows, dim) standing for W_in's and W_out's first rows
     (``update``), ``copy_in[1]`` and ``copy_out[1]`` those rows as last read (``merge``). ``clock`` is (words
-    trained on since the last merge, words between merges): the copies are merged before the first sentences that
-    find the count reached (it goes on from job to job). Returns the summed loss and the number of examples."""
+    trained on since the hottest rows merged, words between their merges, words since every copied row merged,
+    words between those merges, how many rows are the hottest): the copies are merged before the first sentences
+    that find a count reached (it goes on from job to job). Returns the summed loss and the number of examples."""
     state = np.full(1, np.uint64(seed) | np.uint64(1), dtype=np.uint64)
     dim = w_in.shape[1]
     h, dh = np.empty(dim, dtype=w_in.dtype), np.empty(dim, dtype=w_in.dtype)
@@ -181,13 +198,12 @@ def train_job(w_in: np.ndarray, w_out: np.ndarray, copy_in: np.ndarray, copy_out
     loss, examples, done = 0.0, 0, 0
     for first in range(0, len(sentences), interleave):
         alpha = alpha_start + (alpha_end - alpha_start) * done / max(total, 1)
-        if own_in.shape[0] + own_out.shape[0] > 0 and clock[0] >= clock[1]:
-            merge(w_in, copy_in)
-            merge(w_out, copy_out)
-            clock[0] = 0
+        if own_in.shape[0] + own_out.shape[0] > 0:
+            _merge_due(w_in, w_out, copy_in, copy_out, clock)
         side = sentences[first:first + interleave]
         most, side_words = _subsample_side(ids, bounds, side, keep_word, state, kept, n_kept)
-        done, clock[0] = done + side_words, clock[0] + side_words
+        done = done + side_words
+        clock[0], clock[2] = clock[0] + side_words, clock[2] + side_words
         for i in range(most):
             for g in range(len(side)):
                 n, sentence = n_kept[g], kept[g]
@@ -257,9 +273,9 @@ def warm() -> None:
     """Compile ``train_job`` and ``merge`` for the types ``train._Kernel`` calls them with, on tiny tables."""
     words, dim = 4, 2
     w_in, w_out = np.zeros((words, dim), np.float32), np.zeros((words, dim), np.float32)
-    copy, clock = np.zeros((2, 1, dim), np.float32), np.array([0, 1], dtype=np.int64)
+    copy, clock = np.zeros((2, 1, dim), np.float32), np.array([0, 1, 0, 2, 1], dtype=np.int64)
     ids, bounds = np.arange(words, dtype=np.int64), np.array([0, words], dtype=np.int64)
     keep, alias = np.ones(words), np.arange(words, dtype=np.int64)
     train_job(w_in, w_out, copy, copy.copy(), clock, ids, bounds, np.zeros(1, dtype=np.int64), np.ones(words), keep,
               alias, True, 2, 1, 1, 0.025, 0.0001, np.uint64(1))
-    merge(w_out, copy)
+    merge(w_out, copy, 1)

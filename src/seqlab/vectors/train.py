@@ -168,8 +168,8 @@ class _Kernel:
 @dataclass
 class _Own:
     """A worker's copies of W_in's and W_out's first rows: ``copy_in`` and ``copy_out`` (2, rows, dim), the rows it
-    updates and the same rows as it last read them from the table, and ``clock``, (words trained on since then,
-    words between merges)."""
+    updates and the same rows as it last read them from the table, and ``clock``, the merges' word counts
+    (``kernel.train_job``)."""
 
     copy_in: np.ndarray
     copy_out: np.ndarray
@@ -178,11 +178,13 @@ class _Own:
 
 @dataclass(frozen=True)
 class _Copies:
-    """How many of each table's first rows a worker copies, and how often it merges."""
+    """How many of each table's first rows a worker copies, and how often it merges them."""
 
     out_rows: int | None  # W_out's first rows, None for as many as ``OWN_BYTES`` holds
-    in_rows: int  # W_in's first rows
-    words_a_row: int  # a merge every this many words per row of W_out copied
+    in_rows: int | None  # W_in's first rows, likewise
+    words_a_row: int  # every copied row merged every this many words per row copied (the larger copy's rows)
+    hot_rows: int = 0  # the first rows of both copies, merged more often:
+    hot_words_a_row: int = 0  # every this many words per hot row
 
 
 class _OwnRows:
@@ -203,24 +205,30 @@ class _OwnRows:
     19.65 ± 1.26 since the kernel merges), one 19.49 ± 1.07, sentence by sentence (side by side: 20.72 ± 0.17 and
     20.40 ± 0.65). It shares W_in (a copy of its 1,024 first rows: 0.93×
     the words/s, 3 rounds). CBOW writes W_out once a position and its quality suffers more from the delay (copies
-    of both tables merged every 10,000 words: 17.35 ± 0.38 against 17.98 ± 0.66 shared, 6 seeds), so it copies
-    only the 1,024 hottest rows of each table, merged every 2 words a row: on Multi30k 27 times over, one epoch,
-    taking turns on a 2-core AMD EPYC (Zen 4), 4 rounds, 3.90 million words/s (median; 2.62-4.39) against 3.20
-    (2.14-3.27) with W_out's copy alone and 1.69 with one worker; 1.15-1.37× in each round (the same with 512 or
-    2,048 rows). When the machine makes the two cores' shared lines dear (it does for minutes at a time), W_out's
-    copy alone fell to 1.28× one worker's words/s, both copies held 1.66× (9 times over, 6 rounds). Analogies on
-    the issue's corpus over 10 seeds: 17.40 ± 0.79 % with both copies, 17.34 ± 0.66 with W_out's alone, 17.68 ±
-    0.62 shared. A worker alone has no copy (the same vectors as before for its seed)."""
+    of both tables merged every 10,000 words: 17.35 ± 0.38 against 17.98 ± 0.66 shared, 6 seeds), so its 1,024
+    hottest rows of each table merge every 2 words a row (2,048 words), every other row every 8 words a row
+    (Multi30k 27 times over: 206,344 words). The machine decides what a shared row costs: a 2-core VM's two
+    vCPUs sit on one die for a while (a cache line passes between them and back in ~55 ns) and on two for a while
+    (~330 ns; ``benchmarks/core_placement.py``), and in the second case CBOW's shared rows held two workers to
+    1.04× one worker's words/s with only the 1,024 hottest rows copied. Copies of every row (up to ``OWN_BYTES``)
+    make them 3.98 million words/s there against 2.67, and 4.05 against 4.32 on one die (Multi30k 3 times over,
+    one epoch, the plans taking turns in one process for 400 s, each run tagged by a round trip before and after
+    it: medians of 15-81 runs; one worker 2.48 and 2.57). Analogies on the issue's corpus, 2 workers, 10 seeds:
+    17.37 ± 0.76 % against 17.36 ± 0.62 with the hottest rows alone (every row merged every 4 words a row without
+    the hot rows' own merges: 16.67 ± 0.68). A worker alone has no copy (the same vectors as before for its
+    seed)."""
 
-    COPY = {"skipgram": _Copies(None, 0, 3), "cbow": _Copies(1_024, 1_024, 2)}
+    COPY = {"skipgram": _Copies(None, 0, 3), "cbow": _Copies(None, None, 8, hot_rows=1_024, hot_words_a_row=2)}
 
     def __init__(self, w_in: np.ndarray, w_out: np.ndarray, method: str, workers: int) -> None:
         self.tables = (w_in, w_out)
         plan = self.COPY[method]
         fits = OWN_BYTES // max(w_out[0].nbytes, 1)
-        out_rows = fits if plan.out_rows is None else min(fits, plan.out_rows)
-        self.rows = (min(len(w_in), fits, plan.in_rows), min(len(w_out), out_rows)) if workers > 1 else (0, 0)
-        self.merge_words = plan.words_a_row * self.rows[1]
+        rows = [min(len(table), fits if want is None else min(fits, want))
+                for table, want in ((w_in, plan.in_rows), (w_out, plan.out_rows))]
+        self.rows = (rows[0], rows[1]) if workers > 1 else (0, 0)
+        hot = min(plan.hot_rows, max(self.rows))
+        self.clock = (plan.hot_words_a_row * hot, plan.words_a_row * max(self.rows), hot)
         self.local = threading.local()
         self.all: list[_Own] = []
         self.lock = threading.Lock()
@@ -231,16 +239,18 @@ class _OwnRows:
         if own is None:
             with self.lock:
                 copy_in, copy_out = (np.stack([table[:rows]] * 2) for table, rows in zip(self.tables, self.rows))
-                own = self.local.own = _Own(copy_in, copy_out, np.array([0, self.merge_words], dtype=np.int64))
+                hot_words, all_words, hot = self.clock
+                clock = np.array([0, hot_words, 0, all_words, hot], dtype=np.int64)  # kernel.train_job's
+                own = self.local.own = _Own(copy_in, copy_out, clock)
                 self.all.append(own)
         return own
 
     def merge_all(self) -> None:
         """Every copy's change since its last merge added to its table (at an epoch's end, the workers done)."""
         for own in self.all:
-            kernel.merge(self.tables[0], own.copy_in)
-            kernel.merge(self.tables[1], own.copy_out)
-            own.clock[0] = 0
+            kernel.merge(self.tables[0], own.copy_in, len(self.tables[0]))
+            kernel.merge(self.tables[1], own.copy_out, len(self.tables[1]))
+            own.clock[0], own.clock[2] = 0, 0
 
 
 def _book_epoch(sentences: Sequence[np.ndarray], counts: np.ndarray, cfg: VectorsTrainConfig,
@@ -279,3 +289,4 @@ def _adam_step(state: Word2VecState, inputs: torch.Tensor, positive: torch.Tenso
     loss.backward()
     state.optimizer.step()
     return float(loss.detach()) * len(positive)
+
