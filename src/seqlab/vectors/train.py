@@ -210,10 +210,12 @@ class _OwnRows:
     (Multi30k 27 times over: 206,344 words). The machine decides what a shared row costs: a 2-core VM's two
     vCPUs sit on one die for a while (a cache line passes between them and back in ~55 ns) and on two for a while
     (~330 ns; ``benchmarks/core_placement.py``), and in the second case CBOW's shared rows held two workers to
-    1.04× one worker's words/s with only the 1,024 hottest rows copied. Copies of every row (up to ``OWN_BYTES``)
-    make them 3.98 million words/s there against 2.67, and 4.05 against 4.32 on one die (Multi30k 3 times over,
-    one epoch, the plans taking turns in one process for 400 s, each run tagged by a round trip before and after
-    it: medians of 15-81 runs; one worker 2.48 and 2.57). Analogies on the issue's corpus, 2 workers, 10 seeds:
+    1.04-1.08× one worker's words/s with only the 1,024 hottest rows copied. Copies of every row (up to
+    ``OWN_BYTES``) make them 3.98 million words/s there against 2.67, and 4.05 against 4.32 on one die (Multi30k 3
+    times over, one epoch, the plans taking turns in one process for 400 s, each run tagged by a round trip before
+    and after it: medians of 15-81 runs; one worker 2.48 and 2.57). In three races of 27 times over
+    (``benchmarks/vectors_race.py``, 3 seeds) two workers then made 1.77×, 1.73× and 1.56× one worker's words/s
+    (1.49-1.75× in four races before). Analogies on the issue's corpus, 2 workers, 10 seeds:
     17.37 ± 0.76 % against 17.36 ± 0.62 with the hottest rows alone (every row merged every 4 words a row without
     the hot rows' own merges: 16.67 ± 0.68). A worker alone has no copy (the same vectors as before for its
     seed)."""
