@@ -230,7 +230,8 @@ class _OwnRows:
                 for table, want in ((w_in, plan.in_rows), (w_out, plan.out_rows))]
         self.rows = (rows[0], rows[1]) if workers > 1 else (0, 0)
         hot = min(plan.hot_rows, max(self.rows))
-        self.clock = (plan.hot_words_a_row * hot, plan.words_a_row * max(self.rows), hot)
+        self.clock = np.array([0, plan.hot_words_a_row * hot, 0, plan.words_a_row * max(self.rows), hot],
+                              dtype=np.int64)  # kernel.train_job's, as each worker's copies start
         self.local = threading.local()
         self.all: list[_Own] = []
         self.lock = threading.Lock()
@@ -241,9 +242,7 @@ class _OwnRows:
         if own is None:
             with self.lock:
                 copy_in, copy_out = (np.stack([table[:rows]] * 2) for table, rows in zip(self.tables, self.rows))
-                hot_words, all_words, hot = self.clock
-                clock = np.array([0, hot_words, 0, all_words, hot], dtype=np.int64)  # kernel.train_job's
-                own = self.local.own = _Own(copy_in, copy_out, clock)
+                own = self.local.own = _Own(copy_in, copy_out, self.clock.copy())
                 self.all.append(own)
         return own
 
