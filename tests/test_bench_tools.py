@@ -130,6 +130,28 @@ def test_core_placement_runs_end_to_end(bench: Bench, capsys: pytest.CaptureFixt
                      capsys.readouterr().out)
 
 
+def test_cbow_copies_runs_end_to_end(bench: Bench, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One round: one worker, then two under each plan named, every run tagged by its placement (or untagged
+    without a compiler), and a row per placement and plan with the two-worker plans' ratio to one worker."""
+    (tmp_path / "corpus.txt").write_text("the cat sat on the mat\nthe dog sat on the log\n" * 20, encoding="utf-8")
+    config = {"data": {"corpora": [{"format": "lines", "path": str(tmp_path / "corpus.txt")}]},
+              "train": {"dim": 8, "window": 2, "min_count": 1, "sample": 0}}
+    (tmp_path / "vectors.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    runs = bench("cbow_copies").main(["--config", str(tmp_path / "vectors.yaml"), "--repeat", "2", "--seconds", "0",
+                                      "--plans", "all8", "hot1024", "--trips", "2000"])
+    assert sorted(name for _, name in runs) == ["all8", "hot1024", "one worker"]
+    assert {where for where, _ in runs} <= {"one die", "two dies", "moved", "untagged"}
+    assert all(len(speeds) == 1 and speeds[0] > 0 for speeds in runs.values())
+    out = capsys.readouterr().out
+    assert "480 words (2 × the corpus), vocabulary 7" in out
+    rows = table_rows(out)
+    assert len(rows) == 3 and {row[1] for row in rows} == {"one worker", "all8", "hot1024"}
+    ratios = {row[1]: row[5] for row in rows}
+    assert ratios["one worker"] == "—"
+    if len({where for where, _ in runs}) == 1:  # both plans ran where one worker did: their ratios are given
+        assert all(re.fullmatch(r"\d+\.\d\d", ratios[name]) for name in ("all8", "hot1024"))
+
+
 def test_peaks_runs_end_to_end(bench: Bench, capsys: pytest.CaptureFixture[str]) -> None:
     """The yardstick: per native precision, torch.mm and oneDNN at each size; the peak is the fastest of them."""
     from seqlab import precision

@@ -206,8 +206,8 @@ class _OwnRows:
     20.40 ± 0.65). It shares W_in (a copy of its 1,024 first rows: 0.93×
     the words/s, 3 rounds). CBOW writes W_out once a position and its quality suffers more from the delay (copies
     of both tables merged every 10,000 words: 17.35 ± 0.38 against 17.98 ± 0.66 shared, 6 seeds), so its 1,024
-    hottest rows of each table merge every 2 words a row (2,048 words), every other row every 8 words a row
-    (Multi30k 27 times over: 206,344 words). The machine decides what a shared row costs: a 2-core VM's two
+    hottest rows of each table merge every 2 words a row (2,048 words), every other row every 16 words a row
+    (Multi30k 27 times over: 412,688 words). The machine decides what a shared row costs: a 2-core VM's two
     vCPUs sit on one die for a while (a cache line passes between them and back in ~55 ns) and on two for a while
     (~330 ns; ``benchmarks/core_placement.py``), and in the second case CBOW's shared rows held two workers to
     1.04-1.08× one worker's words/s with only the 1,024 hottest rows copied. Copies of every row (up to
@@ -217,10 +217,13 @@ class _OwnRows:
     (``benchmarks/vectors_race.py``, 3 seeds) two workers then made 1.77×, 1.73× and 1.56× one worker's words/s
     (1.49-1.75× in four races before). Analogies on the issue's corpus, 2 workers, 10 seeds:
     17.37 ± 0.76 % against 17.36 ± 0.62 with the hottest rows alone (every row merged every 4 words a row without
-    the hot rows' own merges: 16.67 ± 0.68). A worker alone has no copy (the same vectors as before for its
-    seed)."""
+    the hot rows' own merges: 16.67 ± 0.68). Merging the other rows every 16 words a row instead of 8
+    (``benchmarks/cbow_copies.py``, 600 s, 7-143 runs a cell) made two workers 3.91 against 3.85 million words/s
+    on one die and 3.80 against 3.78 on two, within the runs' spread but ahead in both (one worker 2.44 and 2.41:
+    1.60× and 1.58×; the hottest rows alone 1.72× and 1.09×), at 17.27 ± 0.72 % on the analogies (10 seeds).
+    A worker alone has no copy (the same vectors as before for its seed)."""
 
-    COPY = {"skipgram": _Copies(None, 0, 3), "cbow": _Copies(None, None, 8, hot_rows=1_024, hot_words_a_row=2)}
+    COPY = {"skipgram": _Copies(None, 0, 3), "cbow": _Copies(None, None, 16, hot_rows=1_024, hot_words_a_row=2)}
 
     def __init__(self, w_in: np.ndarray, w_out: np.ndarray, method: str, workers: int) -> None:
         self.tables = (w_in, w_out)
