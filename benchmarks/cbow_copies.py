@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -24,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 from core_placement import TWO_DIES_NS, build, round_trip
-from report import markdown
-from scoreboard import Table
+from report import add_results_option, markdown, publish
+from scoreboard import Result, Table, command
 
 from seqlab.config import load_config
 from seqlab.vectors.config import VectorsConfig, VectorsTrainConfig
@@ -105,6 +106,7 @@ def main(argv: list[str] | None = None) -> dict[tuple[str, str], list[float]]:
     parser.add_argument("--seconds", type=float, default=600.0)
     parser.add_argument("--plans", nargs="+", choices=sorted(PLANS), default=sorted(PLANS))
     parser.add_argument("--trips", type=int, default=200_000, help="round trips a tag")
+    add_results_option(parser)
     args = parser.parse_args(argv)
     config = load_config(args.config, ["train.method=cbow", "train.epochs=1"], schema=VectorsConfig)
     words = read_words(config, args.data_dir) * args.repeat
@@ -119,9 +121,13 @@ def main(argv: list[str] | None = None) -> dict[tuple[str, str], list[float]]:
         tag: Tag = (lambda: None) if program is None else (lambda: round_trip(program, args.trips, (0, 1)))
         train_word2vec(sentences[:10], vocabulary.counts, config.train, progress=False)  # the kernel compiled
         runs = race(sentences, vocabulary.counts, config.train, args.plans, args.seconds, tag)
-    print(f"{sum(map(len, sentences)):,} words ({args.repeat} × the corpus), vocabulary {len(vocabulary.words):,}")
+    corpus = f"{sum(map(len, sentences)):,} words ({args.repeat} × the corpus), vocabulary {len(vocabulary.words):,}"
     result = table(runs, args.plans)
-    print(f"#### {result.title}\n\n{markdown(result)}")
+    print(f"{corpus}\n#### {result.title}\n\n{markdown(result)}")
+    given = sys.argv[1:] if argv is None else argv
+    publish(Result("cbow_copies", result.title, command(__file__, given), [result],
+                   [{"placement": where, "plan": name, "words_per_s": speeds} for (where, name), speeds in runs.items()],
+                   notes=[corpus, f"{args.seconds:.0f} s of runs taking turns"]), args.results)
     return runs
 
 

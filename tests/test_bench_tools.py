@@ -138,7 +138,7 @@ def test_cbow_copies_runs_end_to_end(bench: Bench, tmp_path: Path, capsys: pytes
               "train": {"dim": 8, "window": 2, "min_count": 1, "sample": 0}}
     (tmp_path / "vectors.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
     runs = bench("cbow_copies").main(["--config", str(tmp_path / "vectors.yaml"), "--repeat", "2", "--seconds", "0",
-                                      "--plans", "all8", "hot1024", "--trips", "2000"])
+                                      "--plans", "all8", "hot1024", "--trips", "2000", "--results", str(tmp_path)])
     assert sorted(name for _, name in runs) == ["all8", "hot1024", "one worker"]
     assert {where for where, _ in runs} <= {"one die", "two dies", "moved", "untagged"}
     assert all(len(speeds) == 1 and speeds[0] > 0 for speeds in runs.values())
@@ -150,6 +150,9 @@ def test_cbow_copies_runs_end_to_end(bench: Bench, tmp_path: Path, capsys: pytes
     assert ratios["one worker"] == "—"
     if len({where for where, _ in runs}) == 1:  # both plans ran where one worker did: their ratios are given
         assert all(re.fullmatch(r"\d+\.\d\d", ratios[name]) for name in ("all8", "hot1024"))
+    result = recorded(tmp_path, "cbow_copies")
+    assert result.tables[0].rows == rows
+    assert sorted((run["placement"], run["plan"]) for run in result.runs) == sorted(runs)
 
 
 def test_peaks_runs_end_to_end(bench: Bench, capsys: pytest.CaptureFixture[str]) -> None:
