@@ -215,12 +215,13 @@ class _OwnRows:
     times over, one epoch, the plans taking turns in one process for 400 s, each run tagged by a round trip before
     and after it: medians of 15-81 runs; one worker 2.48 and 2.57). In three races of 27 times over
     (``benchmarks/vectors_race.py``, 3 seeds) two workers then made 1.77×, 1.73× and 1.56× one worker's words/s
-    (1.49-1.75× in four races before). Analogies on the issue's corpus, 2 workers, 10 seeds:
-    17.37 ± 0.76 % against 17.36 ± 0.62 with the hottest rows alone (every row merged every 4 words a row without
-    the hot rows' own merges: 16.67 ± 0.68). Merging the other rows every 16 words a row instead of 8
-    (``benchmarks/cbow_copies.py``, 600 s, 7-143 runs a cell) made two workers 3.91 against 3.85 million words/s
-    on one die and 3.80 against 3.78 on two, within the runs' spread but ahead in both (one worker 2.44 and 2.41:
-    1.60× and 1.58×; the hottest rows alone 1.72× and 1.09×), at 17.27 ± 0.72 % on the analogies (10 seeds).
+    (1.49-1.75× in four races before), and 1.78× and 1.67× with the merges below. Analogies on the issue's
+    corpus, 2 workers, 10 seeds: 17.37 ± 0.76 % against 17.36 ± 0.62 with the hottest rows alone (every row merged
+    every 4 words a row without the hot rows' own merges: 16.67 ± 0.68). Merging the other rows every 16 words a row
+    instead of 8 (``benchmarks/cbow_copies.py``, its record: 600 s, 14-154 runs a cell) made two workers 4.01
+    against 3.97 million words/s on one die and 3.81 against 3.81 on two (one worker 2.50 and 2.35: 1.60× and 1.62×;
+    the hottest rows alone 1.73× and 1.11×): ahead by 0.1-3.7 % in each placement in three such runs, within their
+    spread; analogies 17.27 ± 0.72 % (10 seeds).
     A worker alone has no copy (the same vectors as before for its seed)."""
 
     COPY = {"skipgram": _Copies(None, 0, 3), "cbow": _Copies(None, None, 16, hot_rows=1_024, hot_words_a_row=2)}
