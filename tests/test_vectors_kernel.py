@@ -186,9 +186,8 @@ def test_a_copy_of_the_first_rows_stands_for_them(cbow):
 def test_a_copy_is_merged_every_so_many_words_from_job_to_job():
     """``clock``'s count for every copied row (words since they merged, words between merges): copies of both
     tables' first 8 rows merged before every sentence that finds 50 words trained on since the last merge (12-word
-    sentences: every 5th), the
-    count carried over to the next job; one worker alone trains the same tables (to rounding) as on the tables
-    themselves."""
+    sentences: every 5th), the count carried over to the next job; one worker alone trains the same tables (to
+    rounding) as on the tables themselves."""
     sentences = [list(np.random.default_rng(s).integers(0, 30, size=12)) for s in range(40)]
     rng = np.random.default_rng(3)
     tables = [(0.1 * rng.standard_normal((30, 4))).astype(np.float32) for _ in range(2)]

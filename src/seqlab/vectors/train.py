@@ -215,7 +215,7 @@ class _OwnRows:
     times over, one epoch, the plans taking turns in one process for 400 s, each run tagged by a round trip before
     and after it: medians of 15-81 runs; one worker 2.48 and 2.57). In three races of 27 times over
     (``benchmarks/vectors_race.py``, 3 seeds) two workers then made 1.77×, 1.73× and 1.56× one worker's words/s
-    (1.49-1.75× in four races before), and 1.78× and 1.67× with the merges below. Analogies on the issue's
+    (1.49-1.75× in four races before), and 1.78×, 1.67× and 1.80× with the merges below. Analogies on the issue's
     corpus, 2 workers, 10 seeds: 17.37 ± 0.76 % against 17.36 ± 0.62 with the hottest rows alone (every row merged
     every 4 words a row without the hot rows' own merges: 16.67 ± 0.68). Merging the other rows every 16 words a row
     instead of 8 (``benchmarks/cbow_copies.py``, its record: 600 s, 14-154 runs a cell) made two workers 4.01
@@ -294,4 +294,3 @@ def _adam_step(state: Word2VecState, inputs: torch.Tensor, positive: torch.Tenso
     loss.backward()
     state.optimizer.step()
     return float(loss.detach()) * len(positive)
-
