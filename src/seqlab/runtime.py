@@ -21,6 +21,7 @@ import functools
 import hashlib
 import json
 import os
+import statistics
 import sys
 import time
 import warnings
@@ -144,34 +145,46 @@ class Runtime:
         return f"{self.precision} ({self.reason})" if self.reason else self.precision
 
 
-# per precision: PROBE_WARMUP steps (on as many batches: kernels made for their shapes, weights cast), then at most
-# PROBE_STEPS timed steps over the same batches, or PROBE_SECONDS. Timed on shapes it has not seen, bf16 paid oneDNN's
-# kernel making at every step: 2.68× fp32's time per token on the date model, where whole runs took 1.08×.
-PROBE_WARMUP, PROBE_STEPS, PROBE_SECONDS = 2, 4, 2.0
+# PROBE_WARMUP steps in each precision (on as many batches: kernels made for their shapes, weights cast), then
+# PROBE_ROUNDS rounds that time PROBE_STEPS steps in fp32 and then in bf16 over the same batches (or PROBE_SECONDS a
+# round), the faster precision by the median of the rounds' ratios. Timed on shapes it has not seen, bf16 paid oneDNN's
+# kernel making at every step: 2.68× fp32's time per token on the date model, where whole runs took 1.08×. Timed in
+# one round of 4 steps each, one slow moment of the machine decided for good: the date-fast model's kept answer on a
+# Zen 4 was "bf16 took 1.01×" where whole runs in bf16 took 0.80× fp32's time, and fresh probes said 0.80-0.87×.
+PROBE_WARMUP, PROBE_STEPS, PROBE_ROUNDS, PROBE_SECONDS = 2, 2, 3, 1.0
 Probe = Callable[[Runtime], int]  # one training step's forward and backward in a runtime -> the units it covered
 
 
 def measure_precision(step: Probe, runtime: Runtime, key: Mapping[str, Any]) -> Runtime:
     """``auto`` where bf16 is native (``precision.probed``): ``runtime`` in the faster of fp32 and bf16 for this
-    model on this machine. ``step`` (which cycles over ``PROBE_WARMUP`` batches) is timed in each, after
-    ``PROBE_WARMUP`` steps, over up to ``PROBE_STEPS`` steps or ``PROBE_SECONDS``, by its time per unit (token);
-    the answer is kept per machine and ``key`` (the model's config and batch size: ``choices_file``), so that a run
-    started again, or the next one of the same model, takes it without measuring."""
-    entry = _entry({**key, "warmup": PROBE_WARMUP, "steps": PROBE_STEPS})
+    model on this machine. ``step`` (which cycles over ``PROBE_WARMUP`` batches) is warmed up in each, then timed in
+    ``PROBE_ROUNDS`` rounds, each over up to ``PROBE_STEPS`` steps or ``PROBE_SECONDS`` in fp32 and then in bf16, by
+    its time per unit (token); bf16 is taken where the median of the rounds' ratios (bf16's time over fp32's, side by
+    side, so that a slow spell of the machine falls on both) is below 1. The answer is kept per machine and ``key``
+    (the model's config and batch size: ``choices_file``), so that a run started again, or the next one of the same
+    model, takes it without measuring."""
+    entry = _entry({**key, "warmup": PROBE_WARMUP, "steps": PROBE_STEPS, "rounds": PROBE_ROUNDS})
     known = _choices().get(entry)
     if known is not None:
         return replace(runtime, precision=known["precision"], reason=f"auto: {known['reason']}, measured earlier")
-    per_unit = {name: _seconds_per_unit(step, replace(runtime, precision=name)) for name in ("fp32", "bf16")}
-    choice = min(per_unit, key=lambda name: per_unit[name])
-    reason = f"bf16 took {per_unit['bf16'] / per_unit['fp32']:.2f}× fp32's time per token on this machine"
+    runtimes = [replace(runtime, precision=name) for name in ("fp32", "bf16")]
+    for each in runtimes:
+        for _ in range(PROBE_WARMUP):
+            step(each)
+    ratios = []
+    for _ in range(PROBE_ROUNDS):
+        fp32, bf16 = (_seconds_per_unit(step, each) for each in runtimes)
+        ratios.append(bf16 / fp32)
+    ratio = statistics.median(ratios)
+    choice = "bf16" if ratio < 1 else "fp32"
+    reason = f"bf16 took {ratio:.2f}× fp32's time per token on this machine"
     atomic_write(choices_file(), json.dumps(_choices() | {entry: {"precision": choice, "reason": reason}}, indent=1,
                                             ensure_ascii=False))
     return replace(runtime, precision=choice, reason=f"auto: {reason}")
 
 
 def _seconds_per_unit(step: Probe, runtime: Runtime) -> float:
-    for _ in range(PROBE_WARMUP):
-        step(runtime)
+    """The time per unit of up to ``PROBE_STEPS`` steps in ``runtime``, or of those begun within ``PROBE_SECONDS``."""
     units, start = 0, time.perf_counter()
     for _ in range(PROBE_STEPS):
         units += step(runtime)
