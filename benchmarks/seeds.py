@@ -3,12 +3,13 @@
     python benchmarks/seeds.py configs/date.yaml [--seeds 1 2 3] [--precisions auto] [--set KEY=VALUE ...] \
         [--data-dir ../shared/data] [--race NAME] [--results DIR]
 
-For each precision (``auto`` is what the machine runs by default; ``fp32`` or ``bf16`` force one with
-SEQLAB_PRECISION) and each seed, one after the other: ``seqlab train CONFIG --set seed=S`` in a process of its own
-(wall time measured around it, training seconds from its log), then ``seqlab eval``'s scoring (in this process) of
-its best model, picked on valid by the trainer: on valid, and once on test with the test subsets whose source (and,
-for the date task, whose day: the target) no training pair has (``seqlab.metrics.seen_form``). The table gives each
-score as mean ± sd and range over the seeds; the runs go to the scoreboard (benchmarks/results/, docs/results.md).
+For each seed, each precision in turn (``auto`` is what the machine runs by default; ``fp32`` or ``bf16`` force one
+with SEQLAB_PRECISION; taking turns, so that a slow spell of the machine falls on all of them): ``seqlab train CONFIG
+--set seed=S`` in a process of its own (wall time measured around it, training seconds from its log), then ``seqlab
+eval``'s scoring (in this process) of its best model, picked on valid by the trainer: on valid, and once on test with
+the test subsets whose source (and, for the date task, whose day: the target) no training pair has
+(``seqlab.metrics.seen_form``). The table gives each score as mean ± sd and range over the seeds; the runs go to the
+scoreboard (benchmarks/results/, docs/results.md).
 
 The config is a final choice: its recipe was chosen on valid before this script scores it on test.
 """
@@ -111,7 +112,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="seqlab-seeds-"))
     runs = [train_and_score(args.config, seed, name, args.overrides, work, args.data_dir)
-            for name in args.precisions for seed in args.seeds]
+            for seed in args.seeds for name in args.precisions]
     title = f"`{args.config.as_posix()}`" + "".join(f" `--set {item}`" for item in args.overrides)
     result = Result(args.race or f"seeds-{args.config.stem}", f"{title}, seeds {', '.join(map(str, args.seeds))}",
                     command(__file__, sys.argv[1:] if argv is None else argv), [table(runs, "Scores and times")],
