@@ -130,6 +130,30 @@ def test_core_placement_runs_end_to_end(bench: Bench, capsys: pytest.CaptureFixt
                      capsys.readouterr().out)
 
 
+def test_auto_precision_runs_end_to_end(bench: Bench, date_config: Path, tmp_path: Path,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """One round of two steps: fp32, bf16 where it is native, and auto, each a ``seqlab train`` of its own; auto
+    measures afresh (its probe's ratio given) where bf16 is native and is fp32 without measuring elsewhere; a row
+    with each precision's speed and auto's over the faster forced one's."""
+    from seqlab import precision
+
+    bench("auto_precision").main(["--configs", str(date_config), "--steps", "2", "--rounds", "1",
+                                  "--results", str(tmp_path)])
+    native = precision.native_bf16()
+    result = recorded(tmp_path, "auto_precision")
+    assert [run["precision"] for run in result.runs] == (["fp32", "bf16", "auto"] if native else ["fp32", "auto"])
+    assert all(run["per_s"] > 0 and run["unit"] == "tokens" for run in result.runs)
+    [auto] = [run for run in result.runs if run["precision"] == "auto"]
+    if native:
+        assert auto["trained_in"] in ("fp32", "bf16") and "fp32's time per token" in auto["probe"]
+    else:
+        assert auto["trained_in"] == "fp32" and auto["probe"] == ""
+    [row] = table_rows(capsys.readouterr().out)
+    assert row == result.tables[0].rows[0] and row[0] == str(date_config) and row[1] == "tokens"
+    assert row[3] != "— (bf16 not native)" if native else row[3] == "— (bf16 not native)"
+    assert re.fullmatch(r"\d+\.\d\d× \(\d+\.\d\d–\d+\.\d\d×\) \((fp32|bf16)\)", row[6])
+
+
 def test_cbow_copies_runs_end_to_end(bench: Bench, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """One round: one worker, then two under each plan named, every run tagged by its placement (or untagged
     without a compiler), and a row per placement and plan with the two-worker plans' ratio to one worker."""
