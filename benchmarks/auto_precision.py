@@ -1,7 +1,7 @@
 """Whether ``precision: auto`` trains each kind of model in the faster of fp32 and bf16 on this machine (issue 38's
 "within 5 % of the faster precision").
 
-    python benchmarks/auto_precision.py --data-dir ../shared/data [--configs C ...] [--steps 60] [--rounds 2] \\
+    python benchmarks/auto_precision.py --data-dir ../shared/data [--configs C ...] [--steps 150] [--rounds 2] \\
         [--results DIR]
 
 For each config (by default one of each kind of model ``seqlab train`` trains: the Transformer and the RNN with
@@ -77,7 +77,7 @@ def row(config: str, runs: list[dict[str, Any]]) -> list[str]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--configs", nargs="+", default=CONFIGS)
-    parser.add_argument("--steps", type=int, default=60, help="training steps of each run (train.max_steps)")
+    parser.add_argument("--steps", type=int, default=150, help="training steps of each run (train.max_steps)")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--data-dir")
     add_results_option(parser)
