@@ -47,6 +47,7 @@ from seqlab.loss import token_nll_sum
 from seqlab.model import build_model, num_parameters
 from seqlab.model.transformer import TransformerConfig
 from seqlab.sections import TrainConfig
+from seqlab.specials import PAD
 from seqlab.tokenizer import learn_tokenizers
 from seqlab.train.optimizer import apply_gradients, build_optimizer
 
@@ -66,15 +67,25 @@ def step_flops(model: TransformerConfig, batch: Batch, trg_vocab: int) -> float:
     return 3.0 * forward
 
 
-def make_batches(cfg: Config, steps: int) -> tuple[list[Batch], int, int]:
+def make_batches(cfg: Config, steps: int) -> tuple[list[Batch], int, int, tuple[float, float]]:
     """The first ``steps`` batches of the config's training split (its tokenizers learnt on it, its token budget),
-    and the source and target vocabulary sizes."""
+    the source and target vocabulary sizes, and the padding share of the whole epoch's batches (``padding``)."""
     pairs = load_splits(cfg.data, resolve_data_dir())["train"]
     source, target = learn_tokenizers(pairs, cfg.tokens)
     src = [source_ids(ids) for ids in source.encode([s for s, _ in pairs])]
     trg = target.encode([t for _, t in pairs])
-    order = length_batches([len(s) for s in src], [len(t) for t in trg], cfg.train.batch_tokens, seed=0)[:steps]
-    return [collate([src[i] for i in ix], [trg[i] for i in ix]) for ix in order], source.vocab_size, target.vocab_size
+    epoch = [collate([src[i] for i in ix], [trg[i] for i in ix])
+             for ix in length_batches([len(s) for s in src], [len(t) for t in trg], cfg.train.batch_tokens, seed=0)]
+    return epoch[:steps], source.vocab_size, target.vocab_size, padding(epoch)
+
+
+def padding(batches: list[Batch]) -> tuple[float, float]:
+    """The share of the source and of the target positions (``trg_out``) of ``batches`` that are padding: what the
+    model computes and the loss masks."""
+    def share(tensors: list[torch.Tensor]) -> float:
+        return 1 - sum(int((t != PAD).sum()) for t in tensors) / sum(t.numel() for t in tensors)
+
+    return share([b.src for b in batches]), share([b.trg_out for b in batches])
 
 
 PHASES = ("forward", "backward", "optimizer")  # a step's parts, named for torch.profiler (profile_ops.py)
@@ -185,11 +196,13 @@ def main(argv: list[str] | None = None) -> None:
     cfg = load_config(args.config, args.overrides)
     if not isinstance(cfg.model, TransformerConfig):
         parser.error(f"model.type {cfg.model.type}: the FLOP count is a Transformer's")
-    batches, src_vocab, trg_vocab = make_batches(cfg, args.steps)
+    batches, src_vocab, trg_vocab, (src_padding, trg_padding) = make_batches(cfg, args.steps)
     runs, every_peak = measure_rounds(cfg.model, batches, src_vocab, trg_vocab, args.rounds, args.peak_seconds, args.compile)
     m = cfg.model
     caption = (f"d_model {m.d_model}, {m.num_layers}+{m.num_layers} layers, d_ff {m.d_ff}, dropout {m.dropout}, "
-               f"{runs[0]['params']:,} parameters, {len(batches)} batches of ≤{cfg.train.batch_tokens} tokens")
+               f"{runs[0]['params']:,} parameters, {len(batches)} batches of ≤{cfg.train.batch_tokens} tokens; the "
+               f"epoch's length-sorted batches are {100 * src_padding:.1f} % padding on the source side and "
+               f"{100 * trg_padding:.1f} % on the target side")
     peak_note = peaks_note(every_peak)
     table = Table(f"Training throughput: `{args.config}` {' '.join(args.overrides)}".strip(),
                   ["precision", "rounds", "target tokens/s", "model GFLOP/s", "MFU of the fp32 peak",

@@ -206,11 +206,25 @@ def test_throughput_runs_end_to_end(bench: Bench, date_config: Path, tmp_path: P
     assert mfu and float(mfu[2]) <= float(mfu[1]) <= float(mfu[3]) < 100
     assert "4 batches of ≤200 tokens" in out and "measured now by benchmarks/peaks.py (n = 512, 1024;" in out
     assert "Each round's peaks (GFLOP/s): fp32 " in out
+    assert re.search(r"the epoch's length-sorted batches are \d+\.\d % padding on the source side and \d+\.\d % on the "
+                     r"target side", out)
     result = recorded(tmp_path, f"throughput-{date_config.stem}-{hashlib.sha256(b'train.batch_tokens=200').hexdigest()[:8]}")
     fp32 = [run for run in result.runs if run["precision"] == "fp32"]
     assert result.tables[0].rows == rows and [run["round"] for run in fp32] == [0, 1]
     assert rows[0][2].startswith(f"{statistics.mean(run['tokens_per_s'] for run in fp32):,.0f} ± ")
     assert all(run["mfu_fp32"] == run["gflops"] / run["peak_gflops"] and run["steps"] == 4 for run in fp32)
+
+
+def test_throughput_counts_the_padding_the_batches_compute(bench: Bench) -> None:
+    """``padding``: the share of the padded positions that are padding, over every batch, source and target apart;
+    here 2 of the 6 + 2 source positions (sources of 3 and 1, then one of 2) and 1 of the 6 + 2 target ones (the
+    targets with their <eos>)."""
+    from seqlab.data.batching import collate
+
+    batches = [collate([[5, 6, 7], [5]], [[1, 2], [1]]), collate([[5, 6]], [[1]])]
+    assert [b.src.numel() for b in batches] == [6, 2] and [b.trg_out.numel() for b in batches] == [6, 2]
+    source, target = bench("throughput").padding(batches)
+    assert source == pytest.approx(2 / 8) and target == pytest.approx(1 / 8)
 
 
 def test_throughput_times_the_compiled_step_where_asked(bench: Bench, date_config: Path, tmp_path: Path,
