@@ -133,8 +133,9 @@ def test_the_faster_precision_is_measured_once_per_machine_and_model(monkeypatch
     again = measure_precision(step("fp32"), start, {"model": "a"})
     assert calls == [] and again.precision == "fp32" and again.reason.endswith(", measured earlier")
     assert measure_precision(step("fp32"), start, {"model": "b"}).precision == "bf16" and calls
+    assert measure_precision(step("fp32"), start, {"model": "c"}, "text").reason.endswith("per text on this machine")
     assert choices_file() == tmp_path / "seqlab" / "precision.json"
-    assert [c["precision"] for c in json.loads(choices_file().read_text()).values()] == ["fp32", "bf16"]
+    assert [c["precision"] for c in json.loads(choices_file().read_text()).values()] == ["fp32", "bf16", "bf16"]
     choices_file().write_text("{", encoding="utf-8")
     calls.clear()
     assert measure_precision(step("bf16"), start, {"model": "a"}).precision == "fp32" and calls

@@ -155,14 +155,14 @@ PROBE_WARMUP, PROBE_STEPS, PROBE_ROUNDS, PROBE_SECONDS = 2, 2, 3, 1.0
 Probe = Callable[[Runtime], int]  # one training step's forward and backward in a runtime -> the units it covered
 
 
-def measure_precision(step: Probe, runtime: Runtime, key: Mapping[str, Any]) -> Runtime:
+def measure_precision(step: Probe, runtime: Runtime, key: Mapping[str, Any], unit: str = "token") -> Runtime:
     """``auto`` where bf16 is native (``precision.probed``): ``runtime`` in the faster of fp32 and bf16 for this
     model on this machine. ``step`` (which cycles over ``PROBE_WARMUP`` batches) is warmed up in each, then timed in
     ``PROBE_ROUNDS`` rounds, each over up to ``PROBE_STEPS`` steps or ``PROBE_SECONDS`` in fp32 and then in bf16, by
-    its time per unit (token); bf16 is taken where the median of the rounds' ratios (bf16's time over fp32's, side by
-    side, so that a slow spell of the machine falls on both) is below 1. The answer is kept per machine and ``key``
-    (the model's config and batch size: ``choices_file``), so that a run started again, or the next one of the same
-    model, takes it without measuring."""
+    its time per ``unit`` (what its count counts: a token, a classifier's text); bf16 is taken where the median of
+    the rounds' ratios (bf16's time over fp32's, side by side, so that a slow spell of the machine falls on both) is
+    below 1. The answer is kept per machine and ``key`` (the model's config and batch size: ``choices_file``), so
+    that a run started again, or the next one of the same model, takes it without measuring."""
     entry = _entry({**key, "warmup": PROBE_WARMUP, "steps": PROBE_STEPS, "rounds": PROBE_ROUNDS})
     known = _choices().get(entry)
     if known is not None:
@@ -177,7 +177,7 @@ def measure_precision(step: Probe, runtime: Runtime, key: Mapping[str, Any]) -> 
         ratios.append(bf16 / fp32)
     ratio = statistics.median(ratios)
     choice = "bf16" if ratio < 1 else "fp32"
-    reason = f"bf16 took {ratio:.2f}× fp32's time per token on this machine"
+    reason = f"bf16 took {ratio:.2f}× fp32's time per {unit} on this machine"
     atomic_write(choices_file(), json.dumps(_choices() | {entry: {"precision": choice, "reason": reason}}, indent=1,
                                             ensure_ascii=False))
     return replace(runtime, precision=choice, reason=f"auto: {reason}")

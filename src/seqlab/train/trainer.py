@@ -145,7 +145,7 @@ class Trainer:
             key = {"model": self.config.model.model_dump(mode="json"), "batch_tokens": train.batch_tokens,
                    "batch_sentences": train.batch_sentences, "kind": type(self.family).__name__}
             with torch.random.fork_rng(devices=[]):
-                measured = measure_precision(step, self.runtime, key)
+                measured = measure_precision(step, self.runtime, key, self.family.unit.removesuffix("s"))
             self.family.restore(carried)
         precision_name, reason = self.world.from_main(None if measured is None else (measured.precision,
                                                                                      measured.reason))
