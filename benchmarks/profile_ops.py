@@ -39,7 +39,7 @@ def profile_training(config: str, overrides: list[str], steps: int, precision: s
     ``precision`` (fp32, or bf16 autocast); first the steps' phases (``throughput.PHASES``), each's share of the
     time."""
     cfg = load_config(config, overrides)
-    batches, src_vocab, trg_vocab, _ = make_batches(cfg, steps)
+    batches, src_vocab, trg_vocab = make_batches(cfg, steps)
     torch.manual_seed(0)
     step = training_step(build_model(cfg.model, src_vocab, trg_vocab).train(), precision == "bf16")
     for batch in batches:  # warm-up: the shapes of the profiled steps

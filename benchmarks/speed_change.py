@@ -43,7 +43,7 @@ def measure(config: str, overrides: list[str], steps: int, precision: str) -> fl
     cfg = load_config(config, overrides)
     if not isinstance(cfg.model, TransformerConfig):
         raise SystemExit(f"{config}: model.type {cfg.model.type}; speed_change times a seq2seq Transformer's steps")
-    batches, src_vocab, trg_vocab, _ = make_batches(cfg, steps)
+    batches, src_vocab, trg_vocab = make_batches(cfg, steps)
     return timed(cfg.model, batches, src_vocab, trg_vocab, precision == "bf16")["tokens_per_s"]
 
 

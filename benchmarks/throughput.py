@@ -67,16 +67,15 @@ def step_flops(model: TransformerConfig, batch: Batch, trg_vocab: int) -> float:
     return 3.0 * forward
 
 
-def make_batches(cfg: Config, steps: int) -> tuple[list[Batch], int, int, tuple[float, float]]:
-    """The first ``steps`` batches of the config's training split (its tokenizers learnt on it, its token budget),
-    the source and target vocabulary sizes, and the padding share of the whole epoch's batches (``padding``)."""
+def make_batches(cfg: Config, steps: int | None = None) -> tuple[list[Batch], int, int]:
+    """The first ``steps`` batches of the config's training split (its tokenizers learnt on it, its token budget;
+    every batch of the epoch where ``steps`` is None), and the source and target vocabulary sizes."""
     pairs = load_splits(cfg.data, resolve_data_dir())["train"]
     source, target = learn_tokenizers(pairs, cfg.tokens)
     src = [source_ids(ids) for ids in source.encode([s for s, _ in pairs])]
     trg = target.encode([t for _, t in pairs])
-    epoch = [collate([src[i] for i in ix], [trg[i] for i in ix])
-             for ix in length_batches([len(s) for s in src], [len(t) for t in trg], cfg.train.batch_tokens, seed=0)]
-    return epoch[:steps], source.vocab_size, target.vocab_size, padding(epoch)
+    order = length_batches([len(s) for s in src], [len(t) for t in trg], cfg.train.batch_tokens, seed=0)[:steps]
+    return [collate([src[i] for i in ix], [trg[i] for i in ix]) for ix in order], source.vocab_size, target.vocab_size
 
 
 def padding(batches: list[Batch]) -> tuple[float, float]:
@@ -196,7 +195,8 @@ def main(argv: list[str] | None = None) -> None:
     cfg = load_config(args.config, args.overrides)
     if not isinstance(cfg.model, TransformerConfig):
         parser.error(f"model.type {cfg.model.type}: the FLOP count is a Transformer's")
-    batches, src_vocab, trg_vocab, (src_padding, trg_padding) = make_batches(cfg, args.steps)
+    epoch, src_vocab, trg_vocab = make_batches(cfg)
+    batches, (src_padding, trg_padding) = epoch[: args.steps], padding(epoch)
     runs, every_peak = measure_rounds(cfg.model, batches, src_vocab, trg_vocab, args.rounds, args.peak_seconds, args.compile)
     m = cfg.model
     caption = (f"d_model {m.d_model}, {m.num_layers}+{m.num_layers} layers, d_ff {m.d_ff}, dropout {m.dropout}, "
