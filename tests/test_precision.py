@@ -8,6 +8,8 @@ import re
 import resource
 import sys
 import threading
+from collections.abc import Callable
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -104,23 +106,36 @@ def test_a_loaded_model_decodes_in_what_auto_chose_when_it_trained(monkeypatch, 
     assert Runtime.for_inference("cpu", "auto", trained="fp32").precision == "bf16"
 
 
+def virtual_clock(monkeypatch: pytest.MonkeyPatch) -> Callable[[float], None]:
+    """The probe's clock made a counter that only the fake steps move (``spend(seconds)``), so that what the
+    probe measures is what a test says the steps take, however busy the machine running the suite is (real sleeps
+    of a millisecond or two were outrun by the scheduler on a loaded CI machine)."""
+    now = [0.0]
+
+    def spend(seconds: float) -> None:
+        now[0] += seconds
+
+    monkeypatch.setattr("seqlab.runtime.time", SimpleNamespace(perf_counter=lambda: now[0]))
+    return spend
+
+
 def test_the_faster_precision_is_measured_once_per_machine_and_model(monkeypatch, tmp_path):
     """``measure_precision`` warms the step up in each precision, then times it in rounds of PROBE_STEPS in fp32 and
     PROBE_STEPS in bf16, takes the faster per token by the rounds' median ratio, and keeps the answer per machine and
     key in $XDG_CACHE_HOME/seqlab/precision.json: the same key is not measured again, another is; a damaged file is
     only a cache that is measured again."""
     import json
-    import time
 
     from seqlab.runtime import PROBE_ROUNDS, PROBE_STEPS, PROBE_WARMUP, choices_file, measure_precision
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     calls: list[str] = []
+    spend = virtual_clock(monkeypatch)
 
     def step(slow: str):
         def run(rt: Runtime) -> int:
             calls.append(rt.precision)
-            time.sleep(0.004 if rt.precision == slow else 0.001)
+            spend(0.004 if rt.precision == slow else 0.001)
             return 10
         return run
 
@@ -145,18 +160,17 @@ def test_one_slow_spell_of_the_machine_does_not_decide_the_precision(monkeypatch
     """The rounds take turns and the median of their ratios decides: where bf16 is the faster, a slow spell that
     falls on bf16's steps of one round (the machine busy elsewhere for a moment) leaves the choice as it is; the
     reason gives the median ratio."""
-    import time
-
     from seqlab.runtime import PROBE_STEPS, PROBE_WARMUP, measure_precision
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     calls: list[str] = []
+    spend = virtual_clock(monkeypatch)
 
     def step(rt: Runtime) -> int:
         calls.append(rt.precision)
         timed_bf16 = calls.count("bf16") - PROBE_WARMUP
         slow_spell = rt.precision == "bf16" and 0 < timed_bf16 <= PROBE_STEPS  # the first round's bf16 steps
-        time.sleep(0.02 if slow_spell else 0.002 if rt.precision == "fp32" else 0.001)
+        spend(0.02 if slow_spell else 0.002 if rt.precision == "fp32" else 0.001)
         return 10
 
     chosen = measure_precision(step, Runtime(torch.device("cpu"), "fp32"), {"model": "a"})
