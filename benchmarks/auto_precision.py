@@ -21,15 +21,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from report import add_results_option, markdown, publish
+from report import add_results_option, markdown, publish, seqlab_train
 from scoreboard import Result, Table, command, ratio_range, spread
 
 from seqlab import precision
@@ -46,12 +44,9 @@ def train(config: str, name: str, steps: int, work: Path, data_dir: str | None) 
     training second, what it trained in and, for auto, the ratio its probe measured."""
     run_dir = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=work))
     cache = run_dir.parent / f"{run_dir.name}-cache"
-    changes = {"XDG_CACHE_HOME": str(cache)} | ({"SEQLAB_DATA": data_dir} if data_dir else {})
+    env = {"XDG_CACHE_HOME": str(cache), precision.ENV: ""} | ({"SEQLAB_DATA": data_dir} if data_dir else {})
     sets = [f"train.precision={name}", f"train.max_steps={steps}", "train.epochs=1", f"eval.valid_limit={VALID_LIMIT}"]
-    env = {key: value for key, value in os.environ.items() if key != precision.ENV} | changes
-    subprocess.run([sys.executable, "-m", "seqlab", "train", config, "--out", str(run_dir),
-                    *[a for item in sets for a in ("--set", item)]], check=True, env=env, cwd=ROOT,
-                   stdout=subprocess.DEVNULL)
+    seqlab_train(ROOT / config, run_dir, sets, env, quiet=True)  # SEQLAB_PRECISION empty: no run's precision forced
     log = RunDir(run_dir).log()[-1]
     unit = next(key for key in log if key.startswith("train_") and key.endswith("_per_s"))
     choices = cache / "seqlab" / "precision.json"

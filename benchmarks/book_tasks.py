@@ -42,11 +42,10 @@ import platform
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-from report import add_results_option, markdown, publish
+from report import add_results_option, markdown, publish, seqlab, seqlab_train
 from scoreboard import Result, Table, command, ratio_range, spread
 
 from seqlab.rundir import RunDir
@@ -72,17 +71,9 @@ def run_seqlab(task: str, variant: str, data_dir: str, overrides: list[str]) -> 
     model, and the run's log."""
     config = ROOT / "configs" / "book" / f"{task}-{variant}.yaml"
     run_dir = Path(tempfile.mkdtemp(prefix=f"seqlab-{task}-{variant}-")) / "run"
-    env = os.environ | {"SEQLAB_DATA": data_dir}
-    command = ["seqlab", "train", str(config), "--out", str(run_dir)]
-    for item in overrides:
-        command += ["--set", item]
-    start = time.perf_counter()
-    subprocess.run(command, check=True, env=env)
-    wall = time.perf_counter() - start
-    test = json.loads(
-        subprocess.run(["seqlab", "eval", str(run_dir), "--split", "test", "--json"], check=True, env=env,
-                       capture_output=True, text=True).stdout
-    )
+    env = {"SEQLAB_DATA": data_dir}
+    wall = seqlab_train(config, run_dir, overrides, env)
+    test = json.loads(seqlab(["eval", run_dir, "--split", "test", "--json"], env, capture=True))
     epochs = RunDir(run_dir).log()
     best = RunDir(run_dir).model_info()["epoch"]
     return {"config": str(config.relative_to(ROOT)), "run_dir": str(run_dir), "wall_s": wall, "test": test, "epochs": epochs,

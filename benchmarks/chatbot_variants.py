@@ -25,15 +25,12 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import os
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-from report import add_results_option, choose_on_valid, machine, markdown, publish
+from report import add_results_option, choose_on_valid, machine, markdown, publish, seqlab_train
 from scoreboard import Result, Table, command
 
 from seqlab.data import load_splits, resolve_data_dir
@@ -57,12 +54,7 @@ VARIANTS = {  # overrides of configs/chatbot_ko.yaml, whose tokenizer is BPE ove
 def train(variant: str, data_dir: str, extra: list[str]) -> tuple[Path, float]:
     """``seqlab train`` of one variant into a new temporary directory; the run and its wall seconds."""
     run_dir = Path(tempfile.mkdtemp(prefix=f"seqlab-chatbot-{variant}-")) / "run"
-    command = ["seqlab", "train", str(CONFIG), "--out", str(run_dir)]
-    for item in VARIANTS[variant] + extra:
-        command += ["--set", item]
-    start = time.perf_counter()
-    subprocess.run(command, check=True, env=os.environ | {"SEQLAB_DATA": data_dir})
-    return run_dir, time.perf_counter() - start
+    return run_dir, seqlab_train(CONFIG, run_dir, VARIANTS[variant] + extra, {"SEQLAB_DATA": data_dir})
 
 
 def score(run_dir: Path, data_dir: str) -> dict[str, Any]:

@@ -30,8 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from report import add_results_option, machine, markdown, publish
+from report import add_results_option, machine, markdown, publish, seqlab, seqlab_train
 from scoreboard import Result, Table, command, spread
 from select_tfidf import FEATURES, labelled, tfidf_model
 
@@ -105,11 +103,9 @@ def seqlab_run(config: Path, seed: int, extra: list[str], data_dir: str, work: P
     of every test question as an index into ``labels`` (for the bootstrap) and their macro-F1 (eval's unless
     batching changed a prediction)."""
     run_dir = work / f"seed{seed}"
-    env = os.environ | {"SEQLAB_DATA": data_dir}
-    overrides = [x for item in [*extra, f"seed={seed}"] for x in ("--set", item)]
-    subprocess.run(["seqlab", "train", str(config), "--out", str(run_dir), *overrides], check=True, env=env)
-    test = json.loads(subprocess.run(["seqlab", "eval", str(run_dir), "--split", "test", "--json"], check=True,
-                                     env=env, capture_output=True, text=True).stdout)
+    env = {"SEQLAB_DATA": data_dir}
+    seqlab_train(config, run_dir, [*extra, f"seed={seed}"], env)
+    test = json.loads(seqlab(["eval", run_dir, "--split", "test", "--json"], env, capture=True))
     run = RunDir(run_dir)
     log = run.log()
     train_s = sum(e["train_seconds"] for e in log)

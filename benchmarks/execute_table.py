@@ -21,17 +21,14 @@ GPU, by strategy; its figures are not in this repository's sources, so the compa
 from __future__ import annotations
 
 import argparse
-import os
 import random
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import torch
-from report import add_results_option, machine, markdown, publish
+from report import add_results_option, machine, markdown, publish, seqlab_train
 from scoreboard import Result, Table, command, spread
 
 from seqlab.corpora import TaskCorpus
@@ -49,11 +46,8 @@ TRIES = 50  # draws per wanted program before a cell settles for fewer (length 1
 def train(config: Path, seed: int, work: Path, data_dir: str | None) -> tuple[Path, float]:
     """``seqlab train CONFIG --set seed=SEED``: the run directory and the wall seconds around the command."""
     run_dir = work / f"seed{seed}"
-    env = os.environ | ({"SEQLAB_DATA": str(Path(data_dir).resolve())} if data_dir else {})
-    start = time.perf_counter()
-    subprocess.run(["seqlab", "train", str(config), "--out", str(run_dir), "--set", f"seed={seed}"], check=True,
-                   env=env)
-    return run_dir, time.perf_counter() - start
+    env = {"SEQLAB_DATA": str(Path(data_dir).resolve())} if data_dir else {}
+    return run_dir, seqlab_train(config, run_dir, [f"seed={seed}"], env)
 
 
 def fresh_programs(length: int, nesting: int, size: int, seed: int, known: set[str]) -> list[Pair]:

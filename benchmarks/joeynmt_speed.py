@@ -33,7 +33,7 @@ import numpy as np
 import yaml
 from joeynmt_date import sized_template
 from peer_decoding import peer_python
-from report import add_results_option, machine, markdown, publish
+from report import add_results_option, machine, markdown, publish, seqlab_train
 from scoreboard import Result, Table, command, ratio_range, spread
 
 from seqlab import precision
@@ -65,8 +65,7 @@ def run_seqlab(config: str, data: list[str], label: str, extra: list[str]) -> di
     """``seqlab train`` for one epoch (validation on 100 valid pairs); its epoch's log."""
     run_dir = Path(tempfile.mkdtemp(prefix="seqlab-speed-")) / "run"
     sets = [*data, "train.epochs=1", "eval.valid_limit=100", *extra]
-    subprocess.run(["seqlab", "train", config, "--out", str(run_dir), *[a for s in sets for a in ("--set", s)]],
-                   check=True)
+    seqlab_train(config, run_dir, sets)
     epoch = RunDir(run_dir).log()[-1]
     chosen = RunDir(run_dir).model_info().get("precision", label)
     print(f"seqlab ({label} = {chosen}): {epoch['train_tokens_per_s']:,.0f} target tokens/s", file=sys.stderr)

@@ -314,43 +314,28 @@ def run_worker(kind: str, spec: dict[str, Any], work: Path) -> dict[str, Any]:
 # --- the systems --------------------------------------------------------------------------------------------
 
 
-def seqlab_command() -> str:
-    """The ``seqlab`` beside this python, else the one on PATH."""
-    here = Path(sys.executable).parent / "seqlab"
-    return str(here) if here.exists() else "seqlab"
-
-
 def seqlab_system(config: Path, run: Path | None, name: str, data_dir: Path, work: Path,
                   overrides: list[str]) -> dict[str, Any]:
     """Train ``config`` into ``work/name`` (or take the finished ``run``), then its valid / test perplexity and
     10 samples."""
     from seqlab.rundir import RunDir
 
-    seqlab = seqlab_command()
     wall = None
-    command = None
     if run:
         run_dir = run.resolve()
     else:
         run_dir = work / name
-        command = [seqlab, "train", str(config), "--out", str(run_dir), "--data-dir", str(data_dir),
-                   *(x for o in overrides for x in ("--set", o))]
-        print("seqlab:", " ".join(command), file=sys.stderr, flush=True)
-        started = time.perf_counter()
-        subprocess.run(command, check=True, cwd=ROOT)
-        wall = time.perf_counter() - started
+        wall = report.seqlab_train(config, run_dir, overrides, options=["--data-dir", str(data_dir)])
     log = RunDir(run_dir).log()
     scores = {}
     for split in ("valid", "test"):
-        out = subprocess.run([seqlab, "eval", str(run_dir), "--split", split, "--json", "--data-dir", str(data_dir)],
-                             check=True, capture_output=True, text=True, cwd=ROOT).stdout
+        out = report.seqlab(["eval", run_dir, "--split", split, "--json", "--data-dir", data_dir], capture=True)
         scores[split] = json.loads(out.strip().splitlines()[-1])
-    generate = [seqlab, "generate", str(run_dir), *SAMPLING, *(x for s in STARTS for x in ("--start", s))]
-    out = subprocess.run(generate, check=True, capture_output=True, text=True, cwd=ROOT).stdout
+    out = report.seqlab(["generate", run_dir, *SAMPLING, *(x for s in STARTS for x in ("--start", s))], capture=True)
     samples = out.removesuffix("\n").split("\n")  # a sample may be empty (a start of unknown words, then <eos>)
     if len(samples) != len(STARTS):
         raise SystemExit(f"seqlab generate gave {len(samples)} lines for {len(STARTS)} starts")
-    return dict(config=str(config), run_dir=str(run_dir), command=command, wall_s=wall,
+    return dict(config=str(config), run_dir=str(run_dir), wall_s=wall,
                 train_s=sum(r["train_seconds"] for r in log),
                 epochs=[dict(epoch=r["epoch"], train_s=r["train_seconds"], tokens_per_s=r["train_tokens_per_s"],
                              train_loss=r["train_loss"], valid_ppl=r["valid"]["perplexity"]) for r in log],

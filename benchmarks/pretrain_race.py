@@ -25,15 +25,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from report import add_results_option, machine, markdown, publish
+from report import add_results_option, machine, markdown, publish, seqlab, seqlab_train
 from scoreboard import Result, Table, command, spread
 
 from seqlab.rundir import RunDir
@@ -44,12 +42,6 @@ CLASSIFY = ROOT / "configs" / "chatbot_ko_labels_bert.yaml"
 FILL = ["오늘 [MASK] 너무 좋다", "[MASK] 싶어", "헤어진 지 [MASK] 됐어", "좋아하는 사람 [MASK] 생겼어", "[MASK] 먹을까?"]
 
 
-def seqlab(command: list[str], data_dir: str) -> str:
-    """Run ``seqlab COMMAND`` with ``data_dir`` as its data directory; the output of ``eval`` and ``fill-mask``."""
-    return subprocess.run(["seqlab", *command], check=True, env=os.environ | {"SEQLAB_DATA": data_dir},
-                          capture_output=command[0] in ("eval", "fill-mask"), text=True).stdout
-
-
 def summary(run_dir: Path, data_dir: str) -> dict[str, Any]:
     """A run's training seconds, epochs, best epoch and valid scores; a classifier's test scores too."""
     run = RunDir(run_dir)
@@ -57,21 +49,21 @@ def summary(run_dir: Path, data_dir: str) -> dict[str, Any]:
     out = {"run_dir": str(run_dir), "train_s": sum(e["train_seconds"] for e in log), "epochs": len(log),
            "best_epoch": run.model_info()["epoch"], "valid": run.model_info()["valid"]}
     if run.config().kind.name == "classifier":  # the pretraining itself has no test score
-        out["test"] = json.loads(seqlab(["eval", str(run_dir), "--split", "test", "--json"], data_dir))
+        out["test"] = json.loads(seqlab(["eval", run_dir, "--split", "test", "--json"], {"SEQLAB_DATA": data_dir},
+                                        capture=True))
     return out
 
 
 def race(seed: int, extra: list[str], data_dir: str, work: Path) -> dict[str, Any]:
     """Pretraining, fine-tuning and training from scratch for as long, for one seed."""
-    sets = [x for item in [*extra, f"seed={seed}"] for x in ("--set", item)]
+    sets, env = [*extra, f"seed={seed}"], {"SEQLAB_DATA": data_dir}
     pre_dir, fine_dir, scratch_dir = work / f"pretrain-{seed}", work / f"fine-{seed}", work / f"scratch-{seed}"
-    seqlab(["pretrain", str(PRETRAIN), "--out", str(pre_dir), *sets], data_dir)
+    seqlab(["pretrain", PRETRAIN, "--out", pre_dir, *(arg for item in sets for arg in ("--set", item))], env)
     pre = summary(pre_dir, data_dir)
-    seqlab(["train", str(CLASSIFY), "--out", str(fine_dir), *sets, "--set", f"model.init_from={pre_dir}"], data_dir)
+    seqlab_train(CLASSIFY, fine_dir, [*sets, f"model.init_from={pre_dir}"], env)
     fine = summary(fine_dir, data_dir)
     epochs = max(fine["epochs"], round(fine["epochs"] * (pre["train_s"] + fine["train_s"]) / fine["train_s"]))
-    seqlab(["train", str(CLASSIFY), "--out", str(scratch_dir), *sets, "--set", "model.init_from=null",
-            "--set", f"train.epochs={epochs}"], data_dir)
+    seqlab_train(CLASSIFY, scratch_dir, [*sets, "model.init_from=null", f"train.epochs={epochs}"], env)
     return {"seed": seed, "pretrain": pre, "fine": fine, "scratch": summary(scratch_dir, data_dir)}
 
 
@@ -111,7 +103,8 @@ def main(argv: list[str] | None = None) -> None:
     data_dir = str(Path(args.data_dir).resolve())
     work = args.work or Path(tempfile.mkdtemp(prefix="pretrain-race-"))
     results = [race(seed, args.extra, data_dir, work) for seed in args.seeds]
-    fill = seqlab(["fill-mask", results[0]["pretrain"]["run_dir"], *FILL, "--top", "5"], data_dir)
+    fill = seqlab(["fill-mask", results[0]["pretrain"]["run_dir"], *FILL, "--top", "5"], {"SEQLAB_DATA": data_dir},
+                  capture=True)
     given = command(__file__, sys.argv[1:] if argv is None else argv)
     made = tables(results)
     higher = sum(r["fine"]["test"]["macro_f1"] > r["scratch"]["test"]["macro_f1"] for r in results)

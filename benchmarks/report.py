@@ -1,6 +1,7 @@
 """What every benchmark script does with its tables (print them as markdown, record them in the scoreboard, or, for
 the reliability scripts, append them to a markdown file on request) and with its timed runs (each in a process of its
-own, so that its time and peak memory are its own)."""
+own, so that its time and peak memory are its own): ``seqlab`` and ``seqlab_train`` run seqlab's commands as a user
+runs them."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +40,27 @@ def run_worker(script: str | Path, kind: str, spec: dict[str, Any], work: Path) 
     subprocess.run([sys.executable, str(Path(script).resolve()), "--worker", kind, str(spec_path), str(result)],
                    check=True, cwd=Path(__file__).resolve().parents[1])
     return json.loads(result.read_text(encoding="utf-8"))
+
+
+def seqlab(args: Sequence[str | Path], env: Mapping[str, str] | None = None, capture: bool = False,
+           quiet: bool = False) -> str:
+    """``seqlab ARGS`` as a user runs it, in a process of its own (the seqlab of this interpreter), its environment
+    this one's with ``env``'s changes. Returns its standard output where ``capture`` (``eval --json`` and the like),
+    else "" (the output shown, or dropped where ``quiet``); its log and progress bars on standard error are shown."""
+    stdout = subprocess.PIPE if capture else subprocess.DEVNULL if quiet else None
+    done = subprocess.run([sys.executable, "-m", "seqlab", *map(str, args)], check=True, env=os.environ | dict(env or {}),
+                          stdout=stdout, text=True)
+    return done.stdout or ""
+
+
+def seqlab_train(config: str | Path, run_dir: Path, overrides: Sequence[str] = (),
+                 env: Mapping[str, str] | None = None, options: Sequence[str] = (), quiet: bool = False) -> float:
+    """``seqlab train CONFIG --out RUN_DIR``, ``--set`` before each of ``overrides``, then ``options`` (``seqlab``'s
+    ``env`` and ``quiet``). Returns the wall seconds around the command."""
+    started = time.perf_counter()
+    seqlab(["train", config, "--out", run_dir, *(arg for item in overrides for arg in ("--set", item)), *options], env,
+           quiet=quiet)
+    return time.perf_counter() - started
 
 
 def add_results_option(parser: argparse.ArgumentParser) -> None:

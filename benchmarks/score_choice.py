@@ -17,14 +17,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import scoreboard
 import yaml
-from report import add_results_option, machine, markdown, publish
+from report import add_results_option, machine, markdown, publish, seqlab
 from scoreboard import Result, Table, command, spread
 from select_config import Trial, cell, places, rank
 
@@ -42,9 +41,8 @@ def choice(search: dict[str, Any], results: Path) -> tuple[str, list[dict[str, A
 
 def evaluate(run_dir: Path, data_dir: str | None, decoding: list[str]) -> dict[str, Any]:
     """``seqlab eval RUN_DIR --split test --json`` with the options ``decoding``: the run's test metrics."""
-    args = (["seqlab", "eval", str(run_dir), "--split", "test", "--json", *decoding]
-            + (["--data-dir", data_dir] if data_dir else []))
-    output = subprocess.run(args, check=True, capture_output=True, text=True).stdout
+    output = seqlab(["eval", run_dir, "--split", "test", "--json", *decoding, *(["--data-dir", data_dir] if data_dir else [])],
+                    capture=True)
     return dict(json.loads(output[output.index("{"):]))
 
 

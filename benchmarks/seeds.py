@@ -19,14 +19,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from report import seqlab_train
 from scoreboard import RESULTS, Result, Table, command, record, spread
 
 from seqlab import precision
@@ -65,12 +64,7 @@ def train_and_score(config: Path, seed: int, precision_name: str, overrides: lis
     if precision_name != "auto":
         changes[precision.ENV] = precision_name
     run_dir = work / f"{precision_name}-seed{seed}"
-    train = [sys.executable, "-m", "seqlab", "train", str(config), "--out", str(run_dir), "--set", f"seed={seed}"]
-    for item in overrides:
-        train += ["--set", item]
-    start = time.perf_counter()
-    subprocess.run(train, check=True, env=os.environ | changes, stdout=subprocess.DEVNULL)
-    wall = time.perf_counter() - start
+    wall = seqlab_train(config, run_dir, [f"seed={seed}", *overrides], changes, quiet=True)
     log, info = RunDir(run_dir).log(), RunDir(run_dir).model_info()
     return {"seed": seed, "precision": precision_name,
             "resolved": info.get("precision", precision_name),  # what the run trained in (auto: what it chose)

@@ -23,9 +23,7 @@ test; that score is reported as it comes, once per final choice.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -33,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from report import add_results_option, choose_on_valid, machine, markdown, publish
+from report import add_results_option, choose_on_valid, machine, markdown, publish, seqlab_train
 from scoreboard import Result, Table, command, spread
 
 from seqlab.config import load_config
@@ -93,14 +91,8 @@ def train(config: Path, variant: str, overrides: list[str], precision: str, seed
     scores."""
     overrides = overrides + ([] if seed is None else [f"seed={seed}"])
     if not _finished(run_dir, config, overrides):
-        command = ["seqlab", "train", str(config), "--out", str(run_dir)]
-        for item in overrides:
-            command += ["--set", item]
-        if data_dir:
-            command += ["--data-dir", data_dir]
-        if run_dir.exists():
-            command.append("--resume")
-        subprocess.run(command, check=True, env=os.environ | {"SEQLAB_PRECISION": precision})
+        options = (["--data-dir", data_dir] if data_dir else []) + (["--resume"] if run_dir.exists() else [])
+        seqlab_train(config, run_dir, overrides, {"SEQLAB_PRECISION": precision}, options)
     return trial_of(run_dir, variant, precision, seed)
 
 

@@ -66,15 +66,19 @@ def bench(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
 @pytest.fixture
 def in_process_workers(bench: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """``report.run_worker``'s ``python SCRIPT --worker KIND SPEC RESULT`` runs as SCRIPT's ``main([...])`` in this
-    process, in the directory it names; what a worker changes for the process is undone: ``sys.path``, the book's
-    modules, the working directory, MPLBACKEND, and vectors_race's replacement of ``read_words``."""
+    process, in the directory it names (``report.seqlab``'s commands run as they are); what a worker changes for the
+    process is undone: ``sys.path``, the book's modules, the working directory, MPLBACKEND, and vectors_race's
+    replacement of ``read_words``."""
     import seqlab.vectors.run as vectors_run
 
     monkeypatch.setattr(vectors_run, "read_words", vectors_run.read_words)
     monkeypatch.setenv("MPLBACKEND", "Agg")
 
-    def run(command: list[str], check: bool, cwd: Path) -> subprocess.CompletedProcess[bytes]:
+    def run(command: list[str], check: bool, **options: Any) -> subprocess.CompletedProcess[Any]:
+        if command[1:3] == ["-m", "seqlab"]:  # report.seqlab: a seqlab command, run as it is
+            return subprocess.run(command, check=check, **options)
         python, script, *argv = command
+        cwd = options["cwd"]
         assert python == sys.executable and check
         path, here = list(sys.path), Path.cwd()
         os.chdir(cwd)
@@ -88,7 +92,8 @@ def in_process_workers(bench: Any, monkeypatch: pytest.MonkeyPatch) -> None:
                 del sys.modules[name]
         return subprocess.CompletedProcess(command, 0)
 
-    monkeypatch.setattr(bench("report"), "subprocess", SimpleNamespace(run=run))
+    monkeypatch.setattr(bench("report"), "subprocess",
+                        SimpleNamespace(run=run, PIPE=subprocess.PIPE, DEVNULL=subprocess.DEVNULL))
 
 
 def chatbot_data(data_dir: Path, n: int = 200) -> Path:
