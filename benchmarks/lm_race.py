@@ -6,6 +6,7 @@ model FLOP utilisation (issue 18).
     python benchmarks/lm_race.py --data-dir ../shared/data --book-repo /tmp/dlfs2 \\
         --kenlm-bin /tmp/lm-peers/kenlm/bin --json /tmp/lm_race.json [--results DIR]
     python benchmarks/lm_race.py ... --quick        # a smoke run of a few minutes
+    python benchmarks/lm_race.py --plot-record benchmarks/results/lm_race.avx2.json --plot curves.png  # drawn, not run
 
 What is measured, and how every system gets the same tokens:
 
@@ -75,8 +76,10 @@ What is measured, and how every system gets the same tokens:
 * ``--quick``: the first 1,000 train and 100 valid / test lines, 1 epoch of everything, 10 timed steps: a smoke run.
 
 Prints the tables in markdown, records them with every system's numbers in the scoreboard (``--results``,
-benchmarks/results/), and ``--json OUT`` writes everything, with the machine
-(CPU model and flags, torch / numpy / BLAS versions, threads), the load average at the start and end, and the date.
+benchmarks/results/); ``--plot PNG`` draws each system's learning curve (valid perplexity against training seconds,
+``curves_figure``), from this race or, with ``--plot-record``, from a recorded one; ``--json OUT`` writes everything,
+with the machine (CPU model and flags, torch / numpy / BLAS versions, threads), the load average at the start and end,
+and the date.
 The machine is shared: a load average above 1 at the start is warned about, and BLAS threads that spin-wait slow down
 many times over when another job holds a core (BetterRnnlm ran 6× slower in a test with one core busy).
 """
@@ -108,6 +111,8 @@ import report
 from scoreboard import Result, Table, command
 
 if TYPE_CHECKING:
+
+    from matplotlib.figure import Figure
 
     from seqlab.config import Config
     from seqlab.tokenizer import Tokenizer
@@ -604,6 +609,44 @@ def system_runs(result: dict[str, Any]) -> list[dict[str, Any]]:
     return json.loads(json.dumps(runs, default=str))
 
 
+CURVE_LABELS = {"seqlab": "seqlab LSTM LM", "transformer": "seqlab Transformer LM", "book rnnlm": "book Rnnlm",
+                "book better": "book BetterRnnlm"}
+
+
+def curves_figure(runs: list[dict[str, Any]]) -> Figure:
+    """Valid perplexity against training seconds (summed over the epochs, log scale) for every system of a race's
+    runs (``system_runs``), one point per epoch; KN-5 one point at lmplz's time. The book's points are its own
+    ``eval_perplexity`` (10 rows × 35, the tail dropped), seqlab's the whole stream: the labels say so."""
+    from matplotlib.figure import Figure
+
+    from seqlab.plots import text_font
+
+    font = text_font()
+    figure = Figure(figsize=(7, 4.5), layout="constrained")
+    ax = figure.subplots()
+    for run in runs:
+        name = run["system"]
+        if name in ("seqlab", "transformer"):
+            seconds, ppl = [e["train_s"] for e in run["epochs"]], [e["valid_ppl"] for e in run["epochs"]]
+            label = CURVE_LABELS[name]
+        elif name.startswith("book "):
+            seconds, ppl = [e["fit_s"] for e in run["epochs"]], [e["valid_ppl_book"] for e in run["epochs"]]
+            label = f"{CURVE_LABELS[name]} (its eval_perplexity)"
+        elif name == "kenlm":
+            ax.plot([run["train_s"]], [run["valid"]["perplexity"]], "s", label=f"KN-{run['order']} (lmplz)")
+            continue
+        else:  # the training step's throughput: no curve
+            continue
+        ax.plot(np.cumsum(seconds), ppl, marker=".", label=label)
+    ax.set_xscale("log")
+    ax.set_xlabel("training seconds", fontproperties=font)
+    ax.set_ylabel("valid perplexity", fontproperties=font)
+    ax.set_title("Language models on Multi30k English: valid perplexity against training time", fontproperties=font)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(prop=font)
+    return figure
+
+
 # --- main ---------------------------------------------------------------------------------------------------
 
 
@@ -646,6 +689,10 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help=f"the first {QUICK_LINES['train']:,} train and "
                         f"{QUICK_LINES['valid']} valid / test lines, 1 epoch of everything, 10 timed steps (smoke run)")
     parser.add_argument("--json", metavar="OUT", help="write everything here")
+    parser.add_argument("--plot", type=Path, metavar="PNG", help="draw every system's valid perplexity against its "
+                        "training seconds here")
+    parser.add_argument("--plot-record", type=Path, metavar="JSON", help="with --plot: draw it from this recorded race "
+                        "(benchmarks/results/lm_race.*.json) and run nothing")
     report.add_results_option(parser)
     parser.add_argument("--work-dir", type=Path, help="keep the runs here (default: a temporary directory)")
     parser.add_argument("--worker", nargs=3, metavar=("KIND", "SPEC", "RESULT"), help=argparse.SUPPRESS)
@@ -743,6 +790,13 @@ def main(argv: list[str] | None = None) -> None:
     if args.build_kenlm:
         build_kenlm(args.build_kenlm)
         return
+    if args.plot_record:
+        if not args.plot:
+            raise SystemExit("--plot-record draws a recorded race: give --plot PNG too")
+        from seqlab.plots import save
+
+        print("wrote", save(curves_figure(Result.read(args.plot_record).runs), args.plot), file=sys.stderr)
+        return
 
     from seqlab.config import load_config
     from seqlab.data import resolve_data_dir
@@ -777,6 +831,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=1, default=str), encoding="utf-8")
         print("wrote", args.json, file=sys.stderr)
+    if args.plot:
+        from seqlab.plots import save
+
+        print("wrote", save(curves_figure(system_runs(result)), args.plot), file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -247,7 +247,8 @@ def test_lm_race_runs_end_to_end(bench: Any, in_process_workers: None, tmp_path:
     out = tmp_path / "race.json"
     bench("lm_race").main(["--config", str(lstm), "--data-dir", str(data), "--systems", "kenlm", "rnnlm", "better",
                            "throughput", "--book-repo", str(BOOK), "--kenlm-bin", str(kenlm), "--quick",
-                           "--work-dir", str(tmp_path / "work"), "--json", str(out), "--results", str(tmp_path)])
+                           "--work-dir", str(tmp_path / "work"), "--json", str(out), "--results", str(tmp_path),
+                           "--plot", str(tmp_path / "curves.png")])
     printed = capsys.readouterr().out
     result = json.loads(out.read_text(encoding="utf-8"))
     tokens, per_line = result["tokens"], result["tokens"]["test"] // 40  # every caption is as long in tokens
@@ -272,6 +273,15 @@ def test_lm_race_runs_end_to_end(bench: Any, in_process_workers: None, tmp_path:
     assert [run["system"] for run in recorded_race.runs] == [
         "seqlab", "kenlm", "book rnnlm", "book better", *["throughput"] * len(precisions)]
     assert recorded_race.runs[0]["test"] == result["seqlab"]["test"] and recorded_race.tables[0].rows == rows[:4]
+    lines = bench("lm_race").curves_figure(recorded_race.runs).axes[0].get_lines()  # as --plot drew it
+    assert [line.get_label() for line in lines] == [
+        "seqlab LSTM LM", "KN-5 (lmplz)", "book Rnnlm (its eval_perplexity)", "book BetterRnnlm (its eval_perplexity)"]
+    assert list(lines[0].get_xdata()) == pytest.approx(np.cumsum([e["train_s"] for e in result["seqlab"]["epochs"]]))
+    assert list(lines[3].get_ydata()) == [e["valid_ppl_book"] for e in result["book"]["better"]["epochs"]]
+    assert (tmp_path / "curves.png").stat().st_size > 0
+    [record] = tmp_path.glob("lm_race.*.json")
+    bench("lm_race").main(["--plot-record", str(record), "--plot", str(tmp_path / "again.png")])  # nothing run
+    assert (tmp_path / "again.png").stat().st_size > 0
 
 
 @pytest.mark.filterwarnings("ignore:The parameter 'token_pattern' will not be used")  # char n-grams
