@@ -138,3 +138,8 @@ def test_large_linear_layers_are_prepacked_for_cpu_inference_and_compute_the_sam
     assert placed[0].weight.grad is not None
     bf16 = Runtime(precision="bf16").place(nn.Sequential(nn.Linear(64, PACK_FROM // 64)))
     assert type(bf16[0]) is nn.Linear  # autocast computes it in bf16: nothing to pack
+    chosen = Runtime(precision="bf16", auto=True)  # auto's bf16: its small searches compute in fp32
+    auto = chosen.place(nn.Sequential(nn.Linear(64, PACK_FROM // 64)))
+    assert isinstance(auto[0], PackedLinear)
+    with torch.no_grad(), chosen.autocast():  # a large search: autocast's bf16 product, not the packed one
+        assert auto[0](x).dtype == torch.bfloat16

@@ -106,6 +106,31 @@ def test_a_loaded_model_decodes_in_what_auto_chose_when_it_trained(monkeypatch, 
     assert Runtime.for_inference("cpu", "auto", trained="fp32").precision == "bf16"
 
 
+def test_only_autos_bf16_leaves_small_searches_to_fp32(monkeypatch, cpu_decides):
+    """A runtime knows whether its bf16 is ``auto``'s choice (``precision.probed``: bf16 native, nothing forced) or
+    was asked for: only the first computes a search of fewer than SMALL_SEARCH_ROWS rows in fp32
+    (``Runtime.autocast(rows)``; no rows given: not a search)."""
+    from seqlab.runtime import SMALL_SEARCH_ROWS
+
+    def autocast_on(runtime: Runtime, rows: int | None) -> bool:
+        with runtime.autocast(rows):
+            return torch.is_autocast_enabled("cpu")
+
+    monkeypatch.setattr(precision, "native_bf16", lambda: True)
+    chosen, asked = Runtime.for_inference("cpu", "auto", trained="bf16"), Runtime.for_inference("cpu", "bf16")
+    assert chosen.precision == asked.precision == "bf16" and chosen.auto and not asked.auto
+    assert Runtime.for_inference("cpu", "auto", trained=None).auto
+    rows = [None, 1, SMALL_SEARCH_ROWS - 1, SMALL_SEARCH_ROWS]
+    assert [autocast_on(chosen, n) for n in rows] == [True, False, False, True]
+    assert [autocast_on(asked, n) for n in rows] == [True] * 4
+    assert not any(autocast_on(Runtime.for_inference("cpu", "auto", trained="fp32"), n) for n in rows)
+    monkeypatch.setenv(precision.ENV, "bf16")
+    assert not Runtime.for_inference("cpu", "auto", trained="bf16").auto  # forced: bf16 for every search
+    monkeypatch.delenv(precision.ENV)
+    monkeypatch.setattr(precision, "native_bf16", lambda: False)
+    assert not Runtime.for_inference("cpu", "auto").auto  # fp32 by the flags: nothing chosen between
+
+
 def virtual_clock(monkeypatch: pytest.MonkeyPatch) -> Callable[[float], None]:
     """The probe's clock made a counter that only the fake steps move (``spend(seconds)``), so that what the
     probe measures is what a test says the steps take, however busy the machine running the suite is (real sleeps

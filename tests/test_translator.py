@@ -7,8 +7,11 @@ import pytest
 import torch
 
 from seqlab.config import parse_config
+from seqlab.decoding import DecodeOptions
 from seqlab.model import build_model
+from seqlab.predictors import translator as translator_module
 from seqlab.predictors.translator import Translator
+from seqlab.runtime import SMALL_SEARCH_ROWS, Runtime
 from seqlab.specials import EOS
 from seqlab.tokenizer import Tokenizer
 
@@ -50,6 +53,28 @@ def test_batches_decoded_side_by_side_give_what_one_after_another_gives(translat
     one_by_one = [translator.translate(texts, beam=beam) for beam in (1, 3)]
     translator.runtime = replace(translator.runtime, workers=2)
     assert [translator.translate(texts, beam=beam) for beam in (1, 3)] == one_by_one
+
+
+def test_a_search_of_few_rows_decodes_in_fp32_where_bf16_is_autos_choice(translator, monkeypatch):
+    """``Runtime.autocast``: where ``auto`` chose bf16, a search of fewer than SMALL_SEARCH_ROWS rows (one sentence
+    at beam 3: 3 rows) runs without autocast, its outputs and scores exactly fp32's; a search of more rows (64
+    samples of one sentence), and every search where bf16 was asked for, under bf16 autocast."""
+    seen: list[bool] = []
+
+    def search(*args, **kwargs):
+        seen.append(torch.is_autocast_enabled("cpu"))
+        return real(*args, **kwargs)
+
+    real = translator_module.search
+    monkeypatch.setattr(translator_module, "search", search)
+    one, beam = translator.encode_sources(["12+5"]), DecodeOptions(beam=3)
+    in_fp32 = translator.search_ids(one, beam)
+    translator.runtime = Runtime(torch.device("cpu"), "bf16", auto=True)
+    assert translator.search_ids(one, beam) == in_fp32
+    translator.search_ids(one, DecodeOptions(sample=True, num_samples=SMALL_SEARCH_ROWS, seed=1))
+    translator.runtime = Runtime(torch.device("cpu"), "bf16")
+    translator.search_ids(one, beam)
+    assert seen == [False, False, True, True]
 
 
 def test_translate_wants_a_list(translator):

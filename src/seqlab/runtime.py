@@ -43,6 +43,13 @@ B = TypeVar("B")
 R = TypeVar("R")
 
 BATCHES_PER_WORKER = 4  # at least, where the items allow (``Runtime.batch_size``)
+# A search of fewer rows (inputs × beams or samples) computes in fp32 where ``auto`` chose bf16 on the CPU
+# (``Runtime.autocast``): bf16's products of a few rows cost oneDNN's call more than they save. One sentence at beam 5,
+# median latency on a Zen 4 with AVX-512 BF16: the date model 10.8 ms in fp32 against 20.3 in bf16, the Multi30k
+# model 40.9 against 53.9; per sentence, in batches of 4 sentences at beam 5 bf16 took 1.24-1.44× fp32's time, of 16
+# greedy 1.20-1.60×; from 128 sentences at beam 5 bf16 is the faster on both (0.97×, 0.80×), where the Multi30k
+# model's crossed at about 16.
+SMALL_SEARCH_ROWS = 64
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}  # autocast's lower precisions (fp16: CUDA without bf16)
 
 
@@ -56,6 +63,7 @@ class Runtime:
     precision: str = "fp32"
     int8: bool = False
     reason: str = ""  # how ``auto`` was decided where it was measured (``measure_precision``) or recorded
+    auto: bool = False  # the precision is ``auto``'s choice here, none asked for (``autocast``'s small searches)
     workers: int = 1  # batches computed side by side, each on its share of torch's threads (``map``)
 
     def __post_init__(self) -> None:
@@ -81,9 +89,10 @@ class Runtime:
         if int8:
             return cls(torch.device("cpu"), "fp32", True, workers=workers)
         where = precision.device("cpu" if device == "cpu" else "auto")
-        if trained in ("fp32", "bf16") and precision.probed(precision_name, where.type):
-            return cls(where, trained, reason="auto: as the run trained", workers=workers)
-        return cls(where, precision.resolve(precision_name, where.type), workers=workers)
+        chosen = precision.probed(precision_name, where.type)  # auto's to decide: bf16 native, nothing forced
+        if trained in ("fp32", "bf16") and chosen:
+            return cls(where, trained, reason="auto: as the run trained", workers=workers, auto=True)
+        return cls(where, precision.resolve(precision_name, where.type), workers=workers, auto=chosen)
 
     def batch_size(self, items: int, most: int) -> int:
         """How many of ``items`` to put in a batch: ``most``; with workers, fewer where that would leave fewer than
@@ -116,10 +125,13 @@ class Runtime:
             pool.shutdown(cancel_futures=True)  # a batch that failed (or was stopped) stops those not yet begun
             torch.set_num_threads(threads)  # the count a new thread starts with is the process's: this one's again
 
-    def autocast(self) -> contextlib.AbstractContextManager:
-        """Autocast in ``precision`` on the device; a no-op for fp32 (and int8, whose layers take fp32 inputs)."""
+    def autocast(self, rows: int | None = None) -> contextlib.AbstractContextManager:
+        """Autocast in ``precision`` on the device; a no-op for fp32 (and int8, whose layers take fp32 inputs), and
+        for a search of fewer than ``SMALL_SEARCH_ROWS`` ``rows`` on the CPU where the precision is ``auto``'s
+        choice (one sentence from the page, the chat or the server: fp32 is the faster there)."""
+        small = self.auto and self.device.type == "cpu" and rows is not None and rows < SMALL_SEARCH_ROWS
         return torch.autocast(self.device.type, dtype=DTYPES.get(self.precision, torch.bfloat16),
-                              enabled=self.precision != "fp32")
+                              enabled=self.precision != "fp32" and not small)
 
     def grad_scaler(self) -> torch.amp.GradScaler:
         """The gradient scaler fp16 training needs (its small range underflows gradients); disabled, and a no-op,
@@ -127,12 +139,14 @@ class Runtime:
         return torch.amp.GradScaler(self.device.type, enabled=self.precision == "fp16")
 
     def place(self, model: M) -> M:
-        """``model`` in eval mode where it runs: on the device, or as its int8 copy (``quantize_int8``); in fp32 on
-        the CPU its large linear layers prepacked (``PackedLinear``)."""
+        """``model`` in eval mode where it runs: on the device, or as its int8 copy (``quantize_int8``); on the CPU
+        in fp32, or in ``auto``'s bf16, whose small searches compute in fp32 (``autocast``), its large linear layers
+        prepacked (``PackedLinear``, which autocast's products bypass)."""
         if self.int8:
             return quantize_int8(model.eval())
         model = model.eval().to(self.device)
-        if self.device.type == "cpu" and self.precision == "fp32" and torch.backends.mkldnn.is_available():
+        fp32_there = self.precision == "fp32" or self.auto
+        if self.device.type == "cpu" and fp32_there and torch.backends.mkldnn.is_available():
             pack_large_linears(model)
         return model
 

@@ -58,6 +58,11 @@ class DecodeOptions(BaseModel):
             raise ValueError(f"temperature {self.temperature:g}: 0 (greedy) or at least {MIN_TEMPERATURE}")
         return self
 
+    @property
+    def rows_per_input(self) -> int:
+        """The rows a search decodes side by side for each input: its beams, or its samples."""
+        return self.num_samples if self.sample else self.beam
+
     def constrained(self) -> bool:
         """Whether any of min_length, no_repeat_ngram_size, repetition_penalty changes the words' scores."""
         return bool(self.min_length or self.no_repeat_ngram_size or self.repetition_penalty != 1.0)

@@ -53,9 +53,9 @@ class Predictor:
         """Where the model runs; its inputs go there."""
         return self.runtime.device
 
-    def autocast(self) -> contextlib.AbstractContextManager:
-        """Autocast in the runtime's precision (a no-op in fp32)."""
-        return self.runtime.autocast()
+    def autocast(self, rows: int | None = None) -> contextlib.AbstractContextManager:
+        """Autocast in the runtime's precision (a no-op in fp32; ``rows``: a search's, ``Runtime.autocast``)."""
+        return self.runtime.autocast(rows)
 
     @classmethod
     def load(cls: type[P], run_dir: str | Path, device: str | None = None, precision: str | None = None,

@@ -79,7 +79,7 @@ class LanguageModel(TextPredictor):
         self.model.eval()
 
         def continue_group(group: list[int]) -> list[list[Hypothesis]]:
-            with torch.no_grad(), self.autocast():  # thread-local: set on the thread that decodes
+            with torch.no_grad(), self.autocast(len(group) * options.rows_per_input):  # thread-local: set where it decodes
                 return search(self.model, pad([prompts[i] for i in group]).to(self.device), options,
                               self.config.eval.max_output_length, stop=stop)
 

@@ -139,7 +139,7 @@ class Translator(Predictor):
             options = options.model_copy(update={"max_length": width, "length_ratio": None})
 
         def decode(batch: list[int]) -> list[list[Hypothesis]]:
-            with self.autocast():  # thread-local: set on the thread that decodes
+            with self.autocast(len(batch) * options.rows_per_input):  # thread-local: set on the decoding thread
                 return search(model, pad([src[i] for i in batch]).to(self.device), options,
                               self.config.eval.max_output_length, need_weights, stop)
 
