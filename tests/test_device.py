@@ -119,7 +119,7 @@ def test_large_linear_layers_are_prepacked_for_cpu_inference_and_compute_the_sam
     the plain product in training mode, and a new packed copy after the weight changes."""
     from torch import nn
 
-    from seqlab.runtime import PACK_FROM, PackedLinear, Runtime
+    from seqlab.runtime import PACK_FROM, Int8Linear, PackedLinear, Runtime, quantize_int8
 
     model = nn.Sequential(nn.Embedding(PACK_FROM // 64, 64), nn.Linear(64, 64), nn.Linear(64, PACK_FROM // 64))
     model[2].weight = model[0].weight  # tied, as a Transformer's output projection may be
@@ -136,6 +136,12 @@ def test_large_linear_layers_are_prepacked_for_cpu_inference_and_compute_the_sam
     placed.train()
     placed[2](x).sum().backward()  # the plain product in training: gradients flow to the tied weight
     assert placed[0].weight.grad is not None
+    placed.eval()
+    int8 = quantize_int8(placed)  # a placed model quantised: the packed layer too, the placed model untouched
+    assert isinstance(int8[2], Int8Linear) and isinstance(placed[2], PackedLinear)
+    with torch.no_grad():
+        error = (int8[2](x) - placed[2](x)).norm() / placed[2](x).norm()
+    assert error < 0.03  # int8's rounding, not another layer
     bf16 = Runtime(precision="bf16").place(nn.Sequential(nn.Linear(64, PACK_FROM // 64)))
     assert type(bf16[0]) is nn.Linear  # autocast computes it in bf16: nothing to pack
     chosen = Runtime(precision="bf16", auto=True)  # auto's bf16: its small searches compute in fp32

@@ -16,6 +16,7 @@ machine's threads on many batches: all of them on one batch at a time, or a shar
 from __future__ import annotations
 
 import contextlib
+import copy
 import ctypes
 import functools
 import hashlib
@@ -303,6 +304,12 @@ class PackedLinear(nn.Module):
         self._packed = None  # an optimiser's step leaves no trace on the weight that ``_packed_weight`` would see
         return super().train(mode)
 
+    def unpacked(self) -> nn.Linear:
+        """The plain ``nn.Linear`` of the same weight and bias (the parameters themselves, shared)."""
+        linear = nn.Linear(self.in_features, self.out_features, bias=self.bias is not None, device="meta")
+        linear.weight, linear.bias = self.weight, self.bias
+        return linear.train(self.training)
+
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, packed"
 
@@ -341,11 +348,17 @@ class Int8Linear(torch.ao.nn.quantized.dynamic.Linear):
 
 
 def quantize_int8(model: M) -> M:
-    """A copy of ``model`` for CPU inference with int8 weights in every ``nn.Linear``, a scale per output row (as
-    CTranslate2 and the ONNX export quantise), and activations quantised on the fly (``Int8Linear``); everything
-    else (embeddings, attention products, norms) stays fp32. It changes outputs slightly;
-    ``benchmarks/peer_decoding.py`` measures speed and accuracy before and after."""
+    """A copy of ``model`` for CPU inference with int8 weights in every ``nn.Linear`` (a ``PackedLinear`` of a model
+    already placed in fp32 too), a scale per output row (as CTranslate2 and the ONNX export quantise), and activations
+    quantised on the fly (``Int8Linear``); everything else (embeddings, attention products, norms) stays fp32. It
+    changes outputs slightly; ``benchmarks/peer_decoding.py`` measures speed and accuracy before and after."""
+    model = copy.deepcopy(model)  # tied weights stay tied in the copy
+    for module in list(model.modules()):
+        for name, child in module.named_children():
+            if isinstance(child, PackedLinear):
+                setattr(module, name, child.unpacked())
     with warnings.catch_warnings():  # torch.ao.quantization is deprecated in favour of torchao, not yet removed
         warnings.simplefilter("ignore")
         qconfig = torch.ao.quantization.per_channel_dynamic_qconfig
-        return cast(M, torch.ao.quantization.quantize_dynamic(model, {nn.Linear: qconfig}, mapping={nn.Linear: Int8Linear}))
+        return cast(M, torch.ao.quantization.quantize_dynamic(model, {nn.Linear: qconfig}, mapping={nn.Linear: Int8Linear},
+                                                              inplace=True))
