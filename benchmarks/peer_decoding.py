@@ -28,7 +28,8 @@ starts when the engine is handed the split's source ids, already loaded in memor
 returned the output ids of every sentence: seqlab and CTranslate2 sort by length inside that time, JoeyNMT (which batches in
 file order) is handed the sources sorted by length. Loading the model and the data, converting the
 weights and turning ids into text are outside every timer. seqlab runs in fp32, bf16 autocast (where the CPU
-has native bf16) and with int8 linear layers;
+has native bf16), with int8 linear layers, and, where ``auto`` is decided on this CPU, as ``seqlab.load(RUN)`` runs
+it by default (``auto``: the precision the run trained in, a search of a few rows in fp32);
 CTranslate2 and ONNX Runtime in float32 and int8 (neither has bf16 on CPU); JoeyNMT in float32 (its CPU autocast is
 float16). Each worker then decodes the first ``--latency`` sentences (200) one at a time at the largest beam, as
 the page and chat do (with one worker: one sentence is one batch): a second table gives each engine's median and
@@ -62,7 +63,7 @@ from seqlab.evaluate import EncodedSplit
 from seqlab.metrics import corpus_bleu, exact_match
 from seqlab.model import Transformer
 from seqlab.model.transformer import Embedder, TransformerConfig
-from seqlab.precision import native_precisions
+from seqlab.precision import native_precisions, probed
 from seqlab.predictors.translator import Translator, load
 from seqlab.runtime import Runtime
 
@@ -103,9 +104,11 @@ def export(translator: Translator, src: Sequence[Sequence[int]], out: Path) -> N
 
 def runtimes() -> dict[str, Runtime]:
     """seqlab's settings: fp32, bf16 autocast where this CPU has native bf16 (emulated bf16 is many times
-    slower), and int8 linear layers (``seqlab.load(run, int8=True)``)."""
+    slower), int8 linear layers (``seqlab.load(run, int8=True)``), and, where ``auto`` is decided here
+    (``precision.probed``), ``auto``: the runtime ``seqlab.load(run)`` gives (``one_run`` takes the run's own)."""
     cpu = torch.device("cpu")
-    return {name: Runtime(cpu, name) for name in native_precisions()} | {"int8": Runtime(cpu, "fp32", int8=True)}
+    settings = {name: Runtime(cpu, name) for name in native_precisions()} | {"int8": Runtime(cpu, "fp32", int8=True)}
+    return settings | ({"auto": Runtime.for_inference("cpu", "auto")} if probed("auto") else {})
 
 
 def engines(peers: list[str], workers: list[int]) -> list[tuple[str, str, int]]:
@@ -151,7 +154,7 @@ def one_run(args: argparse.Namespace) -> None:
     workers = int(count)
     translator = load(args.run_dir)
     if engine == "seqlab":
-        runtime = replace(runtimes()[setting], workers=workers)
+        runtime = replace(translator.runtime if setting == "auto" else runtimes()[setting], workers=workers)
         decoder = Translator(runtime.place(translator.model), translator.source, translator.target, translator.config,
                              runtime)
     else:
