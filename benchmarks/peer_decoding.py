@@ -102,20 +102,25 @@ def export(translator: Translator, src: Sequence[Sequence[int]], out: Path) -> N
     (out / "source.txt").write_text("".join(" ".join(map(str, s)) + "\n" for s in src))
 
 
-def runtimes() -> dict[str, Runtime]:
+def settings() -> list[str]:
     """seqlab's settings: fp32, bf16 autocast where this CPU has native bf16 (emulated bf16 is many times
     slower), int8 linear layers (``seqlab.load(run, int8=True)``), and, where ``auto`` is decided here
-    (``precision.probed``), ``auto``: the runtime ``seqlab.load(run)`` gives (``one_run`` takes the run's own)."""
-    cpu = torch.device("cpu")
-    settings = {name: Runtime(cpu, name) for name in native_precisions()} | {"int8": Runtime(cpu, "fp32", int8=True)}
-    return settings | ({"auto": Runtime.for_inference("cpu", "auto")} if probed("auto") else {})
+    (``precision.probed``), ``auto``: the runtime ``seqlab.load(run)`` gives."""
+    return [*native_precisions(), "int8", *(["auto"] if probed("auto") else [])]
+
+
+def runtime_of(setting: str, loaded: Runtime) -> Runtime:
+    """A setting's runtime on the CPU; ``auto`` is ``loaded``, the one ``seqlab.load(run)`` gave."""
+    if setting == "auto":
+        return loaded
+    return Runtime(torch.device("cpu"), "fp32", int8=True) if setting == "int8" else Runtime(torch.device("cpu"), setting)
 
 
 def engines(peers: list[str], workers: list[int]) -> list[tuple[str, str, int]]:
     """Every (engine, setting, workers) decoded by a worker process of this script: seqlab's, then the exports'."""
     exported = [(peer, quantization) for peer in sorted(set(peers) & set(EXPORTS)) for quantization in QUANTIZATIONS]
     return [(engine, setting, n) for n in workers
-            for engine, setting in [("seqlab", setting) for setting in runtimes()] + exported]
+            for engine, setting in [("seqlab", setting) for setting in settings()] + exported]
 
 
 def process_runs(args: argparse.Namespace, work: Path) -> list[dict[str, Any]]:
@@ -154,7 +159,7 @@ def one_run(args: argparse.Namespace) -> None:
     workers = int(count)
     translator = load(args.run_dir)
     if engine == "seqlab":
-        runtime = replace(translator.runtime if setting == "auto" else runtimes()[setting], workers=workers)
+        runtime = replace(runtime_of(setting, translator.runtime), workers=workers)
         decoder = Translator(runtime.place(translator.model), translator.source, translator.target, translator.config,
                              runtime)
     else:

@@ -416,7 +416,7 @@ def test_peer_decoding_runs_end_to_end(date_run: tuple[Path, Path], peer_venv: P
                         "--workers", "1", "2", "--results", str(tmp_path)])
     printed = capsys.readouterr().out
     # seqlab in fp32, in bf16 where this CPU has it natively, and int8; then each export
-    workers = [*(("seqlab", setting) for setting in peer_decoding.runtimes()), ("ctranslate2", "float32"),
+    workers = [*(("seqlab", setting) for setting in peer_decoding.settings()), ("ctranslate2", "float32"),
                ("ctranslate2", "int8")]
     assert [setting for _, setting in workers[:2]] in (["fp32", "int8"], ["fp32", "bf16"])
     rows = table_rows(printed)[: -len(workers)]

@@ -316,10 +316,17 @@ class PackedLinear(nn.Module):
 
 def pack_large_linears(model: nn.Module) -> None:
     """Every ``nn.Linear`` of ``model`` with at least ``PACK_FROM`` weights becomes a ``PackedLinear``, in place."""
+    _swap_layers(model, lambda layer: PackedLinear(layer).train(layer.training)
+                 if type(layer) is nn.Linear and layer.weight.numel() >= PACK_FROM else None)
+
+
+def _swap_layers(model: nn.Module, swap: Callable[[nn.Module], nn.Module | None]) -> None:
+    """Every layer of ``model`` for which ``swap`` gives a replacement replaced by it, in place."""
     for module in list(model.modules()):
         for name, child in module.named_children():
-            if type(child) is nn.Linear and child.weight.numel() >= PACK_FROM:
-                setattr(module, name, PackedLinear(child).train(child.training))
+            replacement = swap(child)
+            if replacement is not None:
+                setattr(module, name, replacement)
 
 
 CPU_FP32 = Runtime()  # what an exported graph runs in: ONNX Runtime and CTranslate2 compute in their own precision
@@ -353,10 +360,7 @@ def quantize_int8(model: M) -> M:
     quantised on the fly (``Int8Linear``); everything else (embeddings, attention products, norms) stays fp32. It
     changes outputs slightly; ``benchmarks/peer_decoding.py`` measures speed and accuracy before and after."""
     model = copy.deepcopy(model)  # tied weights stay tied in the copy
-    for module in list(model.modules()):
-        for name, child in module.named_children():
-            if isinstance(child, PackedLinear):
-                setattr(module, name, child.unpacked())
+    _swap_layers(model, lambda layer: layer.unpacked() if isinstance(layer, PackedLinear) else None)
     with warnings.catch_warnings():  # torch.ao.quantization is deprecated in favour of torchao, not yet removed
         warnings.simplefilter("ignore")
         qconfig = torch.ao.quantization.per_channel_dynamic_qconfig
