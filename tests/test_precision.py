@@ -108,9 +108,9 @@ def test_a_loaded_model_decodes_in_what_auto_chose_when_it_trained(monkeypatch, 
 
 def test_only_autos_bf16_leaves_small_searches_to_fp32(monkeypatch, cpu_decides):
     """A runtime knows whether its bf16 is ``auto``'s choice (``precision.probed``: bf16 native, nothing forced) or
-    was asked for: only the first computes a search of fewer than SMALL_SEARCH_ROWS rows in fp32
-    (``Runtime.autocast(rows)``; no rows given: not a search)."""
-    from seqlab.runtime import SMALL_SEARCH_ROWS
+    was asked for: only the first computes a search of fewer than SMALL_SEARCH_ROWS rows, and one pass over fewer
+    than SMALL_PASS_TOKENS tokens, in fp32 (``Runtime.autocast(rows, tokens)``; neither given: training, scoring)."""
+    from seqlab.runtime import SMALL_PASS_TOKENS, SMALL_SEARCH_ROWS
 
     def autocast_on(runtime: Runtime, rows: int | None) -> bool:
         with runtime.autocast(rows):
@@ -124,6 +124,14 @@ def test_only_autos_bf16_leaves_small_searches_to_fp32(monkeypatch, cpu_decides)
     assert [autocast_on(chosen, n) for n in rows] == [True, False, False, True]
     assert [autocast_on(asked, n) for n in rows] == [True] * 4
     assert not any(autocast_on(Runtime.for_inference("cpu", "auto", trained="fp32"), n) for n in rows)
+    tokens = [1, SMALL_PASS_TOKENS - 1, SMALL_PASS_TOKENS]  # one pass of an encoder: its inputs × padded length
+
+    def pass_on(runtime: Runtime, n: int) -> bool:
+        with runtime.autocast(tokens=n):
+            return torch.is_autocast_enabled("cpu")
+
+    assert [pass_on(chosen, n) for n in tokens] == [False, False, True]
+    assert [pass_on(asked, n) for n in tokens] == [True] * 3
     monkeypatch.setenv(precision.ENV, "bf16")
     assert not Runtime.for_inference("cpu", "auto", trained="bf16").auto  # forced: bf16 for every search
     monkeypatch.delenv(precision.ENV)
@@ -399,3 +407,43 @@ def test_workers_get_batches_enough_to_stay_busy_to_the_end():
     assert two.batch_size(1000, 256) == 125  # 8 batches: 4 a worker, not 4 of 256 for both
     assert two.batch_size(5000, 256) == 256  # 20 batches of the most already
     assert two.batch_size(3, 256) == 1 and Runtime().batch_size(1000, 256) == 256
+
+
+@pytest.mark.parametrize("kind", ["classifier", "answerer"])
+def test_one_text_passes_in_fp32_where_bf16_is_autos_choice(kind, tiny_classifier, tiny_reader, monkeypatch):
+    """An encoder's pass over fewer than SMALL_PASS_TOKENS tokens (one question from the page or the server) runs
+    without autocast where ``auto`` chose bf16, its output exactly fp32's; a batch of more tokens under bf16
+    autocast (``Runtime.autocast(tokens=...)``)."""
+    from seqlab.predictors.answerer import load as load_answerer
+    from seqlab.predictors.base import Predictor
+    from seqlab.predictors.classifier import load as load_classifier
+    from seqlab.runtime import SMALL_PASS_TOKENS
+
+    predictor: Predictor
+    if kind == "classifier":
+        classifier = predictor = load_classifier(tiny_classifier)
+        texts = [["사랑 요즘 궁금해"]] * 2 + [["주말 이별 힘들어"] * (SMALL_PASS_TOKENS // 4)]
+
+        def use(batch: list[str]) -> list:
+            return [p.probabilities for p in classifier.classify(batch)]
+    else:
+        answerer = predictor = load_answerer(tiny_reader)
+        context = "Ana lives in Borland and eats apples."
+        texts = [["Where does Ana live?"]] * 2 + [["What does Ana eat?"] * (SMALL_PASS_TOKENS // 8)]
+
+        def use(batch: list[str]) -> list:
+            return [(a.text, a.probability) for a in answerer.answer(batch, [context] * len(batch))]
+    seen: list[bool] = []
+    forward = predictor.model.forward
+
+    def recording(*args, **kwargs):
+        seen.append(torch.is_autocast_enabled("cpu"))
+        return forward(*args, **kwargs)
+
+    monkeypatch.setattr(predictor.model, "forward", recording)
+    predictor.runtime = Runtime(torch.device("cpu"), "fp32")
+    in_fp32 = use(texts[0])
+    predictor.runtime = Runtime(torch.device("cpu"), "bf16", auto=True)
+    assert use(texts[1]) == in_fp32
+    use(texts[2])
+    assert seen[:2] == [False, False] and all(seen[2:])

@@ -51,6 +51,12 @@ BATCHES_PER_WORKER = 4  # at least, where the items allow (``Runtime.batch_size`
 # greedy 1.20-1.60×; from 128 sentences at beam 5 bf16 is the faster on both (0.97×, 0.80×), where the Multi30k
 # model's crossed at about 16.
 SMALL_SEARCH_ROWS = 64
+# One pass of an encoder (a classifier's, a span extractor's, BERT's fill-mask, a language model's score) over
+# fewer tokens (inputs × padded length) likewise: a pass casts every weight to bf16 again, where a search casts
+# them once, so its products must be taller before bf16 pays. ChatbotData's label classifier on the same Zen 4,
+# bf16 ÷ fp32 time per batch, the two taking turns: 1.99× for one question (0.75 against 1.50 ms), 1.24× at 195
+# tokens, 1.09× at 312, 0.98× at 421, 0.84× at 660, 0.75× at 256 questions (5 rounds each).
+SMALL_PASS_TOKENS = 384
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}  # autocast's lower precisions (fp16: CUDA without bf16)
 
 
@@ -126,13 +132,14 @@ class Runtime:
             pool.shutdown(cancel_futures=True)  # a batch that failed (or was stopped) stops those not yet begun
             torch.set_num_threads(threads)  # the count a new thread starts with is the process's: this one's again
 
-    def autocast(self, rows: int | None = None) -> contextlib.AbstractContextManager:
-        """Autocast in ``precision`` on the device; a no-op for fp32 (and int8, whose layers take fp32 inputs), and
-        for a search of fewer than ``SMALL_SEARCH_ROWS`` ``rows`` on the CPU where the precision is ``auto``'s
-        choice (one sentence from the page, the chat or the server: fp32 is the faster there)."""
-        small = self.auto and self.device.type == "cpu" and rows is not None and rows < SMALL_SEARCH_ROWS
+    def autocast(self, rows: int | None = None, tokens: int | None = None) -> contextlib.AbstractContextManager:
+        """Autocast in ``precision`` on the device; a no-op for fp32 (and int8, whose layers take fp32 inputs), and,
+        where the precision is ``auto``'s choice on the CPU, for a search of fewer than ``SMALL_SEARCH_ROWS``
+        ``rows`` (inputs × beams or samples) or one pass over fewer than ``SMALL_PASS_TOKENS`` ``tokens`` (inputs ×
+        padded length): one text from the page, the chat or the server, where fp32 is the faster."""
+        small = (rows is not None and rows < SMALL_SEARCH_ROWS) or (tokens is not None and tokens < SMALL_PASS_TOKENS)
         return torch.autocast(self.device.type, dtype=DTYPES.get(self.precision, torch.bfloat16),
-                              enabled=self.precision != "fp32" and not small)
+                              enabled=self.precision != "fp32" and not (small and self.auto and self.device.type == "cpu"))
 
     def grad_scaler(self) -> torch.amp.GradScaler:
         """The gradient scaler fp16 training needs (its small range underflows gradients); disabled, and a no-op,

@@ -105,8 +105,9 @@ class Answerer(TextPredictor):
         (``Predictor.batched``)."""
 
         def log_probabilities(batch: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
-            with torch.no_grad(), self.autocast():  # thread-local: set on the thread that computes
-                start, end = self.model(*self.batch([rows[i] for i in batch]))  # (batch, len)
+            inputs = self.batch([rows[i] for i in batch])  # ids, segments, the context mask: (batch, len) each
+            with torch.no_grad(), self.autocast(tokens=inputs[0].numel()):  # thread-local: set where it computes
+                start, end = self.model(*inputs)  # (batch, len)
             return start.log_softmax(-1), end.log_softmax(-1)
 
         out: list[tuple[np.ndarray, np.ndarray]] = [(np.empty(0), np.empty(0))] * len(rows)

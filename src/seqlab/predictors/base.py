@@ -53,9 +53,10 @@ class Predictor:
         """Where the model runs; its inputs go there."""
         return self.runtime.device
 
-    def autocast(self, rows: int | None = None) -> contextlib.AbstractContextManager:
-        """Autocast in the runtime's precision (a no-op in fp32; ``rows``: a search's, ``Runtime.autocast``)."""
-        return self.runtime.autocast(rows)
+    def autocast(self, rows: int | None = None, tokens: int | None = None) -> contextlib.AbstractContextManager:
+        """Autocast in the runtime's precision (a no-op in fp32; ``rows``: a search's, ``tokens``: one pass's,
+        ``Runtime.autocast``)."""
+        return self.runtime.autocast(rows, tokens)
 
     @classmethod
     def load(cls: type[P], run_dir: str | Path, device: str | None = None, precision: str | None = None,

@@ -84,8 +84,9 @@ class Classifier(Predictor):
         """(inputs, classes) softmax of encoded inputs, in batches of similar length (``Predictor.batched``)."""
 
         def probabilities(batch: list[int]) -> np.ndarray:
-            with torch.no_grad(), self.autocast():  # thread-local: set on the thread that computes
-                logits = self.model(pad([ids[i] for i in batch]).to(self.device))  # (batch, classes)
+            inputs = pad([ids[i] for i in batch])  # (batch, len)
+            with torch.no_grad(), self.autocast(tokens=inputs.numel()):  # thread-local: set on the thread that computes
+                logits = self.model(inputs.to(self.device))  # (batch, classes)
             return torch.softmax(logits.float(), -1).cpu().numpy()
 
         out = np.zeros((len(ids), len(self.labels)), dtype=np.float64)
@@ -121,7 +122,7 @@ class Classifier(Predictor):
         weights: list[torch.Tensor | None] = []
         with evaluating(self.model):
             for i, row in enumerate(ids):
-                with self.autocast():
+                with self.autocast(tokens=len(row)):
                     logits, layers = self.model.classify(torch.tensor([row], device=self.device),
                                                          need_weights=True)  # (1, classes)
                 probabilities[i] = torch.softmax(logits[0].float(), -1).cpu().numpy()

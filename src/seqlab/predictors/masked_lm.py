@@ -156,7 +156,7 @@ class MaskedLanguageModel(TextPredictor):
                 raise ValueError(f"no {MASK_MARK} in {text!r}: mark the tokens to fill in with {MASK_MARK}")
             ids = torch.tensor([self.encode_masked(text)], device=self.device)
             where = ids == MASK
-            with self.autocast():
+            with self.autocast(tokens=ids.numel()):
                 logits = self.model.masked_logits(self.model.encode(ids), where)  # (masks, vocab)
             probabilities = torch.softmax(logits.float(), -1)
             best = probabilities.topk(min(top, probabilities.size(-1)), dim=-1)
