@@ -55,7 +55,11 @@ What is measured, and how every system gets the same tokens:
   ``trainer.fit(..., max_epoch=1)`` (timed: training only), then the book's ``eval_perplexity`` on valid (timed
   apart; it drives BetterRnnlm's lr, as in its script; Rnnlm's script has none, and its LSTM state is saved and put
   back around it, so its training is unchanged except that each epoch's rows start again from the book's offsets,
-  as the train_rnnlm.py single ``fit(max_epoch=4)`` call does not). ``--book-epochs`` (4) caps both: Rnnlm runs its
+  as the train_rnnlm.py single ``fit(max_epoch=4)`` call does not) and on test (not in the book's loop, which draws
+  nothing random outside training: the training is unchanged; each point of the curve has its test score). Each
+  epoch is also appended to ``WORK/book-KIND-epochs.jsonl`` as it ends, so a long run cut short keeps what it
+  measured. Issue 39's table sets each BetterRnnlm epoch (its training seconds so far) against seqlab's last
+  epoch done within a fifth of them (``fifth_table``). ``--book-epochs`` (4) caps both: Rnnlm runs its
   4, BetterRnnlm 4 of its 40 (≈ 10–12 min an epoch here, 1.0–1.2 s a batch, and many times that when another job
   holds a core: the book builds layer objects per time step, each zeroing a gradient the size of its weights), so
   BetterRnnlm's full time is projected as 40 × its mean epoch, and its perplexity is the one reached at the cap (it
@@ -213,9 +217,13 @@ def book_worker(spec: dict[str, Any]) -> dict[str, Any]:
                         eval_interval=20)
             fit_s = time.perf_counter() - started
             started = time.perf_counter()
-            if kind == "better":  # the book's loop: valid perplexity, lr / 4 when it does not improve
-                model.reset_state()
-                ppl = float(eval_perplexity(model, corpus_val))
+            saved = _lstm_states(model)
+            model.reset_state()
+            ppl = float(eval_perplexity(model, corpus_val))
+            eval_s = time.perf_counter() - started
+            model.reset_state()
+            test_ppl = float(eval_perplexity(model, corpus_test))  # not in the book's loop: each point's test score
+            if kind == "better":  # the book's loop: lr / 4 when valid perplexity does not improve, the state reset
                 if best_ppl > ppl:
                     best_ppl = ppl
                 else:
@@ -223,15 +231,15 @@ def book_worker(spec: dict[str, Any]) -> dict[str, Any]:
                     optimizer.lr = lr
                 model.reset_state()
             else:  # not in train_rnnlm.py: measured for the curve, the LSTM state put back for training
-                saved = _lstm_states(model)
-                model.reset_state()
-                ppl = float(eval_perplexity(model, corpus_val))
                 for layer, hh, cc in saved:
                     layer.h, layer.c = hh, cc
-            eval_s = time.perf_counter() - started
-        epochs.append(dict(epoch=epoch, fit_s=fit_s, valid_eval_s=eval_s, valid_ppl_book=ppl, lr_after=lr))
-        print(f"  book {kind} epoch {epoch}: {fit_s:.1f} s training, valid ppl (book's eval) {ppl:.2f}, lr {lr:g}",
-              file=sys.stderr, flush=True)
+        epochs.append(dict(epoch=epoch, fit_s=fit_s, valid_eval_s=eval_s, valid_ppl_book=ppl, test_ppl_book=test_ppl,
+                           lr_after=lr))
+        if spec.get("progress"):  # each epoch kept as it ends: a long run cut short keeps what it measured
+            with open(spec["progress"], "a", encoding="utf-8") as f:
+                f.write(json.dumps(epochs[-1]) + "\n")
+        print(f"  book {kind} epoch {epoch}: {fit_s:.1f} s training, valid ppl (book's eval) {ppl:.2f}, test "
+              f"{test_ppl:.2f}, lr {lr:g}", file=sys.stderr, flush=True)
     iters = len(xs) // (h["batch"] * h["time"])
     started = time.perf_counter()
     valid = stream_perplexity(model, corpus_val, train_flg)
@@ -564,6 +572,34 @@ def epochs_table(result: dict[str, Any]) -> Table:
     return table
 
 
+def fifth_table(result: dict[str, Any]) -> Table | None:
+    """Issue 39's race against the book's BetterRnnlm, point by point: each of its epochs (its training seconds so
+    far, its valid and test perplexity by its own ``eval_perplexity``) against seqlab's last epoch done within a
+    fifth of those seconds (its valid perplexity, the whole stream). None without BetterRnnlm's epochs."""
+    better = result.get("book", {}).get("better")
+    if not better:
+        return None
+    ours = result["seqlab"]["epochs"]
+    seqlab_s = np.cumsum([e["train_s"] for e in ours])
+    table = Table("BetterRnnlm's curve against seqlab's LSTM LM within a fifth of its training time",
+                  ["book epoch", "book training s", "book valid / test ppl (its eval)", "a fifth: s",
+                   "seqlab epoch within it", "seqlab training s", "seqlab valid ppl", "seqlab lower"], [])
+    book_s = 0.0
+    for e in better["epochs"]:
+        book_s += e["fit_s"]
+        within = int(np.searchsorted(seqlab_s, book_s / 5, side="right"))  # seqlab's epochs done by then
+        test = e.get("test_ppl_book")  # absent in records made before it was measured
+        book = f"{e['valid_ppl_book']:.2f} / " + (f"{test:.2f}" if test is not None else "—")
+        if within == 0:
+            table.rows.append([str(e["epoch"]), f"{book_s:,.0f}", book, f"{book_s / 5:,.0f}", "none", "—", "—", "no"])
+            continue
+        mine = ours[within - 1]
+        table.rows.append([str(e["epoch"]), f"{book_s:,.0f}", book, f"{book_s / 5:,.0f}", str(mine["epoch"]),
+                           f"{seqlab_s[within - 1]:,.0f}", f"{mine['valid_ppl']:.2f}",
+                           "yes" if mine["valid_ppl"] < e["valid_ppl_book"] else "no"])
+    return table
+
+
 def throughput_table(thr: dict[str, Any]) -> tuple[Table, str]:
     """The LSTM LM step's tokens/s, model GFLOP/s and MFU per precision, and what they are of (the matmul peaks)."""
     from peaks import Peaks
@@ -592,6 +628,10 @@ def tables(result: dict[str, Any], command: str, machine_line: str) -> tuple[str
     lines = [f"### {made[0].title} ({datetime.date.today()})", "", results_caption(result, command, machine_line), "",
              report.markdown(made[0]), "", *(f"- {note}." for note in notes), "", f"{made[1].title}:", "",
              report.markdown(made[1])]
+    fifth = fifth_table(result)
+    if fifth is not None:
+        made.append(fifth)
+        lines += ["", f"{fifth.title}:", "", report.markdown(fifth)]
     if result.get("throughput"):
         throughput, about = throughput_table(result["throughput"])
         made.append(throughput)
@@ -709,8 +749,8 @@ def book_systems(args: argparse.Namespace, paths: dict[str, str], vocab_size: in
         epochs = min(args.book_epochs, BOOK[kind]["epochs"])
         print(f"book {kind}: {epochs} epoch(s) ...", file=sys.stderr, flush=True)
         books[kind] = b = run_worker("book", dict(book_repo=str(Path(args.book_repo).resolve()), model=kind,
-                                                  streams=paths, epochs=epochs, vocab_size=vocab_size, seed=args.seed),
-                                     work)
+                                                  streams=paths, epochs=epochs, vocab_size=vocab_size, seed=args.seed,
+                                                  progress=str(work / f"book-{kind}-epochs.jsonl")), work)
         print(f"book {kind}: valid ppl {b['valid']['perplexity']:.2f}, test ppl {b['test']['perplexity']:.2f}, "
               f"{b['train_s']:.1f} s training", file=sys.stderr, flush=True)
     return books

@@ -260,6 +260,9 @@ def test_lm_race_runs_end_to_end(bench: Any, in_process_workers: None, tmp_path:
         book = result["book"][kind]
         assert book["test"]["perplexity"] == pytest.approx(result["vocab_size"]), kind
         assert book["test_ppl_book"] == pytest.approx(result["vocab_size"]) and len(book["epochs"]) == 1
+        assert book["epochs"][0]["test_ppl_book"] == pytest.approx(result["vocab_size"])  # each point's test score
+        progress = (tmp_path / "work" / f"book-{kind}-epochs.jsonl").read_text(encoding="utf-8").splitlines()
+        assert [json.loads(line) for line in progress] == book["epochs"]  # kept epoch by epoch as they end
     assert [run["steps"] for run in result["throughput"]["runs"]][0] == 10
     rows = table_rows(printed)
     assert [row[0].split(" (")[0] for row in rows[:4]] == [
@@ -273,6 +276,11 @@ def test_lm_race_runs_end_to_end(bench: Any, in_process_workers: None, tmp_path:
     assert [run["system"] for run in recorded_race.runs] == [
         "seqlab", "kenlm", "book rnnlm", "book better", *["throughput"] * len(precisions)]
     assert recorded_race.runs[0]["test"] == result["seqlab"]["test"] and recorded_race.tables[0].rows == rows[:4]
+    [fifth] = [t for t in recorded_race.tables if t.title.startswith("BetterRnnlm's curve")]
+    better, ours = result["book"]["better"]["epochs"][0], result["seqlab"]["epochs"]
+    within = [e for e, s in zip(ours, np.cumsum([e["train_s"] for e in ours])) if s <= better["fit_s"] / 5]
+    assert fifth.rows[0][4] == (str(within[-1]["epoch"]) if within else "none")
+    assert fifth.rows[0][-1] == ("yes" if within and within[-1]["valid_ppl"] < better["valid_ppl_book"] else "no")
     lines = bench("lm_race").curves_figure(recorded_race.runs).axes[0].get_lines()  # as --plot drew it
     assert [line.get_label() for line in lines] == [
         "seqlab LSTM LM", "KN-5 (lmplz)", "book Rnnlm (its eval_perplexity)", "book BetterRnnlm (its eval_perplexity)"]
