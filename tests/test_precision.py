@@ -155,8 +155,8 @@ def virtual_clock(monkeypatch: pytest.MonkeyPatch) -> Callable[[float], None]:
 def test_the_faster_precision_is_measured_once_per_machine_and_model(monkeypatch, tmp_path):
     """``measure_precision`` warms the step up in each precision, then times it in rounds of PROBE_STEPS in fp32 and
     PROBE_STEPS in bf16, takes the faster per token by the rounds' median ratio, and keeps the answer per machine and
-    key in $XDG_CACHE_HOME/seqlab/precision.json: the same key is not measured again, another is; a damaged file is
-    only a cache that is measured again."""
+    key in $XDG_CACHE_HOME/seqlab/precision.json: the same key is not measured again, another is, and so is the same
+    key under other code (``code_version``); a damaged file is only a cache that is measured again."""
     import json
 
     from seqlab.runtime import PROBE_ROUNDS, PROBE_STEPS, PROBE_WARMUP, choices_file, measure_precision
@@ -187,6 +187,9 @@ def test_the_faster_precision_is_measured_once_per_machine_and_model(monkeypatch
     choices_file().write_text("{", encoding="utf-8")
     calls.clear()
     assert measure_precision(step("bf16"), start, {"model": "a"}).precision == "fp32" and calls
+    calls.clear()
+    monkeypatch.setattr(runtime_module, "code_version", lambda: "another seqlab")  # an update of the code: measured again
+    assert measure_precision(step("fp32"), start, {"model": "a"}).precision == "bf16" and calls
 
 
 def test_one_slow_spell_of_the_machine_does_not_decide_the_precision(monkeypatch, tmp_path):

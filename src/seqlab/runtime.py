@@ -230,10 +230,23 @@ def _choices() -> dict[str, Any]:
 
 
 def _entry(key: Mapping[str, Any]) -> str:
-    """This machine (its CPU, flags, threads, torch) and ``key``, hashed."""
+    """This machine (its CPU, flags, threads, torch), this seqlab (``code_version``) and ``key``, hashed."""
     described = json.dumps({"cpu": precision.cpu_name(), "flags": precision.cpu_flags(precision.SPEED_FLAGS),
-                            "threads": torch.get_num_threads(), "torch": torch.__version__, **key}, sort_keys=True)
+                            "threads": torch.get_num_threads(), "torch": torch.__version__, "seqlab": code_version(),
+                            **key}, sort_keys=True)
     return hashlib.sha256(described.encode("utf-8")).hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> str:
+    """A hash of seqlab's own source files: a kept choice of ``auto`` was measured on the code that computes the
+    step, so an update that changes any of it measures again (the package's version number stays the same between
+    releases). About 300 small files, read once per process in a few milliseconds."""
+    digest = hashlib.sha256()
+    package = Path(__file__).resolve().parent
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode("utf-8") + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
 
 
 M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4  # glibc's mallopt parameters (malloc.h)
