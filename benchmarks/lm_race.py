@@ -56,10 +56,13 @@ What is measured, and how every system gets the same tokens:
   apart; it drives BetterRnnlm's lr, as in its script; Rnnlm's script has none, and its LSTM state is saved and put
   back around it, so its training is unchanged except that each epoch's rows start again from the book's offsets,
   as the train_rnnlm.py single ``fit(max_epoch=4)`` call does not) and on test (not in the book's loop, which draws
-  nothing random outside training: the training is unchanged; each point of the curve has its test score). Each
-  epoch is also appended to ``WORK/book-KIND-epochs.jsonl`` as it ends, so a long run cut short keeps what it
-  measured. Issue 39's table sets each BetterRnnlm epoch (its training seconds so far) against seqlab's last
-  epoch done within a fifth of them (``fifth_table``). ``--book-epochs`` (4) caps both: Rnnlm runs its
+  nothing random outside training: the training is unchanged; each point of the curve has its test score). After
+  each epoch the model, NumPy's random state and the epochs measured are kept in ``WORK/book-KIND/``
+  (``_keep_book``): the race run again with the same ``--work-dir`` and a larger ``--book-epochs`` goes on from
+  there exactly (``_resume_book``), so BetterRnnlm's 20 or more epochs (≈ 8 min each on the Zen 4, 2.7 h for 20)
+  can be trained in parts, each alone on the machine. Issue 39's table sets each BetterRnnlm epoch (its training
+  seconds so far) against seqlab's last epoch done within a fifth of them (``fifth_table``). ``--book-epochs`` (4)
+  caps both: Rnnlm runs its
   4, BetterRnnlm 4 of its 40 (≈ 10–12 min an epoch here, 1.0–1.2 s a batch, and many times that when another job
   holds a core: the book builds layer objects per time step, each zeroing a gradient the size of its weights), so
   BetterRnnlm's full time is projected as 40 × its mean epoch, and its perplexity is the one reached at the cap (it
@@ -177,6 +180,44 @@ def stream_perplexity(model: Any, corpus: np.ndarray, train_flg: bool | None, ch
     return {"loss": total / tokens, "perplexity": math.exp(total / tokens), "tokens": tokens}
 
 
+def _keep_book(kept: Path, model: Any, epochs: list[dict[str, Any]], best_ppl: float, what: dict[str, Any]) -> None:
+    """After an epoch: the book model's parameters, its LSTM states (Rnnlm carries them from epoch to epoch), NumPy's
+    random state (the dropout masks) and the epochs measured, in ``kept``, with ``what`` was trained (model, seed,
+    streams); ``epochs.json`` written last, so that a run stopped anywhere resumes from the last epoch kept whole
+    (``_resume_book``). NumPy's own files, no pickle."""
+    kept.mkdir(parents=True, exist_ok=True)
+    name, key, position, has_gauss, gauss = np.random.get_state()
+    states = {f"{what}{i}": x for i, (_, hh, cc) in enumerate(_lstm_states(model))
+              for what, x in (("h", hh), ("c", cc)) if x is not None}
+    for file, arrays in (("params.npz", {f"p{i}": p for i, p in enumerate(model.params)}),
+                         ("states.npz", {"key": key, **states})):
+        with open(kept / f"new-{file}", "wb") as f:
+            np.savez(f, **arrays)
+        (kept / f"new-{file}").replace(kept / file)
+    done = dict(what=what, epochs=epochs, best_ppl=best_ppl, lr=epochs[-1]["lr_after"],
+                rng=[name, position, has_gauss, gauss])
+    (kept / "new-epochs.json").write_text(json.dumps(done), encoding="utf-8")
+    (kept / "new-epochs.json").replace(kept / "epochs.json")
+
+
+def _resume_book(kept: Path, model: Any, trainer: Any, what: dict[str, Any]) -> tuple[list[dict[str, Any]], float]:
+    """What ``_keep_book`` kept, put back into ``model``, its optimizer and NumPy: the epochs measured and the
+    best valid perplexity so far. Kept for another model, seed or streams: refused, in one line."""
+    done = json.loads((kept / "epochs.json").read_text(encoding="utf-8"))
+    if done.get("what") != what:
+        raise SystemExit(f"{kept} holds the book's epochs of {done.get('what')}, not of {what}: another --work-dir")
+    with np.load(kept / "params.npz") as params, np.load(kept / "states.npz") as states:
+        for i, p in enumerate(model.params):  # a tied array is in params twice: written twice, the same values
+            p[...] = params[f"p{i}"]
+        for i, (layer, _, _) in enumerate(_lstm_states(model)):
+            layer.h, layer.c = (states[f"{what}{i}"] if f"{what}{i}" in states else None for what in "hc")
+        name, position, has_gauss, gauss = done["rng"]
+        np.random.set_state((name, states["key"], position, has_gauss, gauss))
+    trainer.optimizer.lr = done["lr"]
+    trainer.current_epoch = len(done["epochs"])
+    return done["epochs"], done["best_ppl"]
+
+
 def book_worker(spec: dict[str, Any]) -> dict[str, Any]:
     """The book's Rnnlm or BetterRnnlm on the streams, epoch by epoch, as its ch06 script trains it."""
     os.environ.setdefault("MPLBACKEND", "Agg")  # common/trainer.py imports pyplot
@@ -205,12 +246,16 @@ def book_worker(spec: dict[str, Any]) -> dict[str, Any]:
         train_flg = False
     params = int(sum(p.size for p in remove_duplicate(model.params, model.grads)[0]))
     xs, ts = corpus[:-1], corpus[1:]
-    lr = h["lr"]
-    optimizer = SGD(lr)
+    optimizer = SGD(h["lr"])
     trainer = RnnlmTrainer(model, optimizer)
-    best_ppl = float("inf")
-    epochs = []
-    for epoch in range(1, spec["epochs"] + 1):
+    kept = Path(spec["state"])  # the epochs done so far and what the next one starts from (``_keep_book``)
+    what = dict(model=kind, seed=spec["seed"], vocab_size=spec["vocab_size"],
+                tokens={name: int(np.load(path, mmap_mode="r").size) for name, path in spec["streams"].items()})
+    epochs, best_ppl = (_resume_book(kept, model, trainer, what) if (kept / "epochs.json").exists()
+                        else ([], float("inf")))
+    if epochs:
+        print(f"  book {kind}: resumed after epoch {len(epochs)} from {kept}", file=sys.stderr, flush=True)
+    for epoch in range(len(epochs) + 1, spec["epochs"] + 1):
         with _book_prints():
             started = time.perf_counter()
             trainer.fit(xs, ts, max_epoch=1, batch_size=h["batch"], time_size=h["time"], max_grad=h["max_grad"],
@@ -227,19 +272,16 @@ def book_worker(spec: dict[str, Any]) -> dict[str, Any]:
                 if best_ppl > ppl:
                     best_ppl = ppl
                 else:
-                    lr /= 4.0
-                    optimizer.lr = lr
+                    optimizer.lr /= 4.0
                 model.reset_state()
             else:  # not in train_rnnlm.py: measured for the curve, the LSTM state put back for training
                 for layer, hh, cc in saved:
                     layer.h, layer.c = hh, cc
         epochs.append(dict(epoch=epoch, fit_s=fit_s, valid_eval_s=eval_s, valid_ppl_book=ppl, test_ppl_book=test_ppl,
-                           lr_after=lr))
-        if spec.get("progress"):  # each epoch kept as it ends: a long run cut short keeps what it measured
-            with open(spec["progress"], "a", encoding="utf-8") as f:
-                f.write(json.dumps(epochs[-1]) + "\n")
+                           lr_after=optimizer.lr))
+        _keep_book(kept, model, epochs, best_ppl, what)
         print(f"  book {kind} epoch {epoch}: {fit_s:.1f} s training, valid ppl (book's eval) {ppl:.2f}, test "
-              f"{test_ppl:.2f}, lr {lr:g}", file=sys.stderr, flush=True)
+              f"{test_ppl:.2f}, lr {optimizer.lr:g}", file=sys.stderr, flush=True)
     iters = len(xs) // (h["batch"] * h["time"])
     started = time.perf_counter()
     valid = stream_perplexity(model, corpus_val, train_flg)
@@ -750,7 +792,7 @@ def book_systems(args: argparse.Namespace, paths: dict[str, str], vocab_size: in
         print(f"book {kind}: {epochs} epoch(s) ...", file=sys.stderr, flush=True)
         books[kind] = b = run_worker("book", dict(book_repo=str(Path(args.book_repo).resolve()), model=kind,
                                                   streams=paths, epochs=epochs, vocab_size=vocab_size, seed=args.seed,
-                                                  progress=str(work / f"book-{kind}-epochs.jsonl")), work)
+                                                  state=str(work / f"book-{kind}")), work)
         print(f"book {kind}: valid ppl {b['valid']['perplexity']:.2f}, test ppl {b['test']['perplexity']:.2f}, "
               f"{b['train_s']:.1f} s training", file=sys.stderr, flush=True)
     return books

@@ -261,8 +261,8 @@ def test_lm_race_runs_end_to_end(bench: Any, in_process_workers: None, tmp_path:
         assert book["test"]["perplexity"] == pytest.approx(result["vocab_size"]), kind
         assert book["test_ppl_book"] == pytest.approx(result["vocab_size"]) and len(book["epochs"]) == 1
         assert book["epochs"][0]["test_ppl_book"] == pytest.approx(result["vocab_size"])  # each point's test score
-        progress = (tmp_path / "work" / f"book-{kind}-epochs.jsonl").read_text(encoding="utf-8").splitlines()
-        assert [json.loads(line) for line in progress] == book["epochs"]  # kept epoch by epoch as they end
+        kept = json.loads((tmp_path / "work" / f"book-{kind}" / "epochs.json").read_text(encoding="utf-8"))
+        assert kept["epochs"] == book["epochs"]  # kept epoch by epoch as they end (``_keep_book``)
     assert [run["steps"] for run in result["throughput"]["runs"]][0] == 10
     rows = table_rows(printed)
     assert [row[0].split(" (")[0] for row in rows[:4]] == [
@@ -290,6 +290,28 @@ def test_lm_race_runs_end_to_end(bench: Any, in_process_workers: None, tmp_path:
     [record] = tmp_path.glob("lm_race.*.json")
     bench("lm_race").main(["--plot-record", str(record), "--plot", str(tmp_path / "again.png")])  # nothing run
     assert (tmp_path / "again.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("kind", ["rnnlm", "better"])
+def test_the_books_epochs_go_on_from_where_they_were_kept(bench: Any, tmp_path: Path, kind: str,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """``book_worker`` keeps each epoch (``_keep_book``); run again with more epochs, it trains only the new ones,
+    from the kept parameters, LSTM states and lr; what was kept for another seed is refused in one line."""
+    rng = np.random.default_rng(0)
+    streams = {}
+    for name, size in (("train", 2000), ("valid", 1000), ("test", 1000)):
+        np.save(tmp_path / f"{name}.npy", rng.integers(0, 30, size).astype(np.int32))
+        streams[name] = str(tmp_path / f"{name}.npy")
+    spec = dict(book_repo=str(BOOK), model=kind, streams=streams, vocab_size=30, seed=1, state=str(tmp_path / kind))
+    first = bench("lm_race").book_worker(spec | {"epochs": 1})
+    kept = np.load(tmp_path / kind / "params.npz")
+    assert set(kept) == {f"p{i}" for i in range(len(kept))} and kept
+    both = bench("lm_race").book_worker(spec | {"epochs": 2})
+    assert both["epochs"][0] == first["epochs"][0] and [e["epoch"] for e in both["epochs"]] == [1, 2]
+    assert f"book {kind}: resumed after epoch 1" in capsys.readouterr().err
+    assert json.loads((tmp_path / kind / "epochs.json").read_text(encoding="utf-8"))["epochs"] == both["epochs"]
+    with pytest.raises(SystemExit, match="holds the book's epochs of .* another --work-dir"):
+        bench("lm_race").book_worker(spec | {"epochs": 3, "seed": 2})
 
 
 @pytest.mark.filterwarnings("ignore:The parameter 'token_pattern' will not be used")  # char n-grams
