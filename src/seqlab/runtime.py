@@ -51,11 +51,12 @@ BATCHES_PER_WORKER = 4  # at least, where the items allow (``Runtime.batch_size`
 # greedy 1.20-1.60×; from 128 sentences at beam 5 bf16 is the faster on both (0.97×, 0.80×), where the Multi30k
 # model's crossed at about 16.
 SMALL_SEARCH_ROWS = 64
-# One pass of an encoder (a classifier's, a span extractor's, BERT's fill-mask, a language model's score) over
-# fewer tokens (inputs × padded length) likewise: a pass casts every weight to bf16 again, where a search casts
-# them once, so its products must be taller before bf16 pays. ChatbotData's label classifier on the same Zen 4,
-# bf16 ÷ fp32 time per batch, the two taking turns: 1.99× for one question (0.75 against 1.50 ms), 1.24× at 195
-# tokens, 1.09× at 312, 0.98× at 421, 0.84× at 660, 0.75× at 256 questions (5 rounds each).
+# One pass of an encoder (a classifier's, a span extractor's, BERT's fill-mask) over fewer tokens (inputs × padded
+# length) likewise: a pass casts every weight to bf16 again, where a search casts them once, so its products must
+# be taller before bf16 pays. On the same Zen 4, bf16 ÷ fp32 time per batch, the two taking turns: ChatbotData's
+# label classifier 1.99× for one question (0.75 against 1.50 ms), 1.24× at 195 tokens, 1.09× at 312, 0.98× at 421,
+# 0.84× at 660, 0.75× at 256 questions; chatbot_ko_bert.yaml's encoder and masked-LM head 1.66× at 12 tokens, 1.28×
+# at 192, 0.93× at 384, 0.67× at 768. (A language model's score is left to autocast: its LSTM was slower in fp32.)
 SMALL_PASS_TOKENS = 384
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}  # autocast's lower precisions (fp16: CUDA without bf16)
 
