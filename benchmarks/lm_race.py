@@ -59,11 +59,12 @@ What is measured, and how every system gets the same tokens:
   nothing random outside training: the training is unchanged; each point of the curve has its test score). After
   each epoch the model, NumPy's random state and the epochs measured are kept in ``WORK/book-KIND/``
   (``_keep_book``): the race run again with the same ``--work-dir`` and a larger ``--book-epochs`` goes on from
-  there exactly (``_resume_book``), so BetterRnnlm's 20 or more epochs (≈ 8 min each on the Zen 4, 2.7 h for 20)
+  there exactly (``_resume_book``), so BetterRnnlm's 20 or more epochs (≈ 2.6 h for 20 on a 2-core Zen 4)
   can be trained in parts, each alone on the machine. Issue 39's table sets each BetterRnnlm epoch (its training
   seconds so far) against seqlab's last epoch done within a fifth of them (``fifth_table``). ``--book-epochs`` (4)
   caps both: Rnnlm runs its
-  4, BetterRnnlm 4 of its 40 (≈ 10–12 min an epoch here, 1.0–1.2 s a batch, and many times that when another job
+  4, BetterRnnlm 4 of its 40 (an epoch 436–478 s on a 2-core Zen 4, 0.75–0.8 s a batch; 828–876 s on a 2-core AVX2
+  EPYC, 1.4–1.5 s a batch; many times that when another job
   holds a core: the book builds layer objects per time step, each zeroing a gradient the size of its weights), so
   BetterRnnlm's full time is projected as 40 × its mean epoch, and its perplexity is the one reached at the cap (it
   would fall further). After the last epoch the final model
@@ -262,7 +263,7 @@ def book_worker(spec: dict[str, Any]) -> dict[str, Any]:
                         eval_interval=20)
             fit_s = time.perf_counter() - started
             started = time.perf_counter()
-            saved = _lstm_states(model)
+            saved = _lstm_states(model) if kind == "rnnlm" else []  # BetterRnnlm's loop resets its state instead
             model.reset_state()
             ppl = float(eval_perplexity(model, corpus_val))
             eval_s = time.perf_counter() - started
