@@ -61,7 +61,9 @@ What is measured, and how every system gets the same tokens:
   (``_keep_book``): the race run again with the same ``--work-dir`` and a larger ``--book-epochs`` goes on from
   there exactly (``_resume_book``), so BetterRnnlm's 20 or more epochs (≈ 2.6 h for 20 on a 2-core Zen 4)
   can be trained in parts, each alone on the machine. Issue 39's table sets each BetterRnnlm epoch (its training
-  seconds so far) against seqlab's last epoch done within a fifth of them (``fifth_table``). ``--book-epochs`` (4)
+  seconds so far) against seqlab's last epoch done within a fifth of them (``fifth_table``): the lowest valid
+  perplexity among the config's run and each ``--curve-runs`` (finished runs of other recipes over the same tokens,
+  for longer budgets; each scored and listed as the config's run is). ``--book-epochs`` (4)
   caps both: Rnnlm runs its
   4, BetterRnnlm 4 of its 40 (an epoch 436–478 s on a 2-core Zen 4, 0.75–0.8 s a batch; 828–876 s on a 2-core AVX2
   EPYC, 1.4–1.5 s a batch; many times that when another job
@@ -460,6 +462,24 @@ def kenlm_system(args: argparse.Namespace, tokenizer: Tokenizer, splits: dict[st
                 ngrams=re.findall(r"^ngram (\d+)=(\d+)$", arpa.read_text(encoding="utf-8")[:4000], re.M))
 
 
+def curve_system(run: Path, test_lines: list[str], test_stream: np.ndarray, data_dir: Path,
+                 work: Path) -> dict[str, Any]:
+    """A finished seqlab LSTM LM run of another recipe over the same tokens (``--curve-runs``), scored as the
+    config's run is: its epochs join issue 39's table (``fifth_table``)."""
+    from seqlab import precision
+    from seqlab.model import num_parameters
+    from seqlab.predictors.language_model import load
+
+    system = seqlab_system(run / "config.yaml", run, run.name, data_dir, work, [])
+    lm = load(system["run_dir"])
+    if lm.stream(test_lines).tolist() != test_stream.tolist():
+        raise SystemExit(f"{run}: its tokens differ from the race's (another tokenizer or data)")
+    print(f"seqlab run {run.name}: valid ppl {system['valid']['perplexity']:.2f}, test ppl "
+          f"{system['test']['perplexity']:.2f}, {system['train_s']:.1f} s training", file=sys.stderr, flush=True)
+    return system | dict(name=run.name, params=num_parameters(lm.model),
+                         precision=precision.resolve(lm.config.train.precision))
+
+
 def build_kenlm(dest: Path) -> None:
     """KenLM's lmplz, query and build_binary from PyPI's kenlm sdist, built with cmake into DEST/bin."""
     dest = dest.resolve()
@@ -532,22 +552,17 @@ def results_caption(result: dict[str, Any], command: str, machine_line: str) -> 
 def results_table(result: dict[str, Any]) -> Table:
     """Every system: parameters, epochs, times, tokens/s, perplexities."""
     ours, kn, books = result["seqlab"], result.get("kenlm"), result.get("book", {})
-    epochs_run = len(ours["epochs"])
     table = Table("Language models on Multi30k English, one token stream",
                   ["system", "parameters", "epochs", "training s", "wall s", "s / epoch", "train tokens/s", "valid ppl",
                    "test ppl"], [])
-    table.rows.append([
-        f"seqlab LSTM LM (`{Path(result['config']).name}`, {result['precision_auto']})", _f(result.get("params"), 0),
-        str(epochs_run), f"{ours['train_s']:.1f}", _f(ours["wall_s"]), f"{ours['train_s'] / epochs_run:.1f}",
-        f"{statistics.fmean(e['tokens_per_s'] for e in ours['epochs']):,.0f}", f"{ours['valid']['perplexity']:.2f}",
-        f"**{ours['test']['perplexity']:.2f}**"])
+    auto = result["precision_auto"]
+    table.rows.append(seqlab_row(f"seqlab LSTM LM (`{Path(result['config']).name}`, {auto})", ours, result.get("params")))
+    table.rows += [seqlab_row(f"seqlab LSTM LM (run `{c['name']}`, {c['precision']})", c, c["params"])
+                   for c in result.get("curves", [])]
     tr = result.get("transformer")
     if tr:
-        table.rows.append([
-            f"seqlab causal Transformer LM (`{Path(tr['config']).name}`, {result['precision_auto']})",
-            f"{tr['params']:,}", str(len(tr["epochs"])), f"{tr['train_s']:.1f}", _f(tr["wall_s"]),
-            f"{tr['train_s'] / len(tr['epochs']):.1f}", f"{statistics.fmean(e['tokens_per_s'] for e in tr['epochs']):,.0f}",
-            f"{tr['valid']['perplexity']:.2f}", f"**{tr['test']['perplexity']:.2f}**"])
+        table.rows.append(seqlab_row(f"seqlab causal Transformer LM (`{Path(tr['config']).name}`, {auto})", tr,
+                                     tr["params"]))
     if kn:
         fallback = " (discount fallback)" if kn["discount_fallback"] else ""
         table.rows.append([
@@ -566,6 +581,14 @@ def results_table(result: dict[str, Any]) -> Table:
             f"{b['train_s'] + b['valid_eval_s']:.1f}", f"{per_epoch:.1f}", f"{b['tokens_per_epoch'] / per_epoch:,.0f}",
             f"{b['valid']['perplexity']:.2f}", f"**{b['test']['perplexity']:.2f}** (book's eval {b['test_ppl_book']:.2f})"])
     return table
+
+def seqlab_row(label: str, system: dict[str, Any], params: int | None) -> list[str]:
+    """A seqlab run's row of ``results_table``."""
+    epochs = len(system["epochs"])
+    return [label, _f(params, 0), str(epochs), f"{system['train_s']:.1f}", _f(system["wall_s"]),
+            f"{system['train_s'] / epochs:.1f}", f"{statistics.fmean(e['tokens_per_s'] for e in system['epochs']):,.0f}",
+            f"{system['valid']['perplexity']:.2f}", f"**{system['test']['perplexity']:.2f}**"]
+
 
 def result_notes(result: dict[str, Any]) -> list[str]:
     """seqlab against KN, BetterRnnlm's projected time against seqlab's, KenLM's model."""
@@ -598,14 +621,13 @@ def result_notes(result: dict[str, Any]) -> list[str]:
 
 def epochs_table(result: dict[str, Any]) -> Table:
     """Valid perplexity per epoch of seqlab's LSTM and of the book's models."""
-    ours, books = result["seqlab"], result.get("book", {})
-    epochs_run = len(ours["epochs"])
-    header = ["epoch", "seqlab"] + [k for k in ("rnnlm", "better") if k in books]
+    ours, books = seqlab_curves(result), result.get("book", {})
+    header = ["epoch", *(name for name, _ in ours)] + [k for k in ("rnnlm", "better") if k in books]
     table = Table("Valid perplexity per epoch (seqlab: the whole stream; the book: its `eval_perplexity`, 10 rows × 35, "
                   "the tail dropped; BetterRnnlm's lr after the epoch in brackets)", header, [])
-    for i in range(max([epochs_run] + [len(b["epochs"]) for b in books.values()])):
-        cells = [str(i + 1), f"{ours['epochs'][i]['valid_ppl']:.2f}" if i < epochs_run else ""]
-        for kind in header[2:]:
+    for i in range(max([len(s["epochs"]) for _, s in ours] + [len(b["epochs"]) for b in books.values()])):
+        cells = [str(i + 1)] + [f"{s['epochs'][i]['valid_ppl']:.2f}" if i < len(s["epochs"]) else "" for _, s in ours]
+        for kind in header[1 + len(ours):]:
             es = books[kind]["epochs"]
             if i < len(es):
                 cells.append(f"{es[i]['valid_ppl_book']:.2f}" + (f" (lr {es[i]['lr_after']:g})" if kind == "better" else ""))
@@ -615,31 +637,40 @@ def epochs_table(result: dict[str, Any]) -> Table:
     return table
 
 
+def seqlab_curves(result: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """seqlab's LSTM LM runs of the race, by name: the config's (or ``--seqlab-run``), then each ``--curve-runs``."""
+    return [("seqlab", result["seqlab"])] + [(c["name"], c) for c in result.get("curves", [])]
+
+
 def fifth_table(result: dict[str, Any]) -> Table | None:
     """Issue 39's race against the book's BetterRnnlm, point by point: each of its epochs (its training seconds so
-    far, its valid and test perplexity by its own ``eval_perplexity``) against seqlab's last epoch done within a
-    fifth of those seconds (its valid perplexity, the whole stream). None without BetterRnnlm's epochs."""
+    far, its valid and test perplexity by its own ``eval_perplexity``) against the lowest valid perplexity (the
+    whole stream) of seqlab's epochs done within a fifth of those seconds, over every seqlab run of the race (the
+    config's and ``--curve-runs``: recipes for other budgets; the choice among them is made on valid). None without
+    BetterRnnlm's epochs."""
     better = result.get("book", {}).get("better")
     if not better:
         return None
-    ours = result["seqlab"]["epochs"]
-    seqlab_s = np.cumsum([e["train_s"] for e in ours])
+    runs = [(name, system["epochs"], np.cumsum([e["train_s"] for e in system["epochs"]]))
+            for name, system in seqlab_curves(result)]
     table = Table("BetterRnnlm's curve against seqlab's LSTM LM within a fifth of its training time",
                   ["book epoch", "book training s", "book valid / test ppl (its eval)", "a fifth: s",
                    "seqlab epoch within it", "seqlab training s", "seqlab valid ppl", "seqlab lower"], [])
     book_s = 0.0
     for e in better["epochs"]:
         book_s += e["fit_s"]
-        within = int(np.searchsorted(seqlab_s, book_s / 5, side="right"))  # seqlab's epochs done by then
         test = e.get("test_ppl_book")  # absent in records made before it was measured
-        book = f"{e['valid_ppl_book']:.2f} / " + (f"{test:.2f}" if test is not None else "—")
-        if within == 0:
-            table.rows.append([str(e["epoch"]), f"{book_s:,.0f}", book, f"{book_s / 5:,.0f}", "none", "—", "—", "no"])
+        scores = f"{e['valid_ppl_book']:.2f} / " + (f"{test:.2f}" if test is not None else "—")
+        book = [str(e["epoch"]), f"{book_s:,.0f}", scores, f"{book_s / 5:,.0f}"]
+        done = [(epochs[k - 1], seconds[k - 1], name) for name, epochs, seconds in runs
+                if (k := int(np.searchsorted(seconds, book_s / 5, side="right")))]  # each run's last epoch by then
+        if not done:
+            table.rows.append(book + ["none", "—", "—", "no"])
             continue
-        mine = ours[within - 1]
-        table.rows.append([str(e["epoch"]), f"{book_s:,.0f}", book, f"{book_s / 5:,.0f}", str(mine["epoch"]),
-                           f"{seqlab_s[within - 1]:,.0f}", f"{mine['valid_ppl']:.2f}",
-                           "yes" if mine["valid_ppl"] < e["valid_ppl_book"] else "no"])
+        mine, seconds, name = min(done, key=lambda d: d[0]["valid_ppl"])
+        label = str(mine["epoch"]) if len(runs) == 1 else f"{mine['epoch']} of {name}"
+        table.rows.append(book + [label, f"{seconds:,.0f}", f"{mine['valid_ppl']:.2f}",
+                                  "yes" if mine["valid_ppl"] < e["valid_ppl_book"] else "no"])
     return table
 
 
@@ -687,6 +718,7 @@ def tables(result: dict[str, Any], command: str, machine_line: str) -> tuple[str
 def system_runs(result: dict[str, Any]) -> list[dict[str, Any]]:
     """Each system's numbers (the book's models and each precision's training step apart), as JSON has them."""
     runs = [{"system": name, **result[name]} for name in ("seqlab", "transformer", "kenlm") if name in result]
+    runs += [{"system": f"seqlab {c['name']}", **c} for c in result.get("curves", [])]
     runs += [{"system": f"book {kind}", **book} for kind, book in result.get("book", {}).items()]
     runs += [{"system": "throughput", **run} for run in result.get("throughput", {}).get("runs", [])]
     return json.loads(json.dumps(runs, default=str))
@@ -709,9 +741,9 @@ def curves_figure(runs: list[dict[str, Any]]) -> Figure:
     ax = figure.subplots()
     for run in runs:
         name = run["system"]
-        if name in ("seqlab", "transformer"):
+        if name in ("seqlab", "transformer") or name.startswith("seqlab "):
             seconds, ppl = [e["train_s"] for e in run["epochs"]], [e["valid_ppl"] for e in run["epochs"]]
-            label = CURVE_LABELS[name]
+            label = CURVE_LABELS.get(name, f"seqlab LSTM LM, run {run.get('name')}")
         elif name.startswith("book "):
             seconds, ppl = [e["fit_s"] for e in run["epochs"]], [e["valid_ppl_book"] for e in run["epochs"]]
             label = f"{CURVE_LABELS[name]} (its eval_perplexity)"
@@ -763,6 +795,9 @@ def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=1, help="numpy's seed for the book's models")
     parser.add_argument("--steps", type=int, default=100, help="timed training steps per precision")
     parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--curve-runs", nargs="+", type=Path, default=[], metavar="RUN",
+                        help="more finished LSTM LM runs over the same tokens, of other recipes (a budget search's "
+                             "choices): scored as --seqlab-run is, and their epochs join issue 39's table")
     parser.add_argument("--transformer-config", type=Path, default=TRANSFORMER_CONFIG,
                         help="seqlab's causal Transformer LM over the same tokens (system 'transformer')")
     parser.add_argument("--transformer-run", type=Path, help="use this run of --transformer-config instead of training one")
@@ -850,6 +885,7 @@ def race(args: argparse.Namespace, data_dir: Path, work: Path) -> dict[str, Any]
             raise SystemExit(f"{args.transformer_config}: its tokens differ from {args.config}'s")
         print(f"seqlab Transformer: valid ppl {tr['valid']['perplexity']:.2f}, test ppl {tr['test']['perplexity']:.2f}, "
               f"{tr['train_s']:.1f} s training", file=sys.stderr, flush=True)
+    result["curves"] = [curve_system(run, splits["test"], streams["test"], data_dir, work) for run in args.curve_runs]
     if "kenlm" in args.systems:
         result["kenlm"] = kn = kenlm_system(args, lm.tokenizer, {n: splits[n] for n in names}, work)
         print(f"KenLM: valid ppl {kn['valid']['perplexity']:.2f}, test ppl {kn['test']['perplexity']:.2f}, "

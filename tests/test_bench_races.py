@@ -292,6 +292,28 @@ def test_lm_race_runs_end_to_end(bench: Any, in_process_workers: None, tmp_path:
     assert (tmp_path / "again.png").stat().st_size > 0
 
 
+def test_the_fifth_table_takes_the_lowest_of_seqlabs_runs_within_each_fifth(bench: Any) -> None:
+    """Each BetterRnnlm epoch against the lowest valid perplexity among every seqlab run's epochs done within a
+    fifth of the book's seconds so far (the config's run and ``--curve-runs``, recipes for longer budgets); a
+    point where no seqlab epoch is done yet is lost."""
+    def run(seconds: list[float], ppls: list[float]) -> dict[str, Any]:
+        return {"epochs": [dict(epoch=k + 1, train_s=s, valid_ppl=p) for k, (s, p) in enumerate(zip(seconds, ppls))]}
+
+    book = [dict(epoch=k + 1, fit_s=s, valid_ppl_book=p, test_ppl_book=p - 0.1, lr_after=20)
+            for k, (s, p) in enumerate([(40, 35.0), (160, 24.5), (200, 21.0), (100, 19.0)])]
+    result = {"seqlab": run([10, 10, 10], [30.0, 25.0, 24.0]), "curves": [{"name": "big", **run([40, 40], [26.0, 20.0])}],
+              "book": {"better": {"epochs": book}}}
+    race = bench("lm_race")
+    table = race.fifth_table(result)
+    assert [row[3:] for row in table.rows] == [  # the fifths: 8, 40, 80 and 100 s
+        ["8", "none", "—", "—", "no"], ["40", "3 of seqlab", "30", "24.00", "yes"],
+        ["80", "2 of big", "80", "20.00", "yes"], ["100", "2 of big", "80", "20.00", "no"]]
+    assert table.rows[1][2] == "24.50 / 24.40"
+    epochs = race.epochs_table(result)
+    assert epochs.columns == ["epoch", "seqlab", "big", "better"]
+    assert epochs.rows[2:] == [["3", "24.00", "", "21.00 (lr 20)"], ["4", "", "", "19.00 (lr 20)"]]
+
+
 @pytest.mark.parametrize("kind", ["rnnlm", "better"])
 def test_the_books_epochs_go_on_from_where_they_were_kept(bench: Any, tmp_path: Path, kind: str,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
