@@ -61,9 +61,9 @@ What is measured, and how every system gets the same tokens:
   (``_keep_book``): the race run again with the same ``--work-dir`` and a larger ``--book-epochs`` goes on from
   there exactly (``_resume_book``), so BetterRnnlm's 20 or more epochs (≈ 2.6 h for 20 on a 2-core Zen 4)
   can be trained in parts, each alone on the machine. Issue 39's table sets each BetterRnnlm epoch (its training
-  seconds so far) against seqlab's last epoch done within a fifth of them (``fifth_table``): the lowest valid
-  perplexity among the config's run and each ``--curve-runs`` (finished runs of other recipes over the same tokens,
-  for longer budgets; each scored and listed as the config's run is). ``--book-epochs`` (4)
+  seconds so far) against seqlab within a fifth of them (``fifth_table``): each seqlab run's last epoch done by
+  then, the lowest valid perplexity of those, over the config's run and each ``--curve-runs`` (finished runs of
+  other recipes over the same tokens, for longer budgets; each scored and listed as the config's run is). ``--book-epochs`` (4)
   caps both: Rnnlm runs its
   4, BetterRnnlm 4 of its 40 (an epoch 436–478 s on a 2-core Zen 4, 0.75–0.8 s a batch; 828–876 s on a 2-core AVX2
   EPYC, 1.4–1.5 s a batch; many times that when another job
@@ -582,6 +582,7 @@ def results_table(result: dict[str, Any]) -> Table:
             f"{b['valid']['perplexity']:.2f}", f"**{b['test']['perplexity']:.2f}** (book's eval {b['test_ppl_book']:.2f})"])
     return table
 
+
 def seqlab_row(label: str, system: dict[str, Any], params: int | None) -> list[str]:
     """A seqlab run's row of ``results_table``."""
     epochs = len(system["epochs"])
@@ -644,10 +645,10 @@ def seqlab_curves(result: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
 
 def fifth_table(result: dict[str, Any]) -> Table | None:
     """Issue 39's race against the book's BetterRnnlm, point by point: each of its epochs (its training seconds so
-    far, its valid and test perplexity by its own ``eval_perplexity``) against the lowest valid perplexity (the
-    whole stream) of seqlab's epochs done within a fifth of those seconds, over every seqlab run of the race (the
-    config's and ``--curve-runs``: recipes for other budgets; the choice among them is made on valid). None without
-    BetterRnnlm's epochs."""
+    far, its valid and test perplexity by its own ``eval_perplexity``) against seqlab within a fifth of those
+    seconds: each seqlab run's last epoch done by then (the config's run and ``--curve-runs``, recipes for other
+    budgets), the one of lowest valid perplexity (the whole stream; the choice among runs is made on valid). None
+    without BetterRnnlm's epochs."""
     better = result.get("book", {}).get("better")
     if not better:
         return None

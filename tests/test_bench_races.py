@@ -290,6 +290,13 @@ def test_lm_race_runs_end_to_end(bench: Any, in_process_workers: None, tmp_path:
     [record] = tmp_path.glob("lm_race.*.json")
     bench("lm_race").main(["--plot-record", str(record), "--plot", str(tmp_path / "again.png")])  # nothing run
     assert (tmp_path / "again.png").stat().st_size > 0
+    work = tmp_path / "work"  # the race's own run taken as a --curve-runs run: scored the same, its tokens checked
+    run, test_stream, quick = Path(result["seqlab"]["run_dir"]), np.load(work / "stream-test.npy"), work / "quick-data"
+    test_lines = gzip.decompress((quick / "multi30k" / "test_2016_flickr.en.gz").read_bytes()).decode().splitlines()
+    curve = bench("lm_race").curve_system(run, test_lines, test_stream, quick, work)
+    assert (curve["name"], curve["test"], curve["epochs"]) == (run.name, result["seqlab"]["test"], result["seqlab"]["epochs"])
+    with pytest.raises(SystemExit, match="its tokens differ"):
+        bench("lm_race").curve_system(run, test_lines[1:], test_stream, quick, work)
 
 
 def test_the_fifth_table_takes_the_lowest_of_seqlabs_runs_within_each_fifth(bench: Any) -> None:
