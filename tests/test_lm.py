@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 
@@ -210,6 +211,42 @@ def test_an_lm_trains_and_its_perplexity_is_that_of_the_whole_stream(tmp_path):
 def test_an_lm_resumed_mid_epoch_carries_its_state_exactly(tmp_path, killed_at):
     config = _lm_config(tmp_path, epochs=2, save_every=5)
     resumes_exactly(config, tmp_path, killed_at, 8)  # inside epoch 1, after step 5's checkpoint, whose state is carried
+
+
+def test_valid_every_scores_valid_between_steps_and_leaves_the_run_as_it_was(tmp_path, killed_at):
+    """train.valid_every: valid scored every N steps inside an epoch (not at its last step, which its end scores),
+    kept in the epoch's log record; each look scores the model of that step (a run stopped there by max_steps
+    scores the same), the run trains exactly as without looks, and a kill after a look resumes to the same log."""
+    from safetensors.torch import load_file
+
+    from seqlab.rundir import MODEL, RunDir
+    from seqlab.train.trainer import Trainer
+
+    Trainer(_lm_config(tmp_path, epochs=2), tmp_path / "plain", progress=False).fit()
+    looked = _lm_config(tmp_path, epochs=2, valid_every=3, save_every=4)
+    Trainer(looked, tmp_path / "looked", progress=False).fit()
+    plain, log = RunDir(tmp_path / "plain").log(), RunDir(tmp_path / "looked").log()
+    assert [(r["step"], r["train_loss"], r["valid"]["loss"]) for r in log] == [
+        (r["step"], r["train_loss"], r["valid"]["loss"]) for r in plain]
+    a, b = load_file(str(tmp_path / "plain" / MODEL)), load_file(str(tmp_path / "looked" / MODEL))
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    ends = [0] + [r["step"] for r in log]
+    for (start, end), record in zip(itertools.pairwise(ends), log):
+        looks = record["looks"]
+        assert [look["step"] for look in looks] == [s for s in range(start + 1, end) if s % 3 == 0]
+        seconds = [look["train_seconds"] for look in looks]
+        assert seconds == sorted(seconds) and seconds[-1] < record["train_seconds"]
+    first = log[0]["looks"][0]
+    assert len({look["valid"]["loss"] for r in log for look in r["looks"]}) == sum(len(r["looks"]) for r in log)
+    Trainer(_lm_config(tmp_path, epochs=2, max_steps=first["step"]), tmp_path / "cut", progress=False).fit()
+    assert RunDir(tmp_path / "cut").log()[0]["valid"]["loss"] == pytest.approx(first["valid"]["loss"], rel=1e-6)
+
+    with killed_at(ends[1] + 5):  # in epoch 2, after its first look (step ends[1] + 1 to + 3) and a checkpoint
+        Trainer(looked, tmp_path / "killed", progress=False).fit()
+    Trainer(looked, tmp_path / "killed", resume=True, progress=False).fit()
+    resumed = RunDir(tmp_path / "killed").log()
+    assert [[(k["step"], k["valid"]["loss"]) for k in r["looks"]] for r in resumed] == [
+        [(k["step"], k["valid"]["loss"]) for k in r["looks"]] for r in log]
 
 
 def test_carry_state_starts_an_epoch_from_the_last_ones_state(tmp_path):

@@ -104,6 +104,10 @@ class TrainConfig(Section):
         None, description="stop once the best valid score (train.best_metric) reaches this, e.g. 99.9 for exact "
                           "match; for loss, once it is this low")
     save_every: int = Field(0, ge=0, description="also checkpoint every N steps inside an epoch; 0 = epoch ends only")
+    valid_every: int = Field(
+        0, ge=0, description="also score the valid split every N steps inside an epoch, kept in the epoch's log "
+                             "record (looks) for the learning curve; the best model, the schedule and early "
+                             "stopping still go by the epochs' ends; 0 = epoch ends only")
     keep_checkpoints: int = Field(
         0, ge=0, description="keep the weights of the last N epochs (RUN/epochs/) for seqlab average; 0 = none")
     nt_asgd: int = Field(

@@ -25,7 +25,7 @@ import logging
 import math
 import time
 from contextlib import nullcontext
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +71,8 @@ class Position:
     scaler: dict[str, Any] | None = None  # fp16's gradient scaler (its scale and growth count), on a GPU without bf16
     skipped: int = 0  # this epoch's steps dropped for a loss that was not finite (train.nonfinite: skip)
     precision: str = ""  # what the run trains in (auto's measured choice kept for resume); "" in older checkpoints
+    looks: list[dict[str, Any]] = field(default_factory=list)  # this epoch's valid scores between its steps
+    # (train.valid_every): step, train_seconds so far in the epoch, valid
 
 
 class NonFiniteLoss(ValueError):
@@ -284,9 +286,24 @@ class Trainer:
             pos.step += 1
             bar.update()
             bar.set_postfix(loss=f"{pos.loss_sum / max(pos.tokens, 1):.4f}", tok_s=f"{pos.tokens / pos.seconds:,.0f}")
+            if cfg.valid_every and pos.step % cfg.valid_every == 0 and pos.batch // self.parts < len(steps):
+                self.look()  # not at the epoch's last step: its end validates
             if cfg.save_every and pos.step % cfg.save_every == 0:
                 self.save_checkpoint()
         bar.close()
+
+    def look(self) -> None:
+        """``train.valid_every``: the valid split scored between two steps (the mean weights under NT-AvSGD, as at an
+        epoch's end), kept for the epoch's log record (``looks``) and nothing else: no best model, no schedule, no
+        early stopping. It draws no random numbers and its time is not training time, so the run trains as it
+        would without it."""
+        pos = self.position
+        with self.average.applied(self.model):
+            valid = self.world.from_main(self.family.validate() if self.world.is_main else None)
+        self.model.train()
+        pos.looks.append({"step": pos.step, "train_seconds": pos.seconds, "valid": valid})
+        if self.world.is_main:
+            log.info("epoch %d, step %d: %.1f s | %s", pos.epoch, pos.step, pos.seconds, self.family.summary(valid))
 
     def end_epoch(self) -> None:
         """Validate, log, keep the best model, checkpoint; then move the position to the next epoch."""
@@ -299,6 +316,7 @@ class Trainer:
             log.info("valid loss %.4f is worse than the best of the epochs before the last %d: averaging the weights "
                      "from now on (train.nt_asgd)", record["valid"]["loss"], cfg.nt_asgd)
         pos.epoch, pos.batch, pos.loss_sum, pos.tokens, pos.seconds, pos.skipped = pos.epoch + 1, 0, 0.0, 0, 0.0, 0
+        pos.looks = []
         self.save_checkpoint()
 
     def _validate_and_keep(self) -> dict[str, Any]:
@@ -332,6 +350,8 @@ class Trainer:
             record["averaged_steps"] = self.average.count  # NT-AvSGD: validated (and kept) is their mean
         if cfg.nonfinite == "skip":
             record["skipped"] = pos.skipped
+        if pos.looks:
+            record["looks"] = list(pos.looks)
         if self.world.is_main:
             self.run.append_log(record)
             log.info("epoch %d: train loss %.4f, %.1f s, %s %s/s | %s%s", pos.epoch, record["train_loss"],
