@@ -61,9 +61,10 @@ What is measured, and how every system gets the same tokens:
   (``_keep_book``): the race run again with the same ``--work-dir`` and a larger ``--book-epochs`` goes on from
   there exactly (``_resume_book``), so BetterRnnlm's 20 or more epochs (≈ 2.6 h for 20 on a 2-core Zen 4)
   can be trained in parts, each alone on the machine. Issue 39's table sets each BetterRnnlm epoch (its training
-  seconds so far) against seqlab within a fifth of them (``fifth_table``): each seqlab run's last epoch done by
-  then, the lowest valid perplexity of those, over the config's run and each ``--curve-runs`` (finished runs of
-  other recipes over the same tokens, for longer budgets; each scored and listed as the config's run is). ``--book-epochs`` (4)
+  seconds so far) against seqlab within a fifth of them (``fifth_table``): each seqlab run's last point scored by
+  then (an epoch's end, or a look inside one with ``train.valid_every``), the lowest valid perplexity of those,
+  over the config's run and each ``--curve-runs`` (finished runs of other recipes over the same tokens, for longer
+  budgets; each scored and listed as the config's run is). ``--book-epochs`` (4)
   caps both: Rnnlm runs its
   4, BetterRnnlm 4 of its 40 (an epoch 436–478 s on a 2-core Zen 4, 0.75–0.8 s a batch; 828–876 s on a 2-core AVX2
   EPYC, 1.4–1.5 s a batch; many times that when another job
@@ -395,8 +396,11 @@ def seqlab_system(config: Path, run: Path | None, name: str, data_dir: Path, wor
         raise SystemExit(f"seqlab generate gave {len(samples)} lines for {len(STARTS)} starts")
     return dict(config=str(config), run_dir=str(run_dir), wall_s=wall,
                 train_s=sum(r["train_seconds"] for r in log),
-                epochs=[dict(epoch=r["epoch"], train_s=r["train_seconds"], tokens_per_s=r["train_tokens_per_s"],
-                             train_loss=r["train_loss"], valid_ppl=r["valid"]["perplexity"]) for r in log],
+                epochs=[dict(epoch=r["epoch"], step=r["step"], train_s=r["train_seconds"],
+                             tokens_per_s=r["train_tokens_per_s"], train_loss=r["train_loss"],
+                             valid_ppl=r["valid"]["perplexity"],
+                             looks=[dict(step=k["step"], train_s=k["train_seconds"], valid_ppl=k["valid"]["perplexity"])
+                                    for k in r.get("looks", [])]) for r in log],
                 best_epoch=log[-1].get("best_epoch"), valid=scores["valid"], test=scores["test"],
                 samples=[dict(start=s, text=t) for s, t in zip(STARTS, samples)],
                 generate_command="seqlab generate RUN " + " ".join(SAMPLING) + " " + " ".join(f'--start "{s}"' for s in STARTS))
@@ -643,17 +647,31 @@ def seqlab_curves(result: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     return [("seqlab", result["seqlab"])] + [(c["name"], c) for c in result.get("curves", [])]
 
 
+def curve_points(epochs: list[dict[str, Any]]) -> list[tuple[str, float, float]]:
+    """A seqlab run's learning curve: (where, training seconds so far, valid perplexity) at each look inside an
+    epoch (``train.valid_every``: "6.25" is a quarter of the way through epoch 7, by its steps) and at each epoch's
+    end ("7"), in order. Records made before looks were kept have the epochs' ends alone."""
+    points, before, start = [], 0.0, 0
+    for e in epochs:
+        for k in e.get("looks", []):
+            where = e["epoch"] - 1 + (k["step"] - start) / (e["step"] - start)
+            points.append((f"{where:.2f}", before + k["train_s"], k["valid_ppl"]))
+        before += e["train_s"]
+        start = e.get("step", start)
+        points.append((str(e["epoch"]), before, e["valid_ppl"]))
+    return points
+
+
 def fifth_table(result: dict[str, Any]) -> Table | None:
     """Issue 39's race against the book's BetterRnnlm, point by point: each of its epochs (its training seconds so
     far, its valid and test perplexity by its own ``eval_perplexity``) against seqlab within a fifth of those
-    seconds: each seqlab run's last epoch done by then (the config's run and ``--curve-runs``, recipes for other
-    budgets), the one of lowest valid perplexity (the whole stream; the choice among runs is made on valid). None
-    without BetterRnnlm's epochs."""
+    seconds: each seqlab run's last point scored by then (``curve_points``: an epoch's end, or a look inside an
+    epoch; the config's run and ``--curve-runs``, recipes for other budgets), the one of lowest valid perplexity
+    (the whole stream; the choice among runs is made on valid). None without BetterRnnlm's epochs."""
     better = result.get("book", {}).get("better")
     if not better:
         return None
-    runs = [(name, system["epochs"], np.cumsum([e["train_s"] for e in system["epochs"]]))
-            for name, system in seqlab_curves(result)]
+    runs = [(name, curve_points(system["epochs"])) for name, system in seqlab_curves(result)]
     table = Table("BetterRnnlm's curve against seqlab's LSTM LM within a fifth of its training time",
                   ["book epoch", "book training s", "book valid / test ppl (its eval)", "a fifth: s",
                    "seqlab epoch within it", "seqlab training s", "seqlab valid ppl", "seqlab lower"], [])
@@ -663,15 +681,14 @@ def fifth_table(result: dict[str, Any]) -> Table | None:
         test = e.get("test_ppl_book")  # absent in records made before it was measured
         scores = f"{e['valid_ppl_book']:.2f} / " + (f"{test:.2f}" if test is not None else "—")
         book = [str(e["epoch"]), f"{book_s:,.0f}", scores, f"{book_s / 5:,.0f}"]
-        done = [(epochs[k - 1], seconds[k - 1], name) for name, epochs, seconds in runs
-                if (k := int(np.searchsorted(seconds, book_s / 5, side="right")))]  # each run's last epoch by then
+        done = [(points[k - 1], name) for name, points in runs
+                if (k := int(np.searchsorted([p[1] for p in points], book_s / 5, side="right")))]  # the last by then
         if not done:
             table.rows.append(book + ["none", "—", "—", "no"])
             continue
-        mine, seconds, name = min(done, key=lambda d: d[0]["valid_ppl"])
-        label = str(mine["epoch"]) if len(runs) == 1 else f"{mine['epoch']} of {name}"
-        table.rows.append(book + [label, f"{seconds:,.0f}", f"{mine['valid_ppl']:.2f}",
-                                  "yes" if mine["valid_ppl"] < e["valid_ppl_book"] else "no"])
+        (where, seconds, ppl), name = min(done, key=lambda d: d[0][2])
+        label = where if len(runs) == 1 else f"{where} of {name}"
+        table.rows.append(book + [label, f"{seconds:,.0f}", f"{ppl:.2f}", "yes" if ppl < e["valid_ppl_book"] else "no"])
     return table
 
 
@@ -731,8 +748,10 @@ CURVE_LABELS = {"seqlab": "seqlab LSTM LM", "transformer": "seqlab Transformer L
 
 def curves_figure(runs: list[dict[str, Any]]) -> Figure:
     """Valid perplexity against training seconds (summed over the epochs, log scale) for every system of a race's
-    runs (``system_runs``), one point per epoch; KN-5 one point at lmplz's time. The book's points are its own
-    ``eval_perplexity`` (10 rows × 35, the tail dropped), seqlab's the whole stream: the labels say so."""
+    runs (``system_runs``), one point per epoch (seqlab's also at each look inside one: ``curve_points``); KN-5 one
+    point at lmplz's time; BetterRnnlm's curve also at a fifth of its seconds (dashed: issue 39's bar); the y axis
+    up to twice the lowest perplexity. The book's points are its own ``eval_perplexity`` (10 rows × 35, the tail
+    dropped), seqlab's the whole stream: the labels say so."""
     from matplotlib.figure import Figure
 
     from seqlab.plots import text_font
@@ -743,18 +762,23 @@ def curves_figure(runs: list[dict[str, Any]]) -> Figure:
     for run in runs:
         name = run["system"]
         if name in ("seqlab", "transformer") or name.startswith("seqlab "):
-            seconds, ppl = [e["train_s"] for e in run["epochs"]], [e["valid_ppl"] for e in run["epochs"]]
+            _, seconds, ppl = zip(*curve_points(run["epochs"]))
             label = CURVE_LABELS.get(name, f"seqlab LSTM LM, run {run.get('name')}")
         elif name.startswith("book "):
-            seconds, ppl = [e["fit_s"] for e in run["epochs"]], [e["valid_ppl_book"] for e in run["epochs"]]
+            seconds = tuple(np.cumsum([e["fit_s"] for e in run["epochs"]]))
+            ppl = tuple(e["valid_ppl_book"] for e in run["epochs"])
             label = f"{CURVE_LABELS[name]} (its eval_perplexity)"
         elif name == "kenlm":
             ax.plot([run["train_s"]], [run["valid"]["perplexity"]], "s", label=f"KN-{run['order']} (lmplz)")
             continue
         else:  # the training step's throughput: no curve
             continue
-        ax.plot(np.cumsum(seconds), ppl, marker=".", label=label)
+        ax.plot(seconds, ppl, marker=".", label=label)
+        if name == "book better":  # issue 39's bar: seqlab's curve must lie below this one
+            ax.plot([x / 5 for x in seconds], ppl, "--", color="grey", label="book BetterRnnlm at a fifth of its seconds")
     ax.set_xscale("log")
+    lowest = min(min(line.get_ydata()) for line in ax.get_lines())
+    ax.set_ylim(lowest * 0.97, lowest * 2)  # the race is at the bottom: the first epochs' high points cut off
     ax.set_xlabel("training seconds", fontproperties=font)
     ax.set_ylabel("valid perplexity", fontproperties=font)
     ax.set_title("Language models on Multi30k English: valid perplexity against training time", fontproperties=font)

@@ -283,9 +283,12 @@ def test_lm_race_runs_end_to_end(bench: Any, in_process_workers: None, tmp_path:
     assert fifth.rows[0][-1] == ("yes" if within and within[-1]["valid_ppl"] < better["valid_ppl_book"] else "no")
     lines = bench("lm_race").curves_figure(recorded_race.runs).axes[0].get_lines()  # as --plot drew it
     assert [line.get_label() for line in lines] == [
-        "seqlab LSTM LM", "KN-5 (lmplz)", "book Rnnlm (its eval_perplexity)", "book BetterRnnlm (its eval_perplexity)"]
+        "seqlab LSTM LM", "KN-5 (lmplz)", "book Rnnlm (its eval_perplexity)", "book BetterRnnlm (its eval_perplexity)",
+        "book BetterRnnlm at a fifth of its seconds"]
     assert list(lines[0].get_xdata()) == pytest.approx(np.cumsum([e["train_s"] for e in result["seqlab"]["epochs"]]))
-    assert list(lines[3].get_ydata()) == [e["valid_ppl_book"] for e in result["book"]["better"]["epochs"]]
+    assert list(lines[3].get_ydata()) == list(lines[4].get_ydata()) == [
+        e["valid_ppl_book"] for e in result["book"]["better"]["epochs"]]
+    assert list(lines[4].get_xdata()) == pytest.approx(np.array(lines[3].get_xdata()) / 5)
     assert (tmp_path / "curves.png").stat().st_size > 0
     [record] = tmp_path.glob("lm_race.*.json")
     bench("lm_race").main(["--plot-record", str(record), "--plot", str(tmp_path / "again.png")])  # nothing run
@@ -319,6 +322,21 @@ def test_the_fifth_table_takes_the_lowest_of_seqlabs_runs_within_each_fifth(benc
     epochs = race.epochs_table(result)
     assert epochs.columns == ["epoch", "seqlab", "big", "better"]
     assert epochs.rows[2:] == [["3", "24.00", "", "21.00 (lr 20)"], ["4", "", "", "19.00 (lr 20)"]]
+
+
+def test_a_runs_looks_inside_an_epoch_are_points_of_its_curve(bench: Any) -> None:
+    """``train.valid_every``'s looks (log.jsonl's ``looks``) join the epochs' ends in a seqlab run's curve, placed by
+    their steps and their seconds within the epoch; the fifth table takes a look where it is the last point done
+    within a fifth."""
+    looks = [[dict(step=2, train_s=6, valid_ppl=40.0)],
+             [dict(step=5, train_s=2.5, valid_ppl=26.0), dict(step=7, train_s=7.5, valid_ppl=23.0)]]
+    epochs = [dict(epoch=k + 1, step=4 * (k + 1), train_s=10, valid_ppl=p, looks=looks[k]) for k, p in enumerate([30.0, 22.0])]
+    race = bench("lm_race")
+    assert race.curve_points(epochs) == [("0.50", 6, 40.0), ("1", 10, 30.0), ("1.25", 12.5, 26.0), ("1.75", 17.5, 23.0),
+                                         ("2", 20, 22.0)]
+    book = [dict(epoch=1, fit_s=90, valid_ppl_book=24.0), dict(epoch=2, fit_s=60, valid_ppl_book=21.0)]
+    rows = race.fifth_table({"seqlab": {"epochs": epochs}, "book": {"better": {"epochs": book}}}).rows
+    assert [row[3:] for row in rows] == [["18", "1.75", "18", "23.00", "yes"], ["30", "2", "20", "22.00", "no"]]
 
 
 @pytest.mark.parametrize("kind", ["rnnlm", "better"])
