@@ -777,7 +777,7 @@ def curves_figure(runs: list[dict[str, Any]]) -> Figure:
         if name == "book better":  # issue 39's bar: seqlab's curve must lie below this one
             ax.plot([x / 5 for x in seconds], ppl, "--", color="grey", label="book BetterRnnlm at a fifth of its seconds")
     ax.set_xscale("log")
-    lowest = min(min(line.get_ydata()) for line in ax.get_lines())
+    lowest = float(min(np.min(np.asarray(line.get_ydata(), dtype=float)) for line in ax.get_lines()))
     ax.set_ylim(lowest * 0.97, lowest * 2)  # the race is at the bottom: the first epochs' high points cut off
     ax.set_xlabel("training seconds", fontproperties=font)
     ax.set_ylabel("valid perplexity", fontproperties=font)
