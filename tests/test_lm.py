@@ -241,7 +241,8 @@ def test_valid_every_scores_valid_between_steps_and_leaves_the_run_as_it_was(tmp
     Trainer(_lm_config(tmp_path, epochs=2, max_steps=first["step"]), tmp_path / "cut", progress=False).fit()
     assert RunDir(tmp_path / "cut").log()[0]["valid"]["loss"] == pytest.approx(first["valid"]["loss"], rel=1e-6)
 
-    with killed_at(ends[1] + 5):  # in epoch 2, after its first look (step ends[1] + 1 to + 3) and a checkpoint
+    saved = next(c for c in range(ends[1] + 1, ends[2]) if c % 4 == 0 and any(ends[1] < k < c for k in range(0, c, 3)))
+    with killed_at(saved + 1):  # in epoch 2, after a checkpoint that holds one of its looks
         Trainer(looked, tmp_path / "killed", progress=False).fit()
     Trainer(looked, tmp_path / "killed", resume=True, progress=False).fit()
     resumed = RunDir(tmp_path / "killed").log()
