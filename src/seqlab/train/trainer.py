@@ -299,11 +299,15 @@ class Trainer:
         would without it."""
         pos = self.position
         with self.average.applied(self.model):
-            valid = self.world.from_main(self.family.validate() if self.world.is_main else None)
+            valid = self._valid()
         self.model.train()
         pos.looks.append({"step": pos.step, "train_seconds": pos.seconds, "valid": valid})
         if self.world.is_main:
             log.info("epoch %d, step %d: %.1f s | %s", pos.epoch, pos.step, pos.seconds, self.family.summary(valid))
+
+    def _valid(self) -> dict[str, Any]:
+        """The valid scores, computed by rank 0 and handed to every process: one decision for all."""
+        return self.world.from_main(self.family.validate() if self.world.is_main else None)
 
     def end_epoch(self) -> None:
         """Validate, log, keep the best model, checkpoint; then move the position to the next epoch."""
@@ -322,9 +326,9 @@ class Trainer:
     def _validate_and_keep(self) -> dict[str, Any]:
         """The epoch's valid scores, its log record, the best model and the kept epochs (``end_epoch``)."""
         pos, cfg = self.position, self.config.train
-        valid = self.world.from_main(self.family.validate() if self.world.is_main else None)  # one decision for all
+        valid = self._valid()
         loss_sum, tokens = self.world.sum([pos.loss_sum, pos.tokens])
-        record = {
+        record: dict[str, Any] = {
             "epoch": pos.epoch,
             "step": pos.step,
             "train_loss": loss_sum / max(tokens, 1),
