@@ -4,7 +4,8 @@
     python benchmarks/scoreboard.py --check    # exit 1 if docs/results.md is not what the results make
 
 A race ends with :func:`record`: one JSON file per race and CPU kind (``<race>.<kind>.json``, the kind being
-``avx512_bf16`` where the CPU has native bf16, else ``avx2``), holding the command that reran it, the date, the git
+``amx_bf16`` where the CPU multiplies bf16 in AMX tiles, ``avx512_bf16`` where it has AVX-512 BF16 alone, else
+``avx2``), holding the command that reran it, the date, the git
 commit, the machine (CPU, flags, threads, torch, what ``precision: auto`` is there, the load average as the race
 ended: a race that shared the machine shows it), every run, and the tables the
 race made of them (each cell already formatted, spreads included). A newer result of the same race on the same kind
@@ -85,14 +86,17 @@ def machine() -> dict[str, Any]:
 
 
 def cpu_kind() -> str:
-    """The kind of CPU a result is filed under: ``avx512_bf16`` where it has AVX-512 BF16, ``avx2`` elsewhere, and
-    ``avx2_emulated`` where all of ``AVX2_LIMITS`` hold an AVX-512 BF16 CPU to AVX2."""
+    """The kind of CPU a result is filed under: ``amx_bf16`` where it has AMX's bf16 tiles (an Intel Xeon here:
+    bf16 products at 3.5× its fp32 ones, ``peaks.py``), ``avx512_bf16`` where it has AVX-512 BF16 alone, ``avx2`` elsewhere, and ``avx2_emulated`` where all of ``AVX2_LIMITS`` hold a newer CPU to
+    AVX2."""
     from seqlab import precision
 
-    if "avx512_bf16" not in (precision.cpu_flags(precision.SPEED_FLAGS) or []):
+    flags = precision.cpu_flags(precision.SPEED_FLAGS) or []
+    if "avx512_bf16" not in flags and "amx_bf16" not in flags:
         return "avx2"
-    held = all(os.environ.get(limit, "").upper() == "AVX2" for limit in AVX2_LIMITS)
-    return EMULATED_AVX2 if held else "avx512_bf16"
+    if all(os.environ.get(limit, "").upper() == "AVX2" for limit in AVX2_LIMITS):
+        return EMULATED_AVX2
+    return "amx_bf16" if "amx_bf16" in flags else "avx512_bf16"
 
 
 def commit() -> str:

@@ -62,7 +62,7 @@ def test_record_stamps_the_machine_and_commit_and_a_newer_run_replaces_it(scoreb
                                notes=["the peer's recipe differs in one way"])
     path = scoreboard.record(result, tmp_path)
     data = json.loads(path.read_text(encoding="utf-8"))
-    kinds = ("avx2", "avx512_bf16", scoreboard.EMULATED_AVX2)
+    kinds = ("avx2", "avx512_bf16", "amx_bf16", scoreboard.EMULATED_AVX2)
     assert path.name == f"toy.{data['machine']['kind']}.json" and data["machine"]["kind"] in kinds
     assert re.fullmatch(r"[0-9a-f]{12}(-dirty)?|unknown", data["commit"])
     assert data["runs"] == [{"seed": 1}, {"seed": 2}] and data["command"] == "python benchmarks/toy.py --runs 3"
@@ -72,6 +72,21 @@ def test_record_stamps_the_machine_and_commit_and_a_newer_run_replaces_it(scoreb
     result.tables[0].rows = [["x", "2.00"]]
     scoreboard.record(result, tmp_path)
     assert len(list(tmp_path.glob("*.json"))) == 1 and "| x | 2.00 |" in scoreboard.render(tmp_path)
+
+
+@pytest.mark.parametrize(("flags", "limits", "kind"), [
+    (["avx2"], False, "avx2"), (["avx2", "avx512f", "avx512_bf16"], False, "avx512_bf16"),
+    (["avx2", "avx512f", "avx512_bf16", "amx_bf16"], False, "amx_bf16"),
+    (["avx2", "avx512f", "avx512_bf16", "amx_bf16"], True, "avx2_emulated"),
+    (["avx2", "avx512f", "avx512_bf16"], True, "avx2_emulated")])
+def test_cpu_kind_files_amx_apart_from_avx512_bf16_alone(scoreboard: ModuleType, monkeypatch: pytest.MonkeyPatch,
+                                                        flags: list[str], limits: bool, kind: str) -> None:
+    from seqlab import precision
+
+    monkeypatch.setattr(precision, "cpu_flags", lambda wanted=(), cpuinfo=None: [f for f in flags if f in wanted])
+    for limit in scoreboard.AVX2_LIMITS:
+        monkeypatch.setenv(limit, "AVX2") if limits else monkeypatch.delenv(limit, raising=False)
+    assert scoreboard.cpu_kind() == kind
 
 
 def test_spread_and_ratio_are_the_runs_mean_sd_and_range(scoreboard: ModuleType) -> None:
