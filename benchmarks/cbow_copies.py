@@ -38,9 +38,10 @@ ONE_WORKER = "one worker"
 PLANS = {  # two workers' copies: rows of W_in, of W_out (None: all), words a row between merges; hottest rows
     "hot1024": _Copies(1_024, 1_024, 2),  # the 1,024 hottest rows alone, every 2 words a row (until all8)
     "all8": _Copies(None, None, 8, hot_rows=1_024, hot_words_a_row=2),  # every row; the hottest 1,024 every 2 (until all16)
-    "all16": _Copies(None, None, 16, hot_rows=1_024, hot_words_a_row=2),  # _OwnRows.COPY["cbow"] now
+    "all16": _Copies(None, None, 16, hot_rows=1_024, hot_words_a_row=2),  # until the hottest rows merged every 4
     "all32": _Copies(None, None, 32, hot_rows=1_024, hot_words_a_row=2),
-}
+    "all16hot4": _Copies(None, None, 16, hot_rows=1_024, hot_words_a_row=4),  # _OwnRows.COPY["cbow"] now
+}  # the hottest rows' merges take the rows a worker changed (kernel.merge's ``changed``) in every plan
 Tag = Callable[[], float | None]  # a round trip in ns, or None where nothing can measure one
 
 

@@ -87,8 +87,8 @@ def machine() -> dict[str, Any]:
 
 def cpu_kind() -> str:
     """The kind of CPU a result is filed under: ``amx_bf16`` where it has AMX's bf16 tiles (an Intel Xeon here:
-    bf16 products at 3.5× its fp32 ones, ``peaks.py``), ``avx512_bf16`` where it has AVX-512 BF16 alone, ``avx2`` elsewhere, and ``avx2_emulated`` where all of ``AVX2_LIMITS`` hold a newer CPU to
-    AVX2."""
+    bf16 products at 3.5× its fp32 ones, ``peaks.py``), ``avx512_bf16`` where it has AVX-512 BF16 alone, ``avx2``
+    elsewhere, and ``avx2_emulated`` where all of ``AVX2_LIMITS`` hold a newer CPU to AVX2."""
     from seqlab import precision
 
     flags = precision.cpu_flags(precision.SPEED_FLAGS) or []

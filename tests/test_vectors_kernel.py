@@ -85,6 +85,21 @@ def test_the_hottest_rows_merge_on_a_clock_of_their_own():
     assert np.array_equal(copies[0][0], tables[0]) and np.array_equal(copies[0][1], tables[0])
 
 
+def test_a_merge_of_changed_rows_leaves_the_others_as_they_are_in_table_and_copy():
+    """``merge(..., changed=True)``: a row the copy changed adds its change and reads the table afresh; a row it did
+    not change is neither written to the table nor refreshed from it (the other worker's change to it waits for
+    a full merge)."""
+    table = np.zeros((3, 2), np.float32)
+    copy = np.zeros((2, 3, 2), np.float32)
+    copy[0, 0] += 1.0  # this worker changed row 0
+    table[:, :] += 5.0  # the other worker merged a change into every row
+    kernel.merge(table, copy, 3, True)
+    assert table[:, 0].tolist() == [6.0, 5.0, 5.0]  # row 0: both changes; rows 1, 2 as the other left them
+    assert copy[0][:, 0].tolist() == copy[1][:, 0].tolist() == [6.0, 0.0, 0.0]  # rows 1, 2 not read afresh
+    kernel.merge(table, copy, 3)
+    assert np.array_equal(copy[0], table) and np.array_equal(copy[1], table) and table[:, 0].tolist() == [6.0, 5.0, 5.0]
+
+
 def test_a_window_of_one_stays_in_its_sentence():
     """Window 1: every word with each neighbour in its own sentence: skip-gram 2(L − 1) examples a sentence of L
     words, CBOW one per word that has a neighbour."""

@@ -133,11 +133,15 @@ def _subsample(ids: np.ndarray, start: int, stop: int, keep_word: np.ndarray, st
 
 
 @njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
-def merge(table: np.ndarray, copy: np.ndarray, rows: int) -> None:
+def merge(table: np.ndarray, copy: np.ndarray, rows: int, changed: bool = False) -> None:
     """``table``'s first ``rows`` rows += what ``copy[0]`` (copied rows, dim) changed in them since ``copy[1]`` was
-    read from them; then both hold the table's rows as they are now. Not locked: a worker merging while another does
-    may, rarely, lose one element's addition (Hogwild!'s own risk for every update)."""
+    read from them; then both hold the table's rows as they are now. With ``changed``, only the rows this copy
+    changed (an update moves every element of a row, so its first tells): the others are neither written to the
+    table nor read afresh from it. Not locked: a worker merging while another does may, rarely, lose one element's
+    addition (Hogwild!'s own risk for every update)."""
     for r in range(min(rows, copy.shape[1])):
+        if changed and copy[0, r, 0] == copy[1, r, 0]:
+            continue
         for d in range(copy.shape[2]):
             now = table[r, d] + (copy[0, r, d] - copy[1, r, d])
             table[r, d] = now
@@ -148,17 +152,17 @@ def merge(table: np.ndarray, copy: np.ndarray, rows: int) -> None:
 @njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
 def _merge_due(w_in: np.ndarray, w_out: np.ndarray, copy_in: np.ndarray, copy_out: np.ndarray,
                clock: np.ndarray) -> None:
-    """Every copied row merged where its count (``train_job``'s ``clock``) is reached, else the hottest rows where
-    theirs is."""
-    rows = max(copy_in.shape[1], copy_out.shape[1])
+    """Every copied row merged where its count (``train_job``'s ``clock``) is reached, else those of the hottest
+    rows that the worker changed where theirs is."""
+    rows, hot = max(copy_in.shape[1], copy_out.shape[1]), False
     if clock[2] >= clock[3]:
         clock[0], clock[2] = 0, 0
     elif clock[4] > 0 and clock[0] >= clock[1]:
-        rows, clock[0] = clock[4], 0
+        rows, clock[0], hot = clock[4], 0, True
     else:
         return
-    merge(w_in, copy_in, rows)
-    merge(w_out, copy_out, rows)
+    merge(w_in, copy_in, rows, hot)
+    merge(w_out, copy_out, rows, hot)
 
 
 @njit(nogil=True, fastmath=True, cache=True, error_model="numpy")
@@ -185,7 +189,8 @@ def train_job(w_in: np.ndarray, w_out: np.ndarray, copy_in: np.ndarray, copy_out
     (``update``), ``copy_in[1]`` and ``copy_out[1]`` those rows as last read (``merge``). ``clock`` is (words
     trained on since the hottest rows merged, words between their merges, words since every copied row merged,
     words between those merges, how many rows are the hottest): the copies are merged before the first sentences
-    that find a count reached (it goes on from job to job). Returns the summed loss and the number of examples."""
+    that find a count reached (it goes on from job to job), the hottest rows only where the worker changed them.
+    Returns the summed loss and the number of examples."""
     state = np.full(1, np.uint64(seed) | np.uint64(1), dtype=np.uint64)
     dim = w_in.shape[1]
     h, dh = np.empty(dim, dtype=w_in.dtype), np.empty(dim, dtype=w_in.dtype)
