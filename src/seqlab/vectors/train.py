@@ -223,14 +223,15 @@ class _OwnRows:
     the hottest rows alone 1.73× and 1.11×): ahead by 0.1-3.7 % in each placement in three such runs, within their
     spread; analogies 17.27 ± 0.72 % (10 seeds).
     The hottest rows' merges then cost two workers more than the rest of their sharing: on an Intel Xeon (2 cores,
-    Multi30k 3 times over, one epoch, the plans taking turns in one process for 200 s, 55 runs each) two workers
-    made 1.54× one worker's words/s, 1.73× without the hottest rows' merges and 1.78× with no merge inside the epoch
-    (the machine's own limit). So a hottest-row merge takes only the rows the worker changed since its last merge
-    (``kernel.merge``'s ``changed``: a row it did not change is neither written nor read afresh until it changes
-    it or every row merges), and they merge every 4 words a row instead of 2 (4,096 words): 1.75× against 1.50×
-    (Multi30k 9 times over, 300 s, 28-33 runs each; changed rows alone, every 2 words a row: 1.61-1.65×). Analogies
-    on the issue's corpus, 2 workers, 10 seeds: 17.02 ± 0.79 % against 17.15 ± 0.79 % before (changed rows every 2
-    words a row: 17.19 ± 0.66; one worker: 17.67 ± 0.62, 16.54-18.68).
+    Multi30k 3 times over, one epoch, the plans taking turns in one process for 200 s, 55 runs each; a script of
+    the session's, not kept) two workers made 1.54× one worker's words/s, 1.73× without the hottest rows' merges and
+    1.78× with no merge inside the epoch (the machine's own limit). So a hottest-row merge takes only the rows the
+    worker changed since its last merge (``kernel.merge``'s ``changed``: a row it did not change is neither written
+    nor read afresh until it changes it or every row merges; 1.59-1.65× against 1.48-1.54× in such runs), and they
+    merge every 4 words a row instead of 2 (4,096 words; ``benchmarks/cbow_copies.py``'s all16hot4 against all16,
+    its amx_bf16 record: 1.71× against 1.66× on one die, 1.65× against 1.60× on two). Analogies on the issue's
+    corpus, 2 workers, 10 seeds: 17.02 ± 0.79 % against 17.15 ± 0.79 % before (changed rows every 2 words a row:
+    17.19 ± 0.66; one worker: 17.67 ± 0.62, 16.54-18.68).
     A worker alone has no copy (the same vectors as before for its seed)."""
 
     COPY = {"skipgram": _Copies(None, 0, 3), "cbow": _Copies(None, None, 16, hot_rows=1_024, hot_words_a_row=4)}
