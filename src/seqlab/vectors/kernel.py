@@ -137,7 +137,8 @@ def merge(table: np.ndarray, copy: np.ndarray, rows: int, changed: bool = False)
     """``table``'s first ``rows`` rows += what ``copy[0]`` (copied rows, dim) changed in them since ``copy[1]`` was
     read from them; then both hold the table's rows as they are now. With ``changed``, only the rows this copy
     changed (an update moves every element of a row, so its first tells): the others are neither written to the
-    table nor read afresh from it. Not locked: a worker merging while another does may, rarely, lose one element's
+    table nor read afresh from it (a change that left the first element as it was waits, like them, for a merge of
+    every row: nothing is lost). Not locked: a worker merging while another does may, rarely, lose one element's
     addition (Hogwild!'s own risk for every update)."""
     for r in range(min(rows, copy.shape[1])):
         if changed and copy[0, r, 0] == copy[1, r, 0]:
