@@ -85,7 +85,10 @@ def test_cpu_kind_files_amx_apart_from_avx512_bf16_alone(scoreboard: ModuleType,
 
     monkeypatch.setattr(precision, "cpu_flags", lambda wanted=(), cpuinfo=None: [f for f in flags if f in wanted])
     for limit in scoreboard.AVX2_LIMITS:
-        monkeypatch.setenv(limit, "AVX2") if limits else monkeypatch.delenv(limit, raising=False)
+        if limits:
+            monkeypatch.setenv(limit, "AVX2")
+        else:
+            monkeypatch.delenv(limit, raising=False)
     assert scoreboard.cpu_kind() == kind
 
 
