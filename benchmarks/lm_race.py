@@ -316,14 +316,15 @@ def lm_flops_per_token(cell: str, embedding: int, hidden: int, layers: int, voca
 
 
 def throughput_worker(spec: dict[str, Any]) -> dict[str, Any]:
-    """The trainer's step on the train stream's TBPTT batches, in one precision, timed."""
+    """The trainer's step on the train stream's TBPTT batches, in one precision and the trainer's runtime
+    (``Runtime.for_training``), timed."""
     import torch
 
-    from seqlab import precision
     from seqlab.config import load_config
     from seqlab.model.lm import RNNLM, LMConfig
     from seqlab.predictors.language_model import LanguageModel
     from seqlab.rundir import RunDir
+    from seqlab.runtime import Runtime
     from seqlab.train.family import StreamLM
     from seqlab.train.optimizer import build_optimizer, optimizer_step
     from seqlab.train.schedule import build_schedule
@@ -337,7 +338,8 @@ def throughput_worker(spec: dict[str, Any]) -> dict[str, Any]:
     tokenizer = run.tokenizers()[0]
     torch.manual_seed(config.seed)
     model = RNNLM.from_config(config.model, tokenizer.vocab_size)
-    family = StreamLM(config, LanguageModel(model, tokenizer, config), np.load(spec["train_stream"]), [])
+    runtime = Runtime.for_training(config.train.device, config.train.precision)  # as the trainer runs the step
+    family = StreamLM(config, LanguageModel(model, tokenizer, config, runtime), np.load(spec["train_stream"]), [])
     batches = len(family.tbptt)
     optimizer = build_optimizer(model, config.train)
     scheduler = build_schedule(optimizer, config, config.train.epochs * batches)
@@ -356,7 +358,7 @@ def throughput_worker(spec: dict[str, Any]) -> dict[str, Any]:
     seconds = time.perf_counter() - started
     m = config.model
     flops = lm_flops_per_token(m.cell, m.embedding_size, m.hidden_size, m.num_layers, tokenizer.vocab_size)
-    return dict(precision=precision.resolve(config.train.precision), steps=spec["steps"], tokens=tokens,
+    return dict(precision=runtime.precision, steps=spec["steps"], tokens=tokens,
                 seconds=seconds, tokens_per_s=tokens / seconds, gflops=tokens * flops["train"] / seconds / 1e9,
                 flops_per_token=flops, params=sum(p.numel() for p in model.parameters()),
                 torch_threads=torch.get_num_threads(), loadavg=os.getloadavg())

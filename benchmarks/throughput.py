@@ -46,6 +46,7 @@ from seqlab.data.inputs import source_ids
 from seqlab.loss import token_nll_sum
 from seqlab.model import build_model, num_parameters
 from seqlab.model.transformer import TransformerConfig
+from seqlab.runtime import Runtime
 from seqlab.sections import TrainConfig
 from seqlab.specials import PAD
 from seqlab.tokenizer import learn_tokenizers
@@ -91,9 +92,11 @@ PHASES = ("forward", "backward", "optimizer")  # a step's parts, named for torch
 
 
 def training_step(model: torch.nn.Module, bf16: bool = False, compiled: bool = False) -> Callable[[Batch], None]:
-    """One training step as the trainer takes it: forward and masked loss, backward, then clipping, fused Adam and
-    the schedule (``PHASES``, each a ``record_function`` region); ``compiled``: the forward pass and loss through
-    ``torch.compile`` (backward too, as AOTAutograd traces it)."""
+    """One training step as the trainer takes it, in the trainer's runtime (``Runtime.for_training``: its
+    precision, and glibc keeping freed memory for the next step's tensors): forward and masked loss, backward, then
+    clipping, fused Adam and the schedule (``PHASES``, each a ``record_function`` region); ``compiled``: the forward
+    pass and loss through ``torch.compile`` (backward too, as AOTAutograd traces it)."""
+    runtime = Runtime.for_training("cpu", "bf16" if bf16 else "fp32")
     optimizer = build_optimizer(model, TrainConfig())
     scheduler = LambdaLR(optimizer, lambda step: 1e-4)
 
@@ -103,7 +106,7 @@ def training_step(model: torch.nn.Module, bf16: bool = False, compiled: bool = F
     forward = torch.compile(summed_loss, dynamic=True) if compiled else summed_loss
 
     def step(batch: Batch) -> None:
-        with record_function("forward"), torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+        with record_function("forward"), runtime.autocast():
             loss = forward(batch.src, batch.trg_in, batch.trg_out) / batch.num_target_tokens
         with record_function("backward"):
             loss.backward()
