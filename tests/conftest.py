@@ -86,6 +86,24 @@ def _own_cache(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPat
 
 
 @pytest.fixture
+def bf16_the_slower(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str]:
+    """``measure_precision``'s timing made bf16 twice fp32's time per unit, whatever the machine (each timed round
+    still runs its step once); the precisions it timed, in order. Its choices kept in ``tmp_path``."""
+    from seqlab import runtime
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    timed: list[str] = []
+
+    def seconds_per_unit(step: Callable[[runtime.Runtime], int], each: runtime.Runtime) -> float:
+        timed.append(each.precision)
+        step(each)
+        return 2.0 if each.precision == "bf16" else 1.0
+
+    monkeypatch.setattr(runtime, "_seconds_per_unit", seconds_per_unit)
+    return timed
+
+
+@pytest.fixture
 def shared_data() -> Path:
     """The real corpora in ``../shared/data`` (dlfs2/, chatbot_ko/, multi30k/); skip loudly where absent."""
     if not SHARED_DATA.is_dir():

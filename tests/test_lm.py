@@ -13,9 +13,11 @@ from conftest import counting_corpus, resumes_exactly
 
 from seqlab.config import ConfigError
 from seqlab.data.stream import TbpttBatches
+from seqlab.decoding import DecodeOptions
 from seqlab.loss import token_nll_sum
 from seqlab.model.dropout import keep_mask
 from seqlab.model.lm import RNNLM
+from seqlab.runtime import PROBE_ROUNDS, SMALL_SEARCH_ROWS, Runtime
 
 
 def test_tbptt_batches_are_the_seeds_toy():  # S36
@@ -294,7 +296,7 @@ def test_eval_and_config_errors_of_language_models(tmp_path):
         parse_config(raw | {"model": {"type": "lm", "embedding_size": 8}})
 
 
-def test_generation_through_the_decoding_strategies(tmp_path):  # S47
+def test_generation_through_the_decoding_strategies(tmp_path, bf16_the_slower):  # S47
     from typer.testing import CliRunner
 
     from seqlab.cli import app
@@ -323,6 +325,10 @@ def test_generation_through_the_decoding_strategies(tmp_path):  # S47
     assert scores["perplexity"] == pytest.approx(lm.perplexity(["one two three", "three two one"])["perplexity"])
     result = CliRunner().invoke(app, ["generate", str(tmp_path / "run"), "--start", "x", "--beam", "0"])
     assert result.exit_code == 2
+    many = DecodeOptions(sample=True, num_samples=SMALL_SEARCH_ROWS, seed=5)
+    in_fp32 = lm.generate(["one", "two"], many)
+    lm.runtime = Runtime(torch.device("cpu"), "bf16", auto=True)  # auto's choice: measured for searches of many rows
+    assert lm.generate(["one", "two"], many) == in_fp32 and bf16_the_slower == ["fp32", "bf16"] * PROBE_ROUNDS
 
 
 def test_the_books_recipe_sgd_with_the_rate_divided_when_valid_gets_worse(tmp_path, monkeypatch):  # S41, ch. 6

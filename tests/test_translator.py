@@ -6,12 +6,13 @@ from dataclasses import replace
 import pytest
 import torch
 
+from seqlab import runtime as runtime_module
 from seqlab.config import parse_config
 from seqlab.decoding import DecodeOptions
 from seqlab.model import build_model
 from seqlab.predictors import translator as translator_module
 from seqlab.predictors.translator import Translator
-from seqlab.runtime import SMALL_SEARCH_ROWS, Runtime
+from seqlab.runtime import PROBE_ROUNDS, SMALL_SEARCH_ROWS, Runtime
 from seqlab.specials import EOS
 from seqlab.tokenizer import Tokenizer
 
@@ -57,8 +58,8 @@ def test_batches_decoded_side_by_side_give_what_one_after_another_gives(translat
 
 def test_a_search_of_few_rows_decodes_in_fp32_where_bf16_is_autos_choice(translator, monkeypatch):
     """``Runtime.autocast``: where ``auto`` chose bf16, a search of fewer than SMALL_SEARCH_ROWS rows (one sentence
-    at beam 3: 3 rows) runs without autocast, its outputs and scores exactly fp32's; a search of more rows (64
-    samples of one sentence), and every search where bf16 was asked for, under bf16 autocast."""
+    at beam 3: 3 rows) runs without autocast, its outputs and scores exactly fp32's, and measures nothing
+    (``Runtime.searching``); every search where bf16 was asked for runs under bf16 autocast."""
     seen: list[bool] = []
 
     def search(*args, **kwargs):
@@ -67,14 +68,33 @@ def test_a_search_of_few_rows_decodes_in_fp32_where_bf16_is_autos_choice(transla
 
     real = translator_module.search
     monkeypatch.setattr(translator_module, "search", search)
+    monkeypatch.setattr(runtime_module, "measure_precision", None)  # called, it fails the test
     one, beam = translator.encode_sources(["12+5"]), DecodeOptions(beam=3)
     in_fp32 = translator.search_ids(one, beam)
     translator.runtime = Runtime(torch.device("cpu"), "bf16", auto=True)
     assert translator.search_ids(one, beam) == in_fp32
-    translator.search_ids(one, DecodeOptions(sample=True, num_samples=SMALL_SEARCH_ROWS, seed=1))
     translator.runtime = Runtime(torch.device("cpu"), "bf16")
-    translator.search_ids(one, beam)
-    assert seen == [False, False, True, True]
+    translator.search_ids(one, DecodeOptions(sample=True, num_samples=SMALL_SEARCH_ROWS, seed=1))
+    assert seen == [False, False, True]
+
+
+def test_autos_precision_for_a_search_of_many_rows_is_measured_for_that_search(translator, bf16_the_slower):
+    """``Runtime.searching``: where ``auto`` decides and a search has SMALL_SEARCH_ROWS rows a batch or more, the
+    faster of fp32 and bf16 is measured for it (here bf16 is the slower, though training had chosen it), once per
+    machine, model, options and size of batch (to the next power of two rows: 66 and 99 rows share one); the search
+    then runs in fp32, its outputs fp32's. Fewer rows, or a precision asked for, measure nothing."""
+    sources = translator.encode_sources(["12+5", "3+4", "40+2"])
+    many = DecodeOptions(sample=True, num_samples=SMALL_SEARCH_ROWS // 2 + 1, seed=1)  # 2 sources: 66 rows
+    in_fp32 = [translator.search_ids(sources[:n], many) for n in (2, 3)]
+    assert bf16_the_slower == []
+    translator.runtime = Runtime(torch.device("cpu"), "bf16", auto=True)
+    translator.search_ids(sources[:1], many)
+    assert bf16_the_slower == []
+    assert translator.search_ids(sources[:2], many) == in_fp32[0]
+    assert bf16_the_slower == ["fp32", "bf16"] * PROBE_ROUNDS
+    bf16_the_slower.clear()
+    assert translator.search_ids(sources, many) == in_fp32[1]
+    assert bf16_the_slower == []
 
 
 def test_translate_wants_a_list(translator):

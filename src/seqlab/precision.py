@@ -17,10 +17,11 @@ means fp32, and ``auto`` (the default) means fp32 where bf16 is not native and, 
 for the model at hand: training starts by timing the model's own step in each (``probed``;
 ``seqlab.runtime.measure_precision``, kept per machine, model and seqlab's code in
 ~/.cache/seqlab/precision.json), says the choice and why in its first line, records it in its checkpoints (a
-resumed run keeps it) and with the best model (a loaded run decodes in it, but for a search of fewer than
+resumed run keeps it) and with the best model (a loaded run computes in it, but for a search of fewer than
 ``seqlab.runtime.SMALL_SEARCH_ROWS`` rows or an encoder's pass over fewer than ``SMALL_PASS_TOKENS`` tokens, which
-it runs in fp32: ``Runtime.autocast``). It is decided on the machine that runs the model: a run trained in bf16
-decodes in fp32 on a CPU without native bf16.
+it runs in fp32: ``Runtime.autocast``, and a search of more rows, whose precision is measured for it:
+``Runtime.searching``). It is decided on the machine that runs the model: a run trained in bf16 decodes in fp32 on
+a CPU without native bf16.
 
 ``SEQLAB_PRECISION=fp32|bf16`` in the environment replaces the CPU's answer for a whole
 process: ``auto`` and ``bf16`` then mean what it says, emulated bf16 included. The tests

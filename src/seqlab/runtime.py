@@ -142,6 +142,22 @@ class Runtime:
         return torch.autocast(self.device.type, dtype=DTYPES.get(self.precision, torch.bfloat16),
                               enabled=self.precision != "fp32" and not (small and self.auto and self.device.type == "cpu"))
 
+    def searching(self, rows: int, probe: Probe, key: Mapping[str, Any]) -> Runtime:
+        """The runtime a search of ``rows`` rows a batch (inputs × beams or samples) runs in: this one, except where
+        its precision is ``auto``'s choice on the CPU and the rows are not few (``SMALL_SEARCH_ROWS``: fp32 there in
+        any case). There the faster of fp32 and bf16 for this search is measured (``measure_precision``: ``probe``
+        searches one batch, on a worker's share of the threads) and kept per machine and ``key``, as for training;
+        the choice training measured does not carry over. On a 2-core Xeon with AMX the main job's date model
+        trained in bf16 at 0.95× fp32's time per token and searched its test split in bf16 at 1.22× fp32's time
+        greedy and 1.16× at beam 5 (``benchmarks/peer_decoding.py``); on a Zen 4 with AVX-512 BF16 the same
+        searches took 1.02× and 0.86×."""
+        if not (self.auto and self.device.type == "cpu") or rows < SMALL_SEARCH_ROWS:
+            return self
+        bucket = 1 << (rows - 1).bit_length()  # searches of 65-128 rows a batch share one measurement, and so on
+        with torch_threads(max(1, torch.get_num_threads() // self.workers)):
+            return measure_precision(probe, self, {"search": dict(key), "rows": bucket, "workers": self.workers},
+                                     "input")
+
     def grad_scaler(self) -> torch.amp.GradScaler:
         """The gradient scaler fp16 training needs (its small range underflows gradients); disabled, and a no-op,
         for bf16 and fp32."""
@@ -175,7 +191,7 @@ class Runtime:
 # one round of 4 steps each, one slow moment of the machine decided for good: the date-fast model's kept answer on a
 # Zen 4 was "bf16 took 1.01×" where whole runs in bf16 took 0.80× fp32's time, and fresh probes said 0.80-0.87×.
 PROBE_WARMUP, PROBE_STEPS, PROBE_ROUNDS, PROBE_SECONDS = 2, 2, 3, 1.0
-Probe = Callable[[Runtime], int]  # one training step's forward and backward in a runtime -> the units it covered
+Probe = Callable[[Runtime], int]  # one training step (or one batch's search) in a runtime -> the units it covered
 
 
 def measure_precision(step: Probe, runtime: Runtime, key: Mapping[str, Any], unit: str = "token") -> Runtime:

@@ -20,6 +20,7 @@ from torch import nn
 from seqlab import precision
 from seqlab.config import Config
 from seqlab.data.inputs import around_blanks, check_texts, chunks, truncate
+from seqlab.decoding import DecodeOptions
 from seqlab.model import device_of, evaluating
 from seqlab.registry import expect_kind
 from seqlab.rundir import RunDir
@@ -91,6 +92,20 @@ class Predictor:
         batches = list(chunks(order, self.runtime.batch_size(len(order), self.config.eval.batch_size)))[::-1]
         with evaluating(self.model):
             return list(zip(batches, self.runtime.map(work, batches)))
+
+    def search_runtime(self, batch: list[int], options: DecodeOptions,
+                       search: Callable[[Runtime, list[int]], object]) -> Runtime:
+        """The runtime a call's searches run in (``Runtime.searching``): where ``auto`` measures, the faster
+        precision for this model, these ``options`` and batches of about ``batch``'s size, timed by ``search(runtime,
+        batch)`` (the model in eval mode, no gradients) the first time on this machine."""
+        def probe(runtime: Runtime) -> int:
+            with evaluating(self.model), torch.no_grad():
+                search(runtime, batch)
+            return len(batch)
+
+        key = {"kind": self.kind, "model": self.config.model.model_dump(mode="json"),
+               "options": options.model_dump(mode="json")}
+        return self.runtime.searching(len(batch) * options.rows_per_input, probe, key)
 
     @staticmethod
     def each_text(texts: Sequence[str], work: Callable[[list[str]], list[T]], empty: T, caller: str) -> list[T]:

@@ -29,6 +29,7 @@ from seqlab.model import RNNLM, TransformerLM, build_lm
 from seqlab.model.lm import LMConfig
 from seqlab.model.transformer_lm import TransformerLMConfig
 from seqlab.predictors.base import TextPredictor
+from seqlab.runtime import Runtime
 from seqlab.specials import EOS
 from seqlab.tokenizer import Tokenizer
 
@@ -78,13 +79,18 @@ class LanguageModel(TextPredictor):
         prompts = [[EOS, *ids] for ids in self.tokenizer.encode(list(starts))]
         self.model.eval()
 
-        def continue_group(group: list[int]) -> list[list[Hypothesis]]:
-            with torch.no_grad(), self.autocast(len(group) * options.rows_per_input):  # thread-local: set where it decodes
+        def continue_in(runtime: Runtime, group: list[int]) -> list[list[Hypothesis]]:
+            with torch.no_grad(), runtime.autocast(len(group) * options.rows_per_input):  # thread-local: set where it decodes
                 return search(self.model, pad([prompts[i] for i in group]).to(self.device), options,
                               self.config.eval.max_output_length, stop=stop)
 
         # a batch of prompts of one length (the Transformer's cache), as many at once as the runtime's workers
         groups = [[i for i, p in enumerate(prompts) if len(p) == length] for length in sorted({len(p) for p in prompts})]
+        runtime = self.search_runtime(max(groups, key=len, default=[]), options, continue_in)
+
+        def continue_group(group: list[int]) -> list[list[Hypothesis]]:
+            return continue_in(runtime, group)
+
         found: list[list[Hypothesis]] = [[] for _ in prompts]
         for group, of_group in zip(groups, self.runtime.map(continue_group, groups)):
             for i, hypotheses in zip(group, of_group):

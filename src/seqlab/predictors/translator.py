@@ -138,13 +138,21 @@ class Translator(Predictor):
         if width is not None:
             options = options.model_copy(update={"max_length": width, "length_ratio": None})
 
-        def decode(batch: list[int]) -> list[list[Hypothesis]]:
-            with self.autocast(len(batch) * options.rows_per_input):  # thread-local: set on the decoding thread
+        def decode_in(runtime: Runtime, batch: list[int]) -> list[list[Hypothesis]]:
+            with runtime.autocast(len(batch) * options.rows_per_input):  # thread-local: set on the decoding thread
                 return search(model, pad([src[i] for i in batch]).to(self.device), options,
                               self.config.eval.max_output_length, need_weights, stop)
 
+        lengths = [len(ids) for ids in src]
+        longest = sorted(range(len(src)), key=lengths.__getitem__)[-self.runtime.batch_size(
+            len(src), self.config.eval.batch_size):]  # a whole batch of the longest sources
+        runtime = self.search_runtime(longest, options, decode_in)
+
+        def decode(batch: list[int]) -> list[list[Hypothesis]]:
+            return decode_in(runtime, batch)
+
         outputs: list[list[Hypothesis]] = [[] for _ in src]
-        for batch, of_batch in self.batched([len(ids) for ids in src], decode):
+        for batch, of_batch in self.batched(lengths, decode):
             for index, hypotheses in zip(batch, of_batch):
                 outputs[index] = hypotheses
         return outputs
