@@ -94,7 +94,7 @@ def bf16_the_slower(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[str
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     timed: list[str] = []
 
-    def seconds_per_unit(step: Callable[[runtime.Runtime], int], each: runtime.Runtime) -> float:
+    def seconds_per_unit(step: Callable[[runtime.Runtime], int], each: runtime.Runtime, steps: int) -> float:
         timed.append(each.precision)
         step(each)
         return 2.0 if each.precision == "bf16" else 1.0

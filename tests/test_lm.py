@@ -17,7 +17,7 @@ from seqlab.decoding import DecodeOptions
 from seqlab.loss import token_nll_sum
 from seqlab.model.dropout import keep_mask
 from seqlab.model.lm import RNNLM
-from seqlab.runtime import PROBE_ROUNDS, SMALL_SEARCH_ROWS, Runtime
+from seqlab.runtime import SEARCH_PROBE_ROUNDS, SMALL_SEARCH_ROWS, Runtime
 
 
 def test_tbptt_batches_are_the_seeds_toy():  # S36
@@ -328,7 +328,7 @@ def test_generation_through_the_decoding_strategies(tmp_path, bf16_the_slower): 
     many = DecodeOptions(sample=True, num_samples=SMALL_SEARCH_ROWS, seed=5)
     in_fp32 = lm.generate(["one", "two"], many)
     lm.runtime = Runtime(torch.device("cpu"), "bf16", auto=True)  # auto's choice: measured for searches of many rows
-    assert lm.generate(["one", "two"], many) == in_fp32 and bf16_the_slower == ["fp32", "bf16"] * PROBE_ROUNDS
+    assert lm.generate(["one", "two"], many) == in_fp32 and bf16_the_slower == ["fp32", "bf16"] * SEARCH_PROBE_ROUNDS
 
 
 def test_the_books_recipe_sgd_with_the_rate_divided_when_valid_gets_worse(tmp_path, monkeypatch):  # S41, ch. 6

@@ -210,7 +210,7 @@ def test_auto_measured_on_the_model_leaves_no_trace_and_a_resumed_run_keeps_it(t
     monkeypatch.setattr(precision, "native_bf16", lambda: True)
     timed: list[str] = []
 
-    def seconds_per_unit(step, rt):  # the step runs, in the runtime given; the timings are the test's
+    def seconds_per_unit(step, rt, steps):  # the step runs, in the runtime given; the timings are the test's
         assert step(rt) > 0
         timed.append(rt.precision)
         return {"fp32": 1.0, "bf16": 2.0}[rt.precision]

@@ -12,7 +12,7 @@ from seqlab.decoding import DecodeOptions
 from seqlab.model import build_model
 from seqlab.predictors import translator as translator_module
 from seqlab.predictors.translator import Translator
-from seqlab.runtime import PROBE_ROUNDS, SMALL_SEARCH_ROWS, Runtime
+from seqlab.runtime import SEARCH_PROBE_ROUNDS, SMALL_SEARCH_ROWS, Runtime
 from seqlab.specials import EOS
 from seqlab.tokenizer import Tokenizer
 
@@ -81,8 +81,9 @@ def test_a_search_of_few_rows_decodes_in_fp32_where_bf16_is_autos_choice(transla
 def test_autos_precision_for_a_search_of_many_rows_is_measured_for_that_search(translator, bf16_the_slower):
     """``Runtime.searching``: where ``auto`` decides and a search has SMALL_SEARCH_ROWS rows a batch or more, the
     faster of fp32 and bf16 is measured for it (here bf16 is the slower, though training had chosen it), once per
-    machine, model, options and size of batch (to the next power of two rows: 66 and 99 rows share one); the search
-    then runs in fp32, its outputs fp32's. Fewer rows, or a precision asked for, measure nothing."""
+    machine, model, options and size of batch (to the next power of two rows: 66 and 99 rows share one), with as
+    many sources as ``eval.batch_size`` whatever the workers make of them; the search then runs in fp32, its outputs
+    fp32's. Fewer rows, or a precision asked for, measure nothing."""
     sources = translator.encode_sources(["12+5", "3+4", "40+2"])
     many = DecodeOptions(sample=True, num_samples=SMALL_SEARCH_ROWS // 2 + 1, seed=1)  # 2 sources: 66 rows
     in_fp32 = [translator.search_ids(sources[:n], many) for n in (2, 3)]
@@ -91,10 +92,13 @@ def test_autos_precision_for_a_search_of_many_rows_is_measured_for_that_search(t
     translator.search_ids(sources[:1], many)
     assert bf16_the_slower == []
     assert translator.search_ids(sources[:2], many) == in_fp32[0]
-    assert bf16_the_slower == ["fp32", "bf16"] * PROBE_ROUNDS
+    assert bf16_the_slower == ["fp32", "bf16"] * SEARCH_PROBE_ROUNDS
     bf16_the_slower.clear()
     assert translator.search_ids(sources, many) == in_fp32[1]
     assert bf16_the_slower == []
+    translator.runtime = Runtime(torch.device("cpu"), "bf16", auto=True, workers=2)  # batches of one source here,
+    translator.search_ids(sources, many)  # measured for a whole batch (eval.batch_size) all the same, as a call of
+    assert bf16_the_slower == ["fp32", "bf16"] * SEARCH_PROBE_ROUNDS  # more sources would make them
 
 
 def test_translate_wants_a_list(translator):

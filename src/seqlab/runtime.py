@@ -146,7 +146,8 @@ class Runtime:
         """The runtime a search of ``rows`` rows a batch (inputs × beams or samples) runs in: this one, except where
         its precision is ``auto``'s choice on the CPU and the rows are not few (``SMALL_SEARCH_ROWS``: fp32 there in
         any case). There the faster of fp32 and bf16 for this search is measured (``measure_precision``: ``probe``
-        searches one batch, on a worker's share of the threads) and kept per machine and ``key``, as for training;
+        searches one batch, on a worker's share of the threads, ``SEARCH_PROBE_ROUNDS`` times in each) and kept per
+        machine and ``key``, as for training;
         the choice training measured does not carry over. On a 2-core Xeon with AMX the main job's date model
         trained in bf16 at 0.95× fp32's time per token and searched its test split in bf16 at 1.22× fp32's time
         greedy and 1.16× at beam 5 (``benchmarks/peer_decoding.py``); on a Zen 4 with AVX-512 BF16 the same
@@ -156,7 +157,7 @@ class Runtime:
         bucket = 1 << (rows - 1).bit_length()  # searches of 65-128 rows a batch share one measurement, and so on
         with torch_threads(max(1, torch.get_num_threads() // self.workers)):
             return measure_precision(probe, self, {"search": dict(key), "rows": bucket, "workers": self.workers},
-                                     "input")
+                                     "input", SEARCH_PROBE_STEPS, SEARCH_PROBE_ROUNDS)
 
     def grad_scaler(self) -> torch.amp.GradScaler:
         """The gradient scaler fp16 training needs (its small range underflows gradients); disabled, and a no-op,
@@ -191,18 +192,23 @@ class Runtime:
 # one round of 4 steps each, one slow moment of the machine decided for good: the date-fast model's kept answer on a
 # Zen 4 was "bf16 took 1.01×" where whole runs in bf16 took 0.80× fp32's time, and fresh probes said 0.80-0.87×.
 PROBE_WARMUP, PROBE_STEPS, PROBE_ROUNDS, PROBE_SECONDS = 2, 2, 3, 1.0
+# A search's probe (``Runtime.searching``) times one batch's search a round, in more rounds: the date model at beam 5
+# on the AMX Xeon measured bf16 at 1.11-1.15× fp32's time so (whole test splits: 1.12-1.16×), and at 1.02-1.09× in
+# PROBE_ROUNDS rounds of PROBE_STEPS batches, once at 0.97× in benchmarks/peer_decoding.py's workers (bf16 chosen).
+SEARCH_PROBE_STEPS, SEARCH_PROBE_ROUNDS = 1, 7
 Probe = Callable[[Runtime], int]  # one training step (or one batch's search) in a runtime -> the units it covered
 
 
-def measure_precision(step: Probe, runtime: Runtime, key: Mapping[str, Any], unit: str = "token") -> Runtime:
+def measure_precision(step: Probe, runtime: Runtime, key: Mapping[str, Any], unit: str = "token",
+                      steps: int = PROBE_STEPS, rounds: int = PROBE_ROUNDS) -> Runtime:
     """``auto`` where bf16 is native (``precision.probed``): ``runtime`` in the faster of fp32 and bf16 for this
     model on this machine. ``step`` (which cycles over ``PROBE_WARMUP`` batches) is warmed up in each, then timed in
-    ``PROBE_ROUNDS`` rounds, each over up to ``PROBE_STEPS`` steps or ``PROBE_SECONDS`` in fp32 and then in bf16, by
+    ``rounds`` rounds, each over up to ``steps`` steps or ``PROBE_SECONDS`` in fp32 and then in bf16, by
     its time per ``unit`` (what its count counts: a token, a classifier's text); bf16 is taken where the median of
     the rounds' ratios (bf16's time over fp32's, side by side, so that a slow spell of the machine falls on both) is
     below 1. The answer is kept per machine and ``key`` (the model's config and batch size: ``choices_file``), so
     that a run started again, or the next one of the same model, takes it without measuring."""
-    entry = _entry({**key, "warmup": PROBE_WARMUP, "steps": PROBE_STEPS, "rounds": PROBE_ROUNDS})
+    entry = _entry({**key, "warmup": PROBE_WARMUP, "steps": steps, "rounds": rounds})
     known = _choices().get(entry)
     if known is not None:
         return replace(runtime, precision=known["precision"], reason=f"auto: {known['reason']}, measured earlier")
@@ -211,8 +217,8 @@ def measure_precision(step: Probe, runtime: Runtime, key: Mapping[str, Any], uni
         for _ in range(PROBE_WARMUP):
             step(each)
     ratios = []
-    for _ in range(PROBE_ROUNDS):
-        fp32, bf16 = (_seconds_per_unit(step, each) for each in runtimes)
+    for _ in range(rounds):
+        fp32, bf16 = (_seconds_per_unit(step, each, steps) for each in runtimes)
         ratios.append(bf16 / fp32)
     ratio = statistics.median(ratios)
     choice = "bf16" if ratio < 1 else "fp32"
@@ -222,10 +228,10 @@ def measure_precision(step: Probe, runtime: Runtime, key: Mapping[str, Any], uni
     return replace(runtime, precision=choice, reason=f"auto: {reason}")
 
 
-def _seconds_per_unit(step: Probe, runtime: Runtime) -> float:
-    """The time per unit of up to ``PROBE_STEPS`` steps in ``runtime``, or of those begun within ``PROBE_SECONDS``."""
+def _seconds_per_unit(step: Probe, runtime: Runtime, steps: int) -> float:
+    """The time per unit of up to ``steps`` steps in ``runtime``, or of those begun within ``PROBE_SECONDS``."""
     units, start = 0, time.perf_counter()
-    for _ in range(PROBE_STEPS):
+    for _ in range(steps):
         units += step(runtime)
         if time.perf_counter() - start > PROBE_SECONDS:
             break

@@ -144,9 +144,8 @@ class Translator(Predictor):
                               self.config.eval.max_output_length, need_weights, stop)
 
         lengths = [len(ids) for ids in src]
-        longest = sorted(range(len(src)), key=lengths.__getitem__)[-self.runtime.batch_size(
-            len(src), self.config.eval.batch_size):]  # a whole batch of the longest sources
-        runtime = self.search_runtime(longest, options, decode_in)
+        longest = sorted(range(len(src)), key=lengths.__getitem__)[-self.config.eval.batch_size:]  # a whole batch's
+        runtime = self.search_runtime(longest, options, decode_in)  # worth of the longest, whatever the workers
 
         def decode(batch: list[int]) -> list[list[Hypothesis]]:
             return decode_in(runtime, batch)
