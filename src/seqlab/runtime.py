@@ -149,9 +149,9 @@ class Runtime:
         searches one batch, on a worker's share of the threads, ``SEARCH_PROBE_ROUNDS`` times in each) and kept per
         machine and ``key``, as for training;
         the choice training measured does not carry over. On a 2-core Xeon with AMX the main job's date model
-        trained in bf16 at 0.95× fp32's time per token and searched its test split in bf16 at 1.22× fp32's time
-        greedy and 1.16× at beam 5 (``benchmarks/peer_decoding.py``); on a Zen 4 with AVX-512 BF16 the same
-        searches took 1.02× and 0.86×."""
+        trained in bf16 at 0.95× fp32's time per token and searched its test split in bf16 at 1.19-1.23× fp32's
+        time greedy and 1.03-1.12× at beam 5 (``benchmarks/peer_decoding.py``, two races); on a Zen 4 with AVX-512
+        BF16 the same searches took 1.02× and 0.86×."""
         if not (self.auto and self.device.type == "cpu") or rows < SMALL_SEARCH_ROWS:
             return self
         bucket = 1 << (rows - 1).bit_length()  # searches of 65-128 rows a batch share one measurement, and so on
