@@ -11,8 +11,9 @@ from seqlab.config import parse_config
 from seqlab.decoding import DecodeOptions
 from seqlab.model import build_model
 from seqlab.predictors import translator as translator_module
+from seqlab.predictors.base import PROBE_DECODING_STEPS
 from seqlab.predictors.translator import Translator
-from seqlab.runtime import SEARCH_PROBE_ROUNDS, SMALL_SEARCH_ROWS, Runtime
+from seqlab.runtime import PROBE_WARMUP, SEARCH_PROBE_ROUNDS, SMALL_SEARCH_ROWS, Runtime
 from seqlab.specials import EOS
 from seqlab.tokenizer import Tokenizer
 
@@ -78,12 +79,30 @@ def test_a_search_of_few_rows_decodes_in_fp32_where_bf16_is_autos_choice(transla
     assert seen == [False, False, True]
 
 
-def test_autos_precision_for_a_search_of_many_rows_is_measured_for_that_search(translator, bf16_the_slower):
+def test_autos_precision_for_a_search_of_many_rows_is_measured_for_that_search(translator, bf16_the_slower,
+                                                                              monkeypatch):
     """``Runtime.searching``: where ``auto`` decides and a search has SMALL_SEARCH_ROWS rows a batch or more, the
     faster of fp32 and bf16 is measured for it (here bf16 is the slower, though training had chosen it), once per
-    machine, model, options and size of batch (to the next power of two rows: 66 and 99 rows share one), with as
-    many sources as ``eval.batch_size`` whatever the workers make of them; the search then runs in fp32, its outputs
-    fp32's. Fewer rows, or a precision asked for, measure nothing."""
+    machine, model, strategy and size of batch (to the next power of two rows: 66 and 99 rows share one), with as
+    many sources as ``eval.batch_size`` whatever the workers make of them, each timed search stopped after
+    PROBE_DECODING_STEPS steps; the search then runs in fp32, its outputs fp32's. Fewer rows, or a precision asked
+    for, measure nothing."""
+    steps: list[int] = []  # per search: the steps it took
+
+    def counting(model, *args, **kwargs):
+        class Counted:  # the step contract, counting its steps
+            def start(self, src):
+                steps.append(0)
+                return model.start(src)
+
+            def step(self, *step_args, **step_kwargs):
+                steps[-1] += 1
+                return model.step(*step_args, **step_kwargs)
+
+        return real(Counted(), *args, **kwargs)
+
+    real = translator_module.search
+    monkeypatch.setattr(translator_module, "search", counting)
     sources = translator.encode_sources(["12+5", "3+4", "40+2"])
     many = DecodeOptions(sample=True, num_samples=SMALL_SEARCH_ROWS // 2 + 1, seed=1)  # 2 sources: 66 rows
     in_fp32 = [translator.search_ids(sources[:n], many) for n in (2, 3)]
@@ -91,8 +110,11 @@ def test_autos_precision_for_a_search_of_many_rows_is_measured_for_that_search(t
     translator.runtime = Runtime(torch.device("cpu"), "bf16", auto=True)
     translator.search_ids(sources[:1], many)
     assert bf16_the_slower == []
+    steps.clear()
     assert translator.search_ids(sources[:2], many) == in_fp32[0]
     assert bf16_the_slower == ["fp32", "bf16"] * SEARCH_PROBE_ROUNDS
+    probes = 2 * (PROBE_WARMUP + SEARCH_PROBE_ROUNDS)
+    assert steps[:probes] == [PROBE_DECODING_STEPS] * probes and steps[probes] == 5  # the search: max_output_length
     bf16_the_slower.clear()
     assert translator.search_ids(sources, many) == in_fp32[1]
     assert bf16_the_slower == []

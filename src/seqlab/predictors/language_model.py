@@ -79,17 +79,17 @@ class LanguageModel(TextPredictor):
         prompts = [[EOS, *ids] for ids in self.tokenizer.encode(list(starts))]
         self.model.eval()
 
-        def continue_in(runtime: Runtime, group: list[int]) -> list[list[Hypothesis]]:
+        def continue_in(runtime: Runtime, group: list[int], halt: Callable[[], bool] | None) -> list[list[Hypothesis]]:
             with torch.no_grad(), runtime.autocast(len(group) * options.rows_per_input):  # thread-local: set where it decodes
                 return search(self.model, pad([prompts[i] for i in group]).to(self.device), options,
-                              self.config.eval.max_output_length, stop=stop)
+                              self.config.eval.max_output_length, stop=halt)
 
         # a batch of prompts of one length (the Transformer's cache), as many at once as the runtime's workers
         groups = [[i for i, p in enumerate(prompts) if len(p) == length] for length in sorted({len(p) for p in prompts})]
         runtime = self.search_runtime(max(groups, key=len, default=[]), options, continue_in)
 
         def continue_group(group: list[int]) -> list[list[Hypothesis]]:
-            return continue_in(runtime, group)
+            return continue_in(runtime, group, stop)
 
         found: list[list[Hypothesis]] = [[] for _ in prompts]
         for group, of_group in zip(groups, self.runtime.map(continue_group, groups)):

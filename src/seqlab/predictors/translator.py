@@ -138,17 +138,17 @@ class Translator(Predictor):
         if width is not None:
             options = options.model_copy(update={"max_length": width, "length_ratio": None})
 
-        def decode_in(runtime: Runtime, batch: list[int]) -> list[list[Hypothesis]]:
+        def decode_in(runtime: Runtime, batch: list[int], halt: Callable[[], bool] | None) -> list[list[Hypothesis]]:
             with runtime.autocast(len(batch) * options.rows_per_input):  # thread-local: set on the decoding thread
                 return search(model, pad([src[i] for i in batch]).to(self.device), options,
-                              self.config.eval.max_output_length, need_weights, stop)
+                              self.config.eval.max_output_length, need_weights, halt)
 
         lengths = [len(ids) for ids in src]
         longest = sorted(range(len(src)), key=lengths.__getitem__)[-self.config.eval.batch_size:]  # a whole batch's
         runtime = self.search_runtime(longest, options, decode_in)  # worth of the longest, whatever the workers
 
         def decode(batch: list[int]) -> list[list[Hypothesis]]:
-            return decode_in(runtime, batch)
+            return decode_in(runtime, batch, stop)
 
         outputs: list[list[Hypothesis]] = [[] for _ in src]
         for batch, of_batch in self.batched(lengths, decode):
