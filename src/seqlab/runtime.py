@@ -147,8 +147,8 @@ class Runtime:
         its precision is ``auto``'s choice on the CPU and the rows are not few (``SMALL_SEARCH_ROWS``: fp32 there in
         any case). There the faster of fp32 and bf16 for this search is measured (``measure_precision``: ``probe``
         searches one batch, on a worker's share of the threads, ``SEARCH_PROBE_ROUNDS`` times in each) and kept per
-        machine and ``key``, as for training;
-        the choice training measured does not carry over. On a 2-core Xeon with AMX the main job's date model
+        machine and ``key``, as for training; the choice training measured does not carry over, for a training
+        step and a search are not alike. On a 2-core Xeon with AMX the main job's date model
         trained in bf16 at 0.95× fp32's time per token and searched its test split in bf16 at 1.19-1.23× fp32's
         time greedy and 1.03-1.12× at beam 5 (``benchmarks/peer_decoding.py``, two races); on a Zen 4 with AVX-512
         BF16 the same searches took 1.02× and 0.86×."""
