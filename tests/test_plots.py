@@ -144,6 +144,23 @@ def test_curves_figure_overlays_runs():
     assert legend is not None and json.dumps([t.get_text() for t in legend.get_texts()]) == '["baseline", "peeky"]'
 
 
+def test_curves_draw_the_looks_inside_epochs_where_they_fell():
+    """``train.valid_every``'s scores (an epoch record's ``looks``, steps counted over the run) lie on the valid
+    lines between the epochs' ends; train loss stays one point an epoch."""
+    records = [{"epoch": 1, "step": 100, "train_loss": 2.0, "valid": {"loss": 1.5, "bleu": 10.0},
+                "looks": [{"step": 25, "train_seconds": 1.0, "valid": {"loss": 2.5, "bleu": 2.0}},
+                          {"step": 50, "train_seconds": 2.0, "valid": {"loss": 2.0, "bleu": 5.0}}]},
+               {"epoch": 2, "step": 300, "train_loss": 1.0, "valid": {"loss": 1.2, "bleu": 20.0},
+                "looks": [{"step": 150, "train_seconds": 5.0, "valid": {"loss": 1.4, "bleu": 15.0}}]}]
+    figure = plots.curves_figure({"run": records})
+    loss, bleu = figure.axes[:2]
+    train, valid = loss.lines
+    assert np.asarray(train.get_xdata()).tolist() == [1, 2]
+    assert np.asarray(valid.get_xdata()).tolist() == [0.25, 0.5, 1, 1.25, 2]
+    assert np.asarray(valid.get_ydata()).tolist() == [2.5, 2.0, 1.5, 1.4, 1.2]
+    assert np.asarray(bleu.lines[0].get_ydata()).tolist() == [2.0, 5.0, 10.0, 15.0, 20.0]
+
+
 @pytest.mark.parametrize("valid, titles, first", [
     ({"accuracy": 80.0, "macro_f1": 75.0}, ["valid accuracy (%)", "valid macro-F1 (%)"], 80.0),  # a classifier
     ({"perplexity": 40.0, "mlm_accuracy": 30.0}, ["valid masked tokens right (%)"], 30.0),  # BERT's pretraining

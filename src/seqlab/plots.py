@@ -10,7 +10,7 @@
 * :func:`gradnorm_figure`: the norm of a gradient flowing back through repeated ``W_h`` products, growing
   or vanishing (002 §6.1.4, :func:`gradient_norms`);
 * :func:`curves_figure`: loss, exact match and BLEU per epoch of one or more runs, overlaid (the
-  book's comparison of baseline / Reverse / Peeky / attention);
+  book's comparison of baseline / Reverse / Peeky / attention), with the valid scores taken inside epochs;
 * :func:`vectors_figure`: word vectors projected on their first two principal components, each point
   labelled with its word (002 §2.4 draws the SVD vectors of its toy corpus this way);
 * :func:`model_graph`: a model's structure, its layers and the shapes between them (seed 000's ``plot_model``),
@@ -210,18 +210,19 @@ SCORES = {"exact_match": "valid exact match (%)", "bleu": "valid BLEU", "accurac
 def curves_figure(runs: Mapping[str, Sequence[Mapping]]) -> Figure:
     """Loss (train solid, valid dashed), then each valid score the runs share per epoch (a translator's exact
     match and BLEU, a classifier's accuracy and macro-F1, BERT's masked tokens right, a span extractor's exact
-    match and F1; a language model's perplexity), one line per run; ``runs`` maps a label to the run's ``log.jsonl`` records."""
+    match and F1; a language model's perplexity), one line per run; ``runs`` maps a label to the run's ``log.jsonl``
+    records. A run that scored valid inside its epochs (``train.valid_every``) draws those looks on its valid lines,
+    each where it fell in its epoch (``valid_points``)."""
     font = text_font()
     scores = [key for key in SCORES if all(key in records[0]["valid"] for records in runs.values())] or ["perplexity"]
     figure = Figure(figsize=(4.3 * (1 + len(scores)), 4), layout="constrained")
     loss_ax, *score_axes = figure.subplots(1, 1 + len(scores))
     for label, records in runs.items():
-        epochs = [r["epoch"] for r in records]
-        line, = loss_ax.plot(epochs, [r["train_loss"] for r in records], label=f"{label} train")
-        loss_ax.plot(epochs, [r["valid"]["loss"] for r in records], "--", color=line.get_color(),
-                     label=f"{label} valid")
+        line, = loss_ax.plot([r["epoch"] for r in records], [r["train_loss"] for r in records], label=f"{label} train")
+        at, valid = valid_points(records)
+        loss_ax.plot(at, [v["loss"] for v in valid], "--", color=line.get_color(), label=f"{label} valid")
         for ax, key in zip(score_axes, scores):
-            ax.plot(epochs, [r["valid"][key] for r in records], marker=".", label=label)
+            ax.plot(at, [v[key] for v in valid], marker=".", label=label)
     titles = ["loss", *(SCORES.get(key, "valid perplexity") for key in scores)]
     for ax, title in zip([loss_ax, *score_axes], titles):
         ax.set_xlabel("epoch", fontproperties=font)
@@ -229,6 +230,24 @@ def curves_figure(runs: Mapping[str, Sequence[Mapping]]) -> Figure:
         ax.grid(alpha=0.3)
         ax.legend(prop=font)
     return figure
+
+
+def valid_points(records: Sequence[Mapping]) -> tuple[list[float], list[Mapping]]:
+    """A run's valid scores in order and where each fell, in epochs: an epoch's end at its number, a look inside it
+    (``looks``: its step, counted over the whole run as the epochs' records count theirs) at the share of the epoch's
+    steps done before it."""
+    at: list[float] = []
+    valid: list[Mapping] = []
+    before = 0  # the steps of the epochs before this record's
+    for record in records:
+        steps = max(record.get("step", 0) - before, 1)
+        for look in record.get("looks", []):
+            at.append(record["epoch"] - 1 + (look["step"] - before) / steps)
+            valid.append(look["valid"])
+        at.append(record["epoch"])
+        valid.append(record["valid"])
+        before = record.get("step", before)
+    return at, valid
 
 
 def head_maps(attention: torch.Tensor, layer: int = -1, head: int | None = 0) -> tuple[torch.Tensor, list[str]]:

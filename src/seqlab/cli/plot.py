@@ -88,7 +88,8 @@ def curves(
     run_dirs: Annotated[list[Path], typer.Argument(help="One or more run directories, overlaid.")],
     out: Out,
 ) -> None:
-    """Loss, exact match and BLEU per epoch of one or more runs (their log.jsonl), overlaid."""
+    """Loss and the valid scores per epoch of one or more runs (their log.jsonl), overlaid; valid also where a run
+    scored it inside its epochs (train.valid_every)."""
     from seqlab import plots
     from seqlab.rundir import RunDir
 
