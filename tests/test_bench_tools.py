@@ -96,6 +96,15 @@ def test_decoding_speed_runs_end_to_end(bench: Bench, date_run: Path, tmp_path: 
     assert [f"{run['exact_match']:.2f}" for run in result.runs] == [row[3] for row in rows]
 
 
+def test_collector_runs_end_to_end(bench: Bench, date_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """generate timed with the collector paused and running, in turns, each call's passes shown."""
+    bench("collector").main([str(date_run), "--split", "valid", "--times", "1", "--rounds", "2"])
+    out = capsys.readouterr().out
+    rows = re.findall(r"^\| (\d) \| (paused|running) \| ([\d.]+) \| ([^|]+) \| ([^|]+) \|$", out, re.M)
+    assert [(r[0], r[1]) for r in rows] == [("1", "paused"), ("1", "running"), ("2", "running"), ("2", "paused")]
+    assert re.search(r"median seconds: paused [\d.]+, running [\d.]+ \([\d.]+× the time\)", out)
+
+
 @pytest.mark.parametrize("what", ["train", "decode", "vectors"])
 def test_profile_ops_runs_end_to_end(bench: Bench, what: str, date_config: Path, date_run: Path, tmp_path: Path,
                                      capsys: pytest.CaptureFixture[str]) -> None:

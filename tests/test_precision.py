@@ -405,6 +405,35 @@ def test_workers_take_batches_side_by_side_on_their_share_of_the_threads():
         Runtime(workers=0)
 
 
+def test_batches_run_with_the_cyclic_collector_paused_and_leave_it_as_it_was():
+    """``Runtime.map`` pauses Python's cyclic garbage collector over its batches, on every worker's thread, and
+    leaves it as it found it: on again after the batches (also after one failed), off where it was off; nested
+    pauses (a text-level call around the batches) turn it on only when the outermost one ends."""
+    import gc
+
+    assert gc.isenabled()
+    assert Runtime().map(lambda b: gc.isenabled(), [0, 1]) == [False, False]
+    assert Runtime(workers=2).map(lambda b: gc.isenabled(), [0, 1, 2]) == [False, False, False]
+    assert gc.isenabled()
+
+    def fails(batch: int) -> None:
+        raise ValueError(f"batch {batch} is bad")
+
+    with pytest.raises(ValueError, match="is bad"):
+        Runtime(workers=2).map(fails, [0, 1])
+    assert gc.isenabled()
+    with runtime_module.collector_paused():
+        assert Runtime().map(lambda b: gc.isenabled(), [0]) == [False]
+        assert not gc.isenabled()  # the outer pause still holds
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        Runtime().map(lambda b: b, [0])
+        assert not gc.isenabled()  # the caller's choice kept
+    finally:
+        gc.enable()
+
+
 def test_workers_get_batches_enough_to_stay_busy_to_the_end():
     two = Runtime(workers=2)
     assert two.batch_size(1000, 256) == 125  # 8 batches: 4 a worker, not 4 of 256 for both

@@ -19,11 +19,13 @@ import contextlib
 import copy
 import ctypes
 import functools
+import gc
 import hashlib
 import json
 import os
 import statistics
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -59,6 +61,42 @@ SMALL_SEARCH_ROWS = 64
 # at 192, 0.93× at 384, 0.67× at 768. (A language model's score is left to autocast: its LSTM was slower in fp32.)
 SMALL_PASS_TOKENS = 384
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}  # autocast's lower precisions (fp16: CUDA without bf16)
+
+
+class _CollectorPause:
+    """``collector_paused``'s count of those inside, shared by every thread: the collector is one per process."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.inside = 0
+        self.was_on = False
+
+    @contextlib.contextmanager
+    def __call__(self) -> Iterator[None]:
+        with self.lock:
+            if self.inside == 0:
+                self.was_on = gc.isenabled()
+                gc.disable()
+            self.inside += 1
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.inside -= 1
+                if self.inside == 0 and self.was_on:
+                    gc.enable()
+
+
+collector_paused = _CollectorPause()
+"""Python's cyclic garbage collector off while any thread is inside, on again when the last one leaves (where it
+was on before the first came in): around a model's batches (``Runtime.map``) and the text-level calls around them
+(``Predictor.each_text``: the texts' ids, the outputs made of them). They make tens of thousands of objects that
+outlive many of the collector's passes (tensors, a search's steps, its hypotheses, the outputs) and no garbage
+cycles, so the passes free nothing, and each full one walks every object the process holds (torch's, numba's: some
+280,000 with a model loaded). Greedy translation of 20,000 dates in one call spent 1.2-1.3 s of its 10.6-11.1 s in
+the collector (3 full passes); paused, one pass of 49-64 ms as the call returned, and 0.90× the time
+(``benchmarks/collector.py``, AMD EPYC with AVX2, 3 rounds in turns). Reference counting still frees everything a
+batch drops."""
 
 
 @dataclass(frozen=True)
@@ -121,17 +159,18 @@ class Runtime:
         AVX2); on a Zen 4 with AVX-512, 0.69× and 0.76× on the dates, 0.98× and 0.88× on Multi30k, whose threads
         each ran 8–17 % slower beside the other than alone (two processes did not).
         ``work`` runs on the workers' threads: what is thread-local in torch (grad mode, autocast) it must set
-        itself."""
-        if self.workers == 1 or len(batches) < 2:
-            return [work(batch) for batch in batches]
-        threads = torch.get_num_threads()
-        pool = ThreadPoolExecutor(min(self.workers, len(batches)), initializer=torch.set_num_threads,
-                                  initargs=(max(1, threads // self.workers),))
-        try:
-            return list(pool.map(work, batches))
-        finally:
-            pool.shutdown(cancel_futures=True)  # a batch that failed (or was stopped) stops those not yet begun
-            torch.set_num_threads(threads)  # the count a new thread starts with is the process's: this one's again
+        itself. Python's cyclic garbage collector is paused meanwhile (``collector_paused``)."""
+        with collector_paused():
+            if self.workers == 1 or len(batches) < 2:
+                return [work(batch) for batch in batches]
+            threads = torch.get_num_threads()
+            pool = ThreadPoolExecutor(min(self.workers, len(batches)), initializer=torch.set_num_threads,
+                                      initargs=(max(1, threads // self.workers),))
+            try:
+                return list(pool.map(work, batches))
+            finally:
+                pool.shutdown(cancel_futures=True)  # a batch that failed (or was stopped) stops those not yet begun
+                torch.set_num_threads(threads)  # the count a new thread starts with is the process's: this one's
 
     def autocast(self, rows: int | None = None, tokens: int | None = None) -> contextlib.AbstractContextManager:
         """Autocast in ``precision`` on the device; a no-op for fp32 (and int8, whose layers take fp32 inputs), and,

@@ -25,7 +25,7 @@ from seqlab.decoding import Cancelled, DecodeOptions
 from seqlab.model import device_of, evaluating
 from seqlab.registry import expect_kind
 from seqlab.rundir import RunDir
-from seqlab.runtime import Runtime
+from seqlab.runtime import Runtime, collector_paused
 from seqlab.tokenizer import Tokenizer
 
 # A search's precision is timed on its encoder and first steps, where every row of the batch is still decoding. The
@@ -120,7 +120,8 @@ class Predictor:
         """``work`` over the texts that are not blank, each empty or whitespace-only text getting ``empty`` in its
         place; one string instead of a list is a TypeError naming ``caller``."""
         check_texts(texts, caller)
-        return around_blanks(texts, work, empty)
+        with collector_paused():  # the texts' ids and the outputs made of them, around ``Runtime.map``'s batches
+            return around_blanks(texts, work, empty)
 
     @staticmethod
     def cut(encoded: list[list[int]], limit: int, what: str) -> tuple[list[list[int]], list[bool]]:
