@@ -1,15 +1,15 @@
 """What Python's cyclic garbage collector costs a model's batches: a run's ``generate`` over its split's sources
-(repeated ``--times`` over, one call, as ``seqlab translate --input`` makes it), with the collector paused as seqlab pauses it
-(``seqlab.runtime.collector_paused``: over a call's texts and its batches) and with it running, in turns.
+(repeated ``--times`` over, one call, as ``seqlab translate --input`` makes it), with the collector paused as seqlab
+pauses it (``seqlab.runtime.collector_paused``: over a call's texts and its batches) and with it running, in turns.
 
     python benchmarks/collector.py RUN_DIR --data-dir ../shared/data [--split test] [--times 4] [--beam 1]
         [--rounds 3]
 
 Both settings run in this process, one after the other and then the other way round (``--rounds`` each), so a slow
 spell of the machine falls on both. For each call: its seconds, the collector's passes during it by generation
-(0, 1, 2: a pass of generation 2 walks every object the process holds) and their milliseconds, from
-``gc.callbacks``; and, paused, the first pass after it (the objects the call left to the collector, made at the next
-allocation). Prints one row per call and the median of each setting's times.
+(0, 1, 2: a pass of generation 2 walks every object the process holds), their milliseconds and the objects they
+found unreachable (in garbage cycles), from ``gc.callbacks``; and the first pass after it (paused: the objects the
+call left to the collector, at the next allocation). Prints one row per call and the median of each setting's times.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ class Passes:
     """The collector's passes and their time by generation, from ``gc.callbacks`` while ``with`` it."""
 
     def __init__(self) -> None:
-        self.count, self.ms, self.began = [0, 0, 0], [0.0, 0.0, 0.0], 0.0
+        self.count, self.ms, self.began, self.collected = [0, 0, 0], [0.0, 0.0, 0.0], 0.0, 0
 
     def __call__(self, phase: str, info: dict[str, Any]) -> None:
         if phase == "start":
@@ -41,6 +41,7 @@ class Passes:
         else:
             self.count[info["generation"]] += 1
             self.ms[info["generation"]] += (time.perf_counter() - self.began) * 1e3
+            self.collected += info["collected"]
 
     def __enter__(self) -> Passes:
         gc.callbacks.append(self)
@@ -50,7 +51,8 @@ class Passes:
         gc.callbacks.remove(self)
 
     def describe(self) -> str:
-        return ", ".join(f"{n} × gen {g} ({ms:.0f} ms)" for g, (n, ms) in enumerate(zip(self.count, self.ms)) if n)
+        passes = [f"{n} × gen {g} ({ms:.0f} ms)" for g, (n, ms) in enumerate(zip(self.count, self.ms)) if n]
+        return f"{', '.join(passes)}; {self.collected:,} objects collected" if passes else ""
 
 
 def one_call(translator: Any, lines: list[str], options: DecodeOptions, setting: str) -> tuple[float, str, str]:

@@ -103,6 +103,7 @@ def test_collector_runs_end_to_end(bench: Bench, date_run: Path, capsys: pytest.
     rows = re.findall(r"^\| (\d) \| (paused|running) \| ([\d.]+) \| ([^|]+) \| ([^|]+) \|$", out, re.M)
     assert [(r[0], r[1]) for r in rows] == [("1", "paused"), ("1", "running"), ("2", "running"), ("2", "paused")]
     assert re.search(r"median seconds: paused [\d.]+, running [\d.]+ \([\d.]+× the time\)", out)
+    assert all(r[4].strip() == "none" or re.fullmatch(r"[^;]+; [\d,]+ objects collected", r[4].strip()) for r in rows)
 
 
 @pytest.mark.parametrize("what", ["train", "decode", "vectors"])
