@@ -45,8 +45,9 @@ C_GRID = (0.3, 1.0, 3.0, 10.0, 30.0)
 
 def tfidf_model(features: str, c: float) -> Pipeline:
     """TF-IDF over the feature set ``features`` (a key of FEATURES), then logistic regression with C = ``c``."""
+    words = {"token_pattern": r"(?u)\b\w+\b"}  # one-character words too (Korean's are short); characters take none
     vectorisers = [(f"{analyzer}{low}{high}", TfidfVectorizer(analyzer=analyzer, ngram_range=(low, high),
-                                                             sublinear_tf=True, token_pattern=r"(?u)\b\w+\b"))
+                                                             sublinear_tf=True, **(words if analyzer == "word" else {})))
                    for analyzer, (low, high) in FEATURES[features]]
     return make_pipeline(FeatureUnion(vectorisers), LogisticRegression(C=c, max_iter=2000))
 

@@ -361,7 +361,6 @@ def test_the_books_epochs_go_on_from_where_they_were_kept(bench: Any, tmp_path: 
         bench("lm_race").book_worker(spec | {"epochs": 3, "seed": 2})
 
 
-@pytest.mark.filterwarnings("ignore:The parameter 'token_pattern' will not be used")  # char n-grams
 def test_select_tfidf_runs_end_to_end(bench: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = chatbot_data(tmp_path / "data")
     bench("select_tfidf").main(["--data-dir", str(data), "--set", "data.split.valid=40", "--set", "data.split.test=40",
@@ -379,7 +378,6 @@ def test_select_tfidf_runs_end_to_end(bench: Any, tmp_path: Path, capsys: pytest
     assert rows[0][3] == f"{max(run['valid_macro_f1'] for run in result.runs):.2f}"
 
 
-@pytest.mark.filterwarnings("ignore:The parameter 'token_pattern' will not be used")  # char n-grams
 def test_classify_race_runs_end_to_end(bench: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = chatbot_data(tmp_path / "data")
     out = tmp_path / "race.json"
