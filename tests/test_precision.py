@@ -1,6 +1,7 @@
 """Precision: ``auto`` follows the CPU (or SEQLAB_PRECISION); bf16 autocast really runs matrix products in bf16;
 a ``Runtime`` holds the answer once it is resolved, and how many batches it computes side by side."""
 
+import gc
 import logging
 import os
 import platform
@@ -409,8 +410,6 @@ def test_batches_run_with_the_cyclic_collector_paused_and_leave_it_as_it_was():
     """``Runtime.map`` pauses Python's cyclic garbage collector over its batches, on every worker's thread, and
     leaves it as it found it: on again after the batches (also after one failed), off where it was off; nested
     pauses (a text-level call around the batches) turn it on only when the outermost one ends."""
-    import gc
-
     assert gc.isenabled()
     assert Runtime().map(lambda b: gc.isenabled(), [0, 1]) == [False, False]
     assert Runtime(workers=2).map(lambda b: gc.isenabled(), [0, 1, 2]) == [False, False, False]
