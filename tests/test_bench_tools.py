@@ -96,6 +96,28 @@ def test_decoding_speed_runs_end_to_end(bench: Bench, date_run: Path, tmp_path: 
     assert [f"{run['exact_match']:.2f}" for run in result.runs] == [row[3] for row in rows]
 
 
+def test_fp32_products_runs_end_to_end(bench: Bench, date_run: Path, tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """Every product shape through both libraries, then the split decoded both ways, per workers and search, in
+    turns: the same outputs, and the decision as the script found it restored."""
+    from seqlab import precision
+
+    measured = precision.onednn_fp32_pays
+    script = bench("fp32_products")
+    script.main([str(date_run), "--beams", "1", "2", "--workers", "1", "2", "--rounds", "2", "--calls", "10",
+                 "--results", str(tmp_path)])
+    out = capsys.readouterr().out
+    rows = table_rows(out)
+    shapes, searches = rows[: len(script.SHAPES)], rows[len(script.SHAPES):]
+    assert [row[0] for row in shapes] == [f"{r} × {i} → {o}" for r, i, o in script.SHAPES]
+    assert all(float(row[1]) > 0 and float(row[3]) > 0 for row in shapes)
+    assert [row[:2] for row in searches] == [["1", "greedy"], ["1", "beam 2"], ["2", "greedy"], ["2", "beam 2"]]
+    assert all(float(row[5]) > 90 for row in searches)  # the same model: the same outputs, rounding aside
+    assert "100 sentences; 2 rounds" in out and precision.onednn_fp32_pays is measured
+    result = recorded(tmp_path, f"fp32_products-{date_run.name}")
+    assert [table.rows for table in result.tables] == [shapes, searches]
+
+
 def test_collector_runs_end_to_end(bench: Bench, date_run: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """generate timed with the collector paused and running, in turns, each call's passes shown."""
     bench("collector").main([str(date_run), "--split", "valid", "--times", "1", "--rounds", "2"])

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 import torch
 
+from seqlab import precision
 from seqlab.decoding import (
     DecodeOptions,
     PrefixDecoder,
@@ -19,10 +20,10 @@ from seqlab.decoding import (
 from seqlab.decoding.beam import Finished, Paths, length_penalty
 from seqlab.decoding.hypothesis import CHUNK, best_words, chosen_log_probs, log_normalisers, log_probs, top_words
 from seqlab.model import build_model
-from seqlab.model.attention import fixed
+from seqlab.model.attention import fixed, stacked
 from seqlab.model.rnn import RNNConfig
 from seqlab.model.transformer import TransformerConfig
-from seqlab.runtime import quantize_int8
+from seqlab.runtime import PackedLinear, quantize_int8
 from seqlab.specials import EOS, PAD, SOS
 
 SRC_VOCAB = 12
@@ -134,6 +135,36 @@ def test_a_fixed_linear_map_computes_as_the_layer_in_its_precision():
     assert torch.allclose(result.float(), expected.float(), atol=2e-2)
     int8 = quantize_int8(torch.nn.Sequential(layer))[0]
     assert fixed(int8) is int8
+
+
+@pytest.mark.parametrize("pays", [True, False])
+def test_a_fixed_linear_map_multiplies_many_rows_through_onednn_only_where_it_pays(monkeypatch, pays):
+    """Where oneDNN's fp32 products pay (``precision.onednn_fp32_pays``, either answer forced here), a fixed map's
+    steps of ``PACKED_ROWS`` rows or more go through its weight packed once, at the first of them, and fewer rows
+    through ``addmm``; where they do not, nothing is packed. Every way computes as the layer does, and a layer held
+    prepacked (``PackedLinear``) is fixed and stacked as the linear layer it is."""
+    if not torch.backends.mkldnn.is_available():
+        pytest.skip("PyTorch without oneDNN: nothing is ever packed")
+    packs = []
+    reorder = torch.ops.mkldnn._reorder_linear_weight
+    monkeypatch.setattr(precision, "onednn_fp32_pays", lambda: pays)
+
+    def counted(*args: Any) -> torch.Tensor:
+        packs.append(args)
+        return reorder(*args)
+
+    monkeypatch.setattr(torch.ops.mkldnn, "_reorder_linear_weight", counted)
+    layer, packed_layer = torch.nn.Linear(16, 24), PackedLinear(torch.nn.Linear(16, 8)).eval()
+    few, many = torch.randn(5, 16), torch.randn(precision.PACKED_ROWS + 3, 16)
+    with torch.inference_mode():
+        product = fixed(layer)
+        assert torch.allclose(product(few), layer(few), atol=1e-5) and not packs
+        for _ in range(2):
+            assert torch.allclose(product(many), layer(many), atol=1e-5)
+        assert len(packs) == (1 if pays else 0)  # once, at the first step of many rows
+        q, k = stacked(layer, packed_layer, scale=0.5)(many)
+        assert torch.allclose(q, 0.5 * layer(many), atol=1e-5) and torch.allclose(k, packed_layer(many), atol=1e-5)
+        assert fixed(packed_layer) is not packed_layer  # its float weight laid out as any linear layer's
 
 
 @pytest.mark.parametrize("kind", KINDS)

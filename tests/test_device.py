@@ -115,21 +115,27 @@ def test_bf16_trains_on_a_gpu_and_resumes(tmp_path, killed_at):
 
 def test_large_linear_layers_are_prepacked_for_cpu_inference_and_compute_the_same():
     """``Runtime.place`` (fp32, CPU) turns each linear layer of at least ``PACK_FROM`` weights into a
-    ``PackedLinear``: the same outputs, the same parameters (a tied weight stays tied, the state dict keeps its keys),
-    the plain product in training mode, and a new packed copy after the weight changes."""
+    ``PackedLinear``, and the smaller ones too where oneDNN's products pay on this CPU: the same outputs, the same
+    parameters (a tied weight stays tied, the state dict keeps its keys), the plain product in training mode, and a
+    new packed copy after the weight changes."""
     from torch import nn
 
+    from seqlab import precision
     from seqlab.runtime import PACK_FROM, Int8Linear, PackedLinear, Runtime, quantize_int8
 
     model = nn.Sequential(nn.Embedding(PACK_FROM // 64, 64), nn.Linear(64, 64), nn.Linear(64, PACK_FROM // 64))
     model[2].weight = model[0].weight  # tied, as a Transformer's output projection may be
     keys, x = set(model.state_dict()), torch.randn(5, 64)
+    rows = torch.randn(precision.PACKED_ROWS, 64)  # the small layer: its few rows (x) and its many (rows) alike
     with torch.no_grad():
-        expected = model[2](x)
+        expected, small = model[2](x), [model[1](inputs) for inputs in (x, rows)]
     placed = Runtime().place(model)
-    assert isinstance(placed[2], PackedLinear) and type(placed[1]) is nn.Linear  # the small layer is left alone
+    assert isinstance(placed[2], PackedLinear)
+    assert isinstance(placed[1], PackedLinear) == precision.onednn_fp32_pays()  # a small layer only where it pays
     assert placed[2].weight is placed[0].weight and set(placed.state_dict()) == keys and not placed[2].training
     with torch.no_grad():
+        for inputs, before in zip((x, rows), small):
+            torch.testing.assert_close(placed[1](inputs), before, atol=1e-5, rtol=1e-5)
         torch.testing.assert_close(placed[2](x), expected, atol=1e-4, rtol=1e-4)
         placed[0].weight.mul_(2.0)  # in place: a new version of the weight
         torch.testing.assert_close(placed[2](x), 2 * expected - placed[2].bias, atol=1e-4, rtol=1e-4)

@@ -153,6 +153,32 @@ def virtual_clock(monkeypatch: pytest.MonkeyPatch) -> Callable[[float], None]:
     return spend
 
 
+def test_onednns_fp32_products_are_chosen_only_where_measured_clearly_faster(monkeypatch):
+    """``precision.onednn_fp32_pays``: oneDNN's prepacked product against ``addmm``, timed once a process; chosen
+    where it takes under ``ONEDNN_PAYS_BELOW`` of addmm's time (made 0.5× and 1.0× here by a stand-in clock), never
+    without oneDNN."""
+    now, spans = [0.0], {"mkl": 2.0}  # a stand-in clock that each product moves on by its span
+
+    def timed(name: str, product: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
+        def call(*args: object) -> torch.Tensor:
+            now[0] += spans[name]
+            return product(*args)
+        return call
+
+    monkeypatch.setattr(precision.time, "perf_counter", lambda: now[0])
+    monkeypatch.setattr(torch, "addmm", timed("mkl", torch.addmm))
+    monkeypatch.setattr(torch.ops.mkldnn, "_linear_pointwise", timed("onednn", torch.ops.mkldnn._linear_pointwise))
+    for onednn, chosen in ((1.0, True), (2.0, False)):
+        spans["onednn"] = onednn
+        precision.onednn_fp32_pays.cache_clear()
+        assert precision.onednn_fp32_pays() is (chosen and torch.backends.mkldnn.is_available())
+    monkeypatch.setattr(torch.backends.mkldnn, "is_available", lambda: False)
+    precision.onednn_fp32_pays.cache_clear()
+    assert precision.onednn_fp32_pays() is False
+    monkeypatch.undo()
+    precision.onednn_fp32_pays.cache_clear()  # the real answer again for the tests after this one
+
+
 def test_the_faster_precision_is_measured_once_per_machine_and_model(monkeypatch, tmp_path):
     """``measure_precision`` warms the step up in each precision, then times it in rounds of PROBE_STEPS in fp32 and
     PROBE_STEPS in bf16, takes the faster per token by the rounds' median ratio, and keeps the answer per machine and

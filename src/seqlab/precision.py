@@ -39,7 +39,9 @@ import functools
 import logging
 import os
 import platform
-from collections.abc import Iterator
+import statistics
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import torch
@@ -162,6 +164,49 @@ def onednn_bf16_lstm() -> bool:
     except RuntimeError:
         return False
     return True
+
+
+PACKED_ROWS = 32  # rows of a product from which oneDNN's prepacked fp32 product is used where it pays (below)
+PACKED_LAYOUT_ROWS = 256  # the rows oneDNN picks a packed weight's layout for (any number of rows computes the same)
+_PROBE_SHAPE, _PROBE_ROUNDS, _PROBE_CALLS = (256, 128, 384), 5, 8  # a date-model search step's W_Q, W_K, W_V
+ONEDNN_PAYS_BELOW = 0.8  # oneDNN's time ÷ torch.addmm's from which it is chosen (a clear win: a VM's noise is ±10 %)
+
+
+@functools.cache
+def onednn_fp32_pays() -> bool:
+    """Whether oneDNN's prepacked fp32 product (``torch.ops.mkldnn._linear_pointwise``, the weight reordered once)
+    beats ``torch.addmm`` (MKL's sgemm on x86) on this CPU, for inference's products of ``PACKED_ROWS`` rows or more:
+    measured once per process on a search step's size (``_PROBE_SHAPE``: 256 rows × 128 → 384), the median ratio of
+    ``_PROBE_ROUNDS`` rounds below ``ONEDNN_PAYS_BELOW``, in about 20 ms. MKL runs its AVX2 code on AMD's CPUs: on
+    a 2-core Zen 5 with AVX-512 its products of 64-1,280 rows ran at 70-93 GFLOP/s a thread against oneDNN's
+    112-215, and the date model's test split decoded in 0.80× the time greedy and 0.84× at beam 5 with every
+    product through oneDNN (same outputs); on an AVX2-only Zen 3 oneDNN's d_model-sized products cost more than
+    they saved. For fewer rows (one sentence's beams) addmm is the faster everywhere (5 rows × 128 → 128: 5.8 µs
+    against 16.3 on the Zen 5)."""
+    if not torch.backends.mkldnn.is_available():
+        return False
+    rows, inputs, outputs = _PROBE_SHAPE
+    generator = torch.Generator().manual_seed(0)
+    x, weight = (torch.randn(n, inputs, generator=generator) for n in (rows, outputs))
+    bias, weight_t = torch.zeros(outputs), weight.t().contiguous()
+    packed = torch.ops.mkldnn._reorder_linear_weight(weight, PACKED_LAYOUT_ROWS)
+
+    def seconds(product: Callable[[], torch.Tensor]) -> float:
+        start = time.perf_counter()
+        for _ in range(_PROBE_CALLS):
+            product()
+        return time.perf_counter() - start
+
+    def mkl() -> torch.Tensor:
+        return torch.addmm(bias, x, weight_t)
+
+    def onednn() -> torch.Tensor:
+        return torch.ops.mkldnn._linear_pointwise(x, packed, bias, "none", [], "")
+
+    with torch.inference_mode():
+        seconds(mkl), seconds(onednn)  # warm: kernels made, caches filled
+        ratios = [seconds(onednn) / seconds(mkl) for _ in range(_PROBE_ROUNDS)]
+    return statistics.median(ratios) < ONEDNN_PAYS_BELOW
 
 
 def recurrent_kernels() -> contextlib.AbstractContextManager:

@@ -207,13 +207,14 @@ class Runtime:
     def place(self, model: M) -> M:
         """``model`` in eval mode where it runs: on the device, or as its int8 copy (``quantize_int8``); on the CPU
         in fp32, or in ``auto``'s bf16, whose small searches compute in fp32 (``autocast``), its large linear layers
-        prepacked (``PackedLinear``, which autocast's products bypass)."""
+        prepacked, and every one where oneDNN's fp32 products pay (``pack_linears``; ``PackedLinear``, which
+        autocast's products bypass)."""
         if self.int8:
             return quantize_int8(model.eval())
         model = model.eval().to(self.device)
         fp32_there = self.precision == "fp32" or self.auto
         if self.device.type == "cpu" and fp32_there and torch.backends.mkldnn.is_available():
-            pack_large_linears(model)
+            pack_linears(model)
         return model
 
     def describe(self) -> str:
@@ -349,7 +350,7 @@ def keep_freed_memory() -> bool:
     return bool(libc.mallopt(M_MMAP_MAX, 0)) and bool(libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
 
 
-PACK_FROM = 1 << 20  # weights (out × in) from which a prepacked matrix product pays on the CPU (PackedLinear)
+PACK_FROM = 1 << 20  # weights (out × in) from which a prepacked matrix product pays on any CPU (PackedLinear)
 
 
 class PackedLinear(nn.Module):
@@ -358,10 +359,12 @@ class PackedLinear(nn.Module):
 
     It pays for large weights, which each call streams from memory: a Multi30k-sized output projection (8,000 ×
     256) took 0.37 ms instead of 1.44 ms for 5 rows (one sentence's beams), 8.6 ms instead of 13.5 ms for 256 and
-    39 ms instead of 47 ms for 1,280 (AVX2, 2 cores, issue 37); for the d_model-sized layers of a step the call
-    costs more than it saves, hence ``PACK_FROM``. The weight and bias stay this module's parameters (a tied
-    weight stays tied, the state dict is unchanged); in training mode, with gradients, under autocast or while
-    traced (an export) it is ``F.linear``; the packed copy is made again after training or a change to the weight.
+    39 ms instead of 47 ms for 1,280 (AVX2, 2 cores, issue 37). For the d_model-sized layers it pays only where
+    oneDNN's fp32 products beat MKL's (``precision.onednn_fp32_pays``: AMD's CPUs with AVX-512), and only for
+    ``precision.PACKED_ROWS`` rows or more: fewer go through ``F.linear``. The weight and bias stay this module's
+    parameters (a tied weight stays tied, the state dict is unchanged); in training mode, with gradients, under
+    autocast or while traced (an export) it is ``F.linear``; the packed copy is made again after training or a
+    change to the weight.
     """
 
     def __init__(self, linear: nn.Linear) -> None:
@@ -371,7 +374,8 @@ class PackedLinear(nn.Module):
         self._packed: tuple[tuple[int, int], torch.Tensor] | None = None  # (the weight's version and address, packed)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (..., in_features) -> (..., out_features)
-        if (self.training or torch.is_grad_enabled() or torch.compiler.is_compiling() or x.dtype != torch.float32
+        few = self.weight.numel() < PACK_FROM and x.numel() < precision.PACKED_ROWS * self.in_features
+        if (few or self.training or torch.is_grad_enabled() or torch.compiler.is_compiling() or x.dtype != torch.float32
                 or x.device.type != "cpu" or torch.is_autocast_enabled("cpu")):
             return F.linear(x, self.weight, self.bias)
         return torch.ops.mkldnn._linear_pointwise(x, self._packed_weight(), self.bias, "none", [], "")
@@ -379,8 +383,8 @@ class PackedLinear(nn.Module):
     def _packed_weight(self) -> torch.Tensor:
         key = (self.weight._version, self.weight.data_ptr())
         if self._packed is None or self._packed[0] != key:
-            # 256: the rows oneDNN picks its layout for (a batch of steps); any number of rows computes the same
-            self._packed = key, torch.ops.mkldnn._reorder_linear_weight(self.weight.detach(), 256)
+            self._packed = key, torch.ops.mkldnn._reorder_linear_weight(self.weight.detach(),
+                                                                         precision.PACKED_LAYOUT_ROWS)
         return self._packed[1]
 
     def train(self, mode: bool = True) -> PackedLinear:
@@ -397,10 +401,12 @@ class PackedLinear(nn.Module):
         return f"in_features={self.in_features}, out_features={self.out_features}, packed"
 
 
-def pack_large_linears(model: nn.Module) -> None:
-    """Every ``nn.Linear`` of ``model`` with at least ``PACK_FROM`` weights becomes a ``PackedLinear``, in place."""
+def pack_linears(model: nn.Module) -> None:
+    """Every ``nn.Linear`` of ``model`` with at least ``PACK_FROM`` weights becomes a ``PackedLinear``, in place;
+    every one where oneDNN's fp32 products pay on this CPU (``precision.onednn_fp32_pays``)."""
+    every = precision.onednn_fp32_pays()
     _swap_layers(model, lambda layer: PackedLinear(layer).train(layer.training)
-                 if type(layer) is nn.Linear and layer.weight.numel() >= PACK_FROM else None)
+                 if type(layer) is nn.Linear and (every or layer.weight.numel() >= PACK_FROM) else None)
 
 
 def _swap_layers(model: nn.Module, swap: Callable[[nn.Module], nn.Module | None]) -> None:

@@ -23,6 +23,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from seqlab import precision
+
 MASK_VALUE = -1e9  # seed 000: ``logits += mask * -1e9``
 
 
@@ -70,20 +72,46 @@ def frozen(weight: torch.Tensor, bias: torch.Tensor) -> LinearMap:
     """x (rows, in) -> x W^T + b, with W (out, in) and b fixed for one search: W^T laid out (in, out) once, so that
     each step is a plain matrix product (for a few rows, one sentence's beams, faster on the CPU than
     ``F.linear``'s product with the transposed weight), and both cast once to the dtype autocast computes in where it
-    is on, instead of at every step."""
+    is on, instead of at every step. In fp32 on a CPU where oneDNN's prepacked product pays
+    (``precision.onednn_fp32_pays``), a step of ``PACKED_ROWS`` rows or more multiplies through it, W packed at the
+    first such step; never while compiled or exported, whose graphs hold the plain product."""
     device = weight.device.type
     dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else weight.dtype
     weight_t, bias = weight.t().contiguous().to(dtype), bias.to(dtype)  # (in, out), (out,)
-    return lambda x: torch.addmm(bias, x, weight_t)
+
+    def product(x: torch.Tensor) -> torch.Tensor:
+        return torch.addmm(bias, x, weight_t)
+
+    traced = torch.compiler.is_compiling() or torch.compiler.is_exporting()
+    if device != "cpu" or dtype != torch.float32 or traced or not precision.onednn_fp32_pays():
+        return product
+    packed: list[torch.Tensor] = []  # W in oneDNN's layout, made at the first step that uses it
+
+    def packed_product(x: torch.Tensor) -> torch.Tensor:
+        if x.size(0) < precision.PACKED_ROWS:
+            return product(x)
+        if not packed:
+            packed.append(torch.ops.mkldnn._reorder_linear_weight(weight.detach().contiguous(),
+                                                                  precision.PACKED_LAYOUT_ROWS))
+        return torch.ops.mkldnn._linear_pointwise(x, packed[0], bias, "none", [], "")
+
+    return packed_product
+
+
+def float_linear(layer: nn.Module) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """A linear layer's float weight (out, in) and bias (out,): an ``nn.Linear``'s, or the same held prepacked
+    (``runtime.PackedLinear``); None for a layer without them (``Runtime``'s int8 layers, no bias)."""
+    weight, bias = getattr(layer, "weight", None), getattr(layer, "bias", None)
+    if isinstance(weight, torch.Tensor) and isinstance(bias, torch.Tensor) and weight.is_floating_point():
+        return weight, bias
+    return None
 
 
 def fixed(layer: nn.Module) -> LinearMap:
-    """A linear layer as ``frozen`` for one search; layers that hold no float weight (``Runtime``'s int8) or hold
-    it prepacked (``PackedLinear``) as they are."""
-    if type(layer) is not nn.Linear:
-        return layer
-    linear = cast(nn.Linear, layer)
-    return frozen(linear.weight, linear.bias)
+    """A linear layer as ``frozen`` for one search; layers that hold no float weight (``Runtime``'s int8) as they
+    are."""
+    weights = float_linear(layer)
+    return layer if weights is None else frozen(*weights)
 
 
 def stacked(first: nn.Module, *others: nn.Module, scale: float) -> Projection:
@@ -92,12 +120,13 @@ def stacked(first: nn.Module, *others: nn.Module, scale: float) -> Projection:
     searches, as in training), with the scale folded in (``frozen``); layers that hold no float weight
     (``Runtime``'s int8) are called one by one."""
     layers = (first, *others)
-    if not all(type(layer) is nn.Linear for layer in layers):
+    weights = [float_linear(layer) for layer in layers]
+    if any(pair is None for pair in weights):
         return lambda x: [first(x) * scale, *(layer(x) for layer in others)]
-    linears = cast(tuple[nn.Linear, ...], layers)
-    weight = torch.cat([linears[0].weight * scale, *(layer.weight for layer in linears[1:])])  # (outputs, d_model)
-    bias = torch.cat([linears[0].bias * scale, *(layer.bias for layer in linears[1:])])
-    sizes = [layer.out_features for layer in linears]
+    pairs = cast(list[tuple[torch.Tensor, torch.Tensor]], weights)
+    weight = torch.cat([pairs[0][0] * scale, *(w for w, _ in pairs[1:])])  # (outputs, d_model)
+    bias = torch.cat([pairs[0][1] * scale, *(b for _, b in pairs[1:])])
+    sizes = [w.size(0) for w, _ in pairs]
     product = frozen(weight, bias)
     return lambda x: list(product(x).split(sizes, dim=-1))
 
