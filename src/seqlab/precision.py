@@ -178,11 +178,12 @@ def onednn_fp32_pays() -> bool:
     beats ``torch.addmm`` (MKL's sgemm on x86) on this CPU, for inference's products of ``PACKED_ROWS`` rows or more:
     measured once per process on a search step's size (``_PROBE_SHAPE``: 256 rows × 128 → 384), the median ratio of
     ``_PROBE_ROUNDS`` rounds below ``ONEDNN_PAYS_BELOW``, in about 20 ms. MKL runs its AVX2 code on AMD's CPUs: on
-    a 2-core Zen 5 with AVX-512 its products of 64-1,280 rows ran at 70-93 GFLOP/s a thread against oneDNN's
-    112-215, and the date model's test split decoded in 0.80× the time greedy and 0.84× at beam 5 with every
-    product through oneDNN (same outputs); on an AVX2-only Zen 3 oneDNN's d_model-sized products cost more than
-    they saved. For fewer rows (one sentence's beams) addmm is the faster everywhere (5 rows × 128 → 128: 5.8 µs
-    against 16.3 on the Zen 5)."""
+    a 2-core Zen 5 with AVX-512 (``benchmarks/fp32_products.py``, its record) addmm's products of 64-1,280 rows ran
+    at 78-95 GFLOP/s on one thread against oneDNN's 91-217, 0.43-0.86× the time, and the date model's test split
+    decoded at beam 5 in 0.86× the time with one worker, 0.82× with two (greedy 0.99× and 0.87×), the same outputs;
+    on an AVX2-only Zen 3 oneDNN's d_model-sized products cost more than they saved. For a few rows of 128 inputs
+    (one sentence's beams on the date model) addmm is the faster (5 × 128 → 128: 7.2 µs against 20.8), hence
+    ``PACKED_ROWS``; for 5 rows of 256 inputs and more oneDNN already was (0.57-0.67×), not yet used."""
     if not torch.backends.mkldnn.is_available():
         return False
     rows, inputs, outputs = _PROBE_SHAPE
