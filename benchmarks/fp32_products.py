@@ -36,8 +36,8 @@ from seqlab.evaluate import EncodedSplit
 from seqlab.predictors.translator import Translator, load
 from seqlab.runtime import Runtime, torch_threads
 
-SHAPES = [(rows, inputs, outputs) for rows in (5, 64, 256, 1280)
-          for inputs, outputs in ((128, 384), (128, 128), (128, 256), (256, 768), (256, 512), (512, 256))]
+SHAPES = [(rows, inputs, outputs) for rows in (5, 16, 32, 64, 256, 1280)
+          for inputs, outputs in ((128, 384), (128, 128), (128, 256), (256, 768), (256, 512), (512, 256), (256, 256))]
 CALLS = 200  # a shape's calls per way, after 20 to warm up
 
 

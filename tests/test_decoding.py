@@ -140,7 +140,7 @@ def test_a_fixed_linear_map_computes_as_the_layer_in_its_precision():
 @pytest.mark.parametrize("pays", [True, False])
 def test_a_fixed_linear_map_multiplies_many_rows_through_onednn_only_where_it_pays(monkeypatch, pays):
     """Where oneDNN's fp32 products pay (``precision.onednn_fp32_pays``, either answer forced here), a fixed map's
-    steps of ``PACKED_ROWS`` rows or more go through its weight packed once, at the first of them, and fewer rows
+    steps of ``PACKED_WORK`` multiply-adds or more go through its weight packed once, at the first of them, and fewer
     through ``addmm``; where they do not, nothing is packed. Every way computes as the layer does, and a layer held
     prepacked (``PackedLinear``) is fixed and stacked as the linear layer it is."""
     if not torch.backends.mkldnn.is_available():
@@ -155,7 +155,7 @@ def test_a_fixed_linear_map_multiplies_many_rows_through_onednn_only_where_it_pa
 
     monkeypatch.setattr(torch.ops.mkldnn, "_reorder_linear_weight", counted)
     layer, packed_layer = torch.nn.Linear(16, 24), PackedLinear(torch.nn.Linear(16, 8)).eval()
-    few, many = torch.randn(5, 16), torch.randn(precision.PACKED_ROWS + 3, 16)
+    few, many = torch.randn(5, 16), torch.randn(precision.PACKED_WORK // (16 * 24) + 3, 16)
     with torch.inference_mode():
         product = fixed(layer)
         assert torch.allclose(product(few), layer(few), atol=1e-5) and not packs

@@ -126,7 +126,7 @@ def test_large_linear_layers_are_prepacked_for_cpu_inference_and_compute_the_sam
     model = nn.Sequential(nn.Embedding(PACK_FROM // 64, 64), nn.Linear(64, 64), nn.Linear(64, PACK_FROM // 64))
     model[2].weight = model[0].weight  # tied, as a Transformer's output projection may be
     keys, x = set(model.state_dict()), torch.randn(5, 64)
-    rows = torch.randn(precision.PACKED_ROWS, 64)  # the small layer: its few rows (x) and its many (rows) alike
+    rows = torch.randn(-(-precision.PACKED_WORK // 64**2), 64)  # the small layer: its few rows (x), its many (rows)
     with torch.no_grad():
         expected, small = model[2](x), [model[1](inputs) for inputs in (x, rows)]
     placed = Runtime().place(model)

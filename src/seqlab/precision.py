@@ -166,7 +166,8 @@ def onednn_bf16_lstm() -> bool:
     return True
 
 
-PACKED_ROWS = 32  # rows of a product from which oneDNN's prepacked fp32 product is used where it pays (below)
+PACKED_WORK = 600_000  # multiply-adds (rows × in × out) of a product from which oneDNN's prepacked fp32 product is
+# used where it pays (below)
 PACKED_LAYOUT_ROWS = 256  # the rows oneDNN picks a packed weight's layout for (any number of rows computes the same)
 _PROBE_SHAPE, _PROBE_ROUNDS, _PROBE_CALLS = (256, 128, 384), 5, 8  # a date-model search step's W_Q, W_K, W_V
 ONEDNN_PAYS_BELOW = 0.8  # oneDNN's time ÷ torch.addmm's from which it is chosen (a clear win: a VM's noise is ±10 %)
@@ -175,15 +176,17 @@ ONEDNN_PAYS_BELOW = 0.8  # oneDNN's time ÷ torch.addmm's from which it is chose
 @functools.cache
 def onednn_fp32_pays() -> bool:
     """Whether oneDNN's prepacked fp32 product (``torch.ops.mkldnn._linear_pointwise``, the weight reordered once)
-    beats ``torch.addmm`` (MKL's sgemm on x86) on this CPU, for inference's products of ``PACKED_ROWS`` rows or more:
-    measured once per process on a search step's size (``_PROBE_SHAPE``: 256 rows × 128 → 384), the median ratio of
-    ``_PROBE_ROUNDS`` rounds below ``ONEDNN_PAYS_BELOW``, in about 20 ms. MKL runs its AVX2 code on AMD's CPUs: on
-    a 2-core Zen 5 with AVX-512 (``benchmarks/fp32_products.py``, its record) addmm's products of 64-1,280 rows ran
-    at 78-95 GFLOP/s on one thread against oneDNN's 91-217, 0.43-0.86× the time, and the date model's test split
-    decoded at beam 5 in 0.86× the time with one worker, 0.82× with two (greedy 0.99× and 0.87×), the same outputs;
-    on an AVX2-only Zen 3 oneDNN's d_model-sized products cost more than they saved. For a few rows of 128 inputs
-    (one sentence's beams on the date model) addmm is the faster (5 × 128 → 128: 7.2 µs against 20.8), hence
-    ``PACKED_ROWS``; for 5 rows of 256 inputs and more oneDNN already was (0.57-0.67×), not yet used."""
+    beats ``torch.addmm`` (MKL's sgemm on x86) on this CPU, for inference's products of ``PACKED_WORK`` multiply-adds
+    or more: measured once per process on a search step's size (``_PROBE_SHAPE``: 256 rows × 128 → 384), the median
+    ratio of ``_PROBE_ROUNDS`` rounds below ``ONEDNN_PAYS_BELOW``, in about 20 ms. MKL runs its AVX2 code on AMD's
+    CPUs: on a 2-core Zen 5 with AVX-512 (``benchmarks/fp32_products.py``, its record) addmm's products of 64-1,280
+    rows ran at 78-95 GFLOP/s on one thread against oneDNN's 91-217, 0.43-0.86× the time, and the date model's test
+    split decoded at beam 5 in 0.86× the time with one worker, 0.82× with two (greedy 0.99× and 0.87×), the same
+    outputs; on an AVX2-only Zen 3 oneDNN's d_model-sized products cost more than they saved. Small products are
+    addmm's: there oneDNN took 1.13-2.71× its time up to 524,288 multiply-adds (5-32 rows of 128 inputs: one
+    sentence's beams on the date model, 32 × 128 → 128 included) and 0.47-0.96× from 655,360 (5 × 256 → 512, the
+    Multi30k model's), hence ``PACKED_WORK``; a row count would have sent 32 × 128 → 128 (1.45×) to oneDNN and kept
+    5 × 256 → 512 (0.47×) from it."""
     if not torch.backends.mkldnn.is_available():
         return False
     rows, inputs, outputs = _PROBE_SHAPE

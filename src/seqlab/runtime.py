@@ -361,10 +361,10 @@ class PackedLinear(nn.Module):
     256) took 0.37 ms instead of 1.44 ms for 5 rows (one sentence's beams), 8.6 ms instead of 13.5 ms for 256 and
     39 ms instead of 47 ms for 1,280 (AVX2, 2 cores, issue 37). For the d_model-sized layers it pays only where
     oneDNN's fp32 products beat MKL's (``precision.onednn_fp32_pays``: AMD's CPUs with AVX-512), and only for
-    ``precision.PACKED_ROWS`` rows or more: fewer go through ``F.linear``. The weight and bias stay this module's
-    parameters (a tied weight stays tied, the state dict is unchanged); in training mode, with gradients, under
-    autocast or while traced (an export) it is ``F.linear``; the packed copy is made again after training or a
-    change to the weight.
+    products of ``precision.PACKED_WORK`` multiply-adds or more: smaller ones go through ``F.linear``. The weight
+    and bias stay this module's parameters (a tied weight stays tied, the state dict is unchanged); in training
+    mode, with gradients, under autocast or while traced (an export) it is ``F.linear``; the packed copy is made
+    again after training or a change to the weight.
     """
 
     def __init__(self, linear: nn.Linear) -> None:
@@ -374,7 +374,7 @@ class PackedLinear(nn.Module):
         self._packed: tuple[tuple[int, int], torch.Tensor] | None = None  # (the weight's version and address, packed)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (..., in_features) -> (..., out_features)
-        few = self.weight.numel() < PACK_FROM and x.numel() < precision.PACKED_ROWS * self.in_features
+        few = self.weight.numel() < PACK_FROM and x.numel() * self.out_features < precision.PACKED_WORK
         if (few or self.training or torch.is_grad_enabled() or torch.compiler.is_compiling() or x.dtype != torch.float32
                 or x.device.type != "cpu" or torch.is_autocast_enabled("cpu")):
             return F.linear(x, self.weight, self.bias)

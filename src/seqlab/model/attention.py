@@ -73,8 +73,8 @@ def frozen(weight: torch.Tensor, bias: torch.Tensor) -> LinearMap:
     each step is a plain matrix product (for a few rows, one sentence's beams, faster on the CPU than
     ``F.linear``'s product with the transposed weight), and both cast once to the dtype autocast computes in where it
     is on, instead of at every step. In fp32 on a CPU where oneDNN's prepacked product pays
-    (``precision.onednn_fp32_pays``), a step of ``PACKED_ROWS`` rows or more multiplies through it, W packed at the
-    first such step; never while compiled or exported, whose graphs hold the plain product."""
+    (``precision.onednn_fp32_pays``), a step of ``PACKED_WORK`` multiply-adds or more multiplies through it, W packed
+    at the first such step; never while compiled or exported, whose graphs hold the plain product."""
     device = weight.device.type
     dtype = torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else weight.dtype
     weight_t, bias = weight.t().contiguous().to(dtype), bias.to(dtype)  # (in, out), (out,)
@@ -86,9 +86,10 @@ def frozen(weight: torch.Tensor, bias: torch.Tensor) -> LinearMap:
     if device != "cpu" or dtype != torch.float32 or traced or not precision.onednn_fp32_pays():
         return product
     packed: list[torch.Tensor] = []  # W in oneDNN's layout, made at the first step that uses it
+    work = weight.numel()  # multiply-adds a row
 
     def packed_product(x: torch.Tensor) -> torch.Tensor:
-        if x.size(0) < precision.PACKED_ROWS:
+        if x.size(0) * work < precision.PACKED_WORK:
             return product(x)
         if not packed:
             packed.append(torch.ops.mkldnn._reorder_linear_weight(weight.detach().contiguous(),
