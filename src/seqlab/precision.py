@@ -180,13 +180,14 @@ def onednn_fp32_pays() -> bool:
     or more: measured once per process on a search step's size (``_PROBE_SHAPE``: 256 rows × 128 → 384), the median
     ratio of ``_PROBE_ROUNDS`` rounds below ``ONEDNN_PAYS_BELOW``, in about 20 ms. MKL runs its AVX2 code on AMD's
     CPUs: on a 2-core Zen 5 with AVX-512 (``benchmarks/fp32_products.py``, its record) addmm's products of 64-1,280
-    rows ran at 78-95 GFLOP/s on one thread against oneDNN's 91-217, 0.43-0.86× the time, and the date model's test
+    rows ran at 79-95 GFLOP/s on one thread against oneDNN's 89-221, 0.42-0.90× the time, and the date model's test
     split decoded at beam 5 in 0.81× the time with one worker, 0.72× with two (greedy 1.07× and 0.88×: one worker's
-    two threads share its products), the same outputs; on an AVX2-only Zen 3 oneDNN's d_model-sized products cost more than they saved. Small products are
-    addmm's: there oneDNN took 1.13-2.71× its time up to 524,288 multiply-adds (5-32 rows of 128 inputs: one
-    sentence's beams on the date model, 32 × 128 → 128 included) and 0.47-0.96× from 655,360 (5 × 256 → 512, the
-    Multi30k model's), hence ``PACKED_WORK``; a row count would have sent 32 × 128 → 128 (1.45×) to oneDNN and kept
-    5 × 256 → 512 (0.47×) from it."""
+    two threads share its products), the same outputs; on an AVX2-only Zen 3 oneDNN's d_model-sized products cost
+    more than they saved. Small products are addmm's: in that record oneDNN took 1.28-2.41× its time up to 524,288
+    multiply-adds (5-32 rows of 128 inputs, one sentence's beams and more on the date model; 5 × 256 → 256) and
+    0.51-1.10× from 655,360 (5 × 256 → 512, one sentence's beams on the Multi30k model, 0.60×; 16 × 128 → 384 and
+    32 × 128 → 256 about even, 1.10× and 1.06×), hence ``PACKED_WORK``: a row count would have sent 32 × 128 → 128
+    (1.41×) to oneDNN and kept 5 × 256 → 512 from it."""
     if not torch.backends.mkldnn.is_available():
         return False
     rows, inputs, outputs = _PROBE_SHAPE
