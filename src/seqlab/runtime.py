@@ -374,11 +374,17 @@ class PackedLinear(nn.Module):
         self._packed: tuple[tuple[int, int], torch.Tensor] | None = None  # (the weight's version and address, packed)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (..., in_features) -> (..., out_features)
-        few = self.weight.numel() < PACK_FROM and x.numel() * self.out_features < precision.PACKED_WORK
-        if (few or self.training or torch.is_grad_enabled() or torch.compiler.is_compiling() or x.dtype != torch.float32
-                or x.device.type != "cpu" or torch.is_autocast_enabled("cpu")):
+        if self._plain(x):
             return F.linear(x, self.weight, self.bias)
         return torch.ops.mkldnn._linear_pointwise(x, self._packed_weight(), self.bias, "none", [], "")
+
+    def _plain(self, x: torch.Tensor) -> bool:
+        """Whether ``x`` goes through ``F.linear``: in training, with gradients, traced, not fp32 on the CPU, or a
+        product too small for oneDNN to pay (its size read only outside a trace, where it is a number)."""
+        if (self.training or torch.is_grad_enabled() or torch.compiler.is_compiling() or torch.compiler.is_exporting()
+                or x.dtype != torch.float32 or x.device.type != "cpu" or torch.is_autocast_enabled("cpu")):
+            return True
+        return self.weight.numel() < PACK_FROM and x.numel() * self.out_features < precision.PACKED_WORK
 
     def _packed_weight(self) -> torch.Tensor:
         key = (self.weight._version, self.weight.data_ptr())
