@@ -55,9 +55,9 @@ def shape_row(rows: int, inputs: int, outputs: int, calls: int) -> list[str]:
     """One product shape through addmm and through oneDNN: a table row."""
     x, weight, bias = torch.randn(rows, inputs), torch.randn(outputs, inputs), torch.randn(outputs)
     weight_t = weight.t().contiguous()
-    packed = torch.ops.mkldnn._reorder_linear_weight(weight, precision.PACKED_LAYOUT_ROWS)
+    packed = precision.onednn_packed(weight)
     mkl = call_seconds(lambda: torch.addmm(bias, x, weight_t), calls)
-    onednn = call_seconds(lambda: torch.ops.mkldnn._linear_pointwise(x, packed, bias, "none", [], ""), calls)
+    onednn = call_seconds(lambda: precision.onednn_product(x, packed, bias), calls)
     flops = 2 * rows * inputs * outputs
     return [f"{rows} × {inputs} → {outputs}", f"{mkl * 1e6:.1f}", f"{flops / mkl / 1e9:.1f}", f"{onednn * 1e6:.1f}",
             f"{flops / onednn / 1e9:.1f}", f"{onednn / mkl:.2f}×"]

@@ -168,9 +168,25 @@ def onednn_bf16_lstm() -> bool:
 
 PACKED_WORK = 600_000  # multiply-adds (rows × in × out) of a product from which oneDNN's prepacked fp32 product is
 # used where it pays (below)
-PACKED_LAYOUT_ROWS = 256  # the rows oneDNN picks a packed weight's layout for (any number of rows computes the same)
+_PACKED_LAYOUT_ROWS = 256  # the rows oneDNN picks a packed weight's layout for (any number of rows computes the same)
 _PROBE_SHAPE, _PROBE_ROUNDS, _PROBE_CALLS = (256, 128, 384), 5, 8  # a date-model search step's W_Q, W_K, W_V
 ONEDNN_PAYS_BELOW = 0.8  # oneDNN's time ÷ torch.addmm's from which it is chosen (a clear win: a VM's noise is ±10 %)
+
+
+def onednn_packed(weight: torch.Tensor) -> torch.Tensor:
+    """W (out, in) in oneDNN's own blocked layout, for ``onednn_product``: packed once, read at every call."""
+    return torch.ops.mkldnn._reorder_linear_weight(weight.detach().contiguous(), _PACKED_LAYOUT_ROWS)
+
+
+def onednn_product(x: torch.Tensor, packed: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """x (..., in) -> x W^T + b (..., out) through oneDNN, W given by ``onednn_packed``."""
+    return torch.ops.mkldnn._linear_pointwise(x, packed, bias, "none", [], "")
+
+
+def large_product(rows: int, weights: int) -> bool:
+    """Whether ``rows`` rows times a weight of ``weights`` elements make ``PACKED_WORK`` multiply-adds or more: a
+    product large enough for oneDNN's, where it pays (``onednn_fp32_pays``)."""
+    return rows * weights >= PACKED_WORK
 
 
 @functools.cache
@@ -194,7 +210,7 @@ def onednn_fp32_pays() -> bool:
     generator = torch.Generator().manual_seed(0)
     x, weight = (torch.randn(n, inputs, generator=generator) for n in (rows, outputs))
     bias, weight_t = torch.zeros(outputs), weight.t().contiguous()
-    packed = torch.ops.mkldnn._reorder_linear_weight(weight, PACKED_LAYOUT_ROWS)
+    packed = onednn_packed(weight)
 
     def seconds(product: Callable[[], torch.Tensor]) -> float:
         start = time.perf_counter()
@@ -206,7 +222,7 @@ def onednn_fp32_pays() -> bool:
         return torch.addmm(bias, x, weight_t)
 
     def onednn() -> torch.Tensor:
-        return torch.ops.mkldnn._linear_pointwise(x, packed, bias, "none", [], "")
+        return onednn_product(x, packed, bias)
 
     with torch.inference_mode():
         seconds(mkl), seconds(onednn)  # warm: kernels made, caches filled

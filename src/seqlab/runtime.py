@@ -376,7 +376,7 @@ class PackedLinear(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # (..., in_features) -> (..., out_features)
         if self._plain(x):
             return F.linear(x, self.weight, self.bias)
-        return torch.ops.mkldnn._linear_pointwise(x, self._packed_weight(), self.bias, "none", [], "")
+        return precision.onednn_product(x, self._packed_weight(), self.bias)
 
     def _plain(self, x: torch.Tensor) -> bool:
         """Whether ``x`` goes through ``F.linear``: in training, with gradients, traced, not fp32 on the CPU, or a
@@ -384,13 +384,13 @@ class PackedLinear(nn.Module):
         if (self.training or torch.is_grad_enabled() or torch.compiler.is_compiling() or torch.compiler.is_exporting()
                 or x.dtype != torch.float32 or x.device.type != "cpu" or torch.is_autocast_enabled("cpu")):
             return True
-        return self.weight.numel() < PACK_FROM and x.numel() * self.out_features < precision.PACKED_WORK
+        return self.weight.numel() < PACK_FROM and not precision.large_product(x.numel() // self.in_features,
+                                                                                self.weight.numel())
 
     def _packed_weight(self) -> torch.Tensor:
         key = (self.weight._version, self.weight.data_ptr())
         if self._packed is None or self._packed[0] != key:
-            self._packed = key, torch.ops.mkldnn._reorder_linear_weight(self.weight.detach(),
-                                                                         precision.PACKED_LAYOUT_ROWS)
+            self._packed = key, precision.onednn_packed(self.weight)
         return self._packed[1]
 
     def train(self, mode: bool = True) -> PackedLinear:

@@ -86,15 +86,13 @@ def frozen(weight: torch.Tensor, bias: torch.Tensor) -> LinearMap:
     if device != "cpu" or dtype != torch.float32 or traced or not precision.onednn_fp32_pays():
         return product
     packed: list[torch.Tensor] = []  # W in oneDNN's layout, made at the first step that uses it
-    work = weight.numel()  # multiply-adds a row
 
     def packed_product(x: torch.Tensor) -> torch.Tensor:
-        if x.size(0) * work < precision.PACKED_WORK:
+        if not precision.large_product(x.size(0), weight.numel()):
             return product(x)
         if not packed:
-            packed.append(torch.ops.mkldnn._reorder_linear_weight(weight.detach().contiguous(),
-                                                                  precision.PACKED_LAYOUT_ROWS))
-        return torch.ops.mkldnn._linear_pointwise(x, packed[0], bias, "none", [], "")
+            packed.append(precision.onednn_packed(weight))
+        return precision.onednn_product(x, packed[0], bias)
 
     return packed_product
 
