@@ -415,6 +415,12 @@ def pack_linears(model: nn.Module) -> None:
                  if type(layer) is nn.Linear and (every or layer.weight.numel() >= PACK_FROM) else None)
 
 
+def unpack_linears(model: nn.Module) -> None:
+    """Every ``PackedLinear`` of ``model`` back to the ``nn.Linear`` it was, sharing its parameters, in place: the
+    model as its config builds it, the same on every machine (``seqlab plot model`` draws it so)."""
+    _swap_layers(model, lambda layer: layer.unpacked() if isinstance(layer, PackedLinear) else None)
+
+
 def _swap_layers(model: nn.Module, swap: Callable[[nn.Module], nn.Module | None]) -> None:
     """Every layer of ``model`` for which ``swap`` gives a replacement replaced by it, in place."""
     for module in list(model.modules()):
@@ -455,7 +461,7 @@ def quantize_int8(model: M) -> M:
     quantised on the fly (``Int8Linear``); everything else (embeddings, attention products, norms) stays fp32. It
     changes outputs slightly; ``benchmarks/peer_decoding.py`` measures speed and accuracy before and after."""
     model = copy.deepcopy(model)  # tied weights stay tied in the copy
-    _swap_layers(model, lambda layer: layer.unpacked() if isinstance(layer, PackedLinear) else None)
+    unpack_linears(model)
     with warnings.catch_warnings():  # torch.ao.quantization is deprecated in favour of torchao, not yet removed
         warnings.simplefilter("ignore")
         qconfig = torch.ao.quantization.per_channel_dynamic_qconfig

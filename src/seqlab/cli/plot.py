@@ -129,12 +129,14 @@ def model(
     from torch import nn
 
     from seqlab import plots, registry
+    from seqlab.runtime import unpack_linears
 
     try:
         kind = registry.kind_of_run(run_dir)
         network = getattr(kind.load(run_dir), "model", None)
         if not isinstance(network, nn.Module):
             raise ValueError(f"{run_dir}: {kind.noun} has no layers to draw")
+        unpack_linears(network)  # drawn as built, not as this machine runs it
         typer.echo(plots.model_graph(network, out, depth))
     except (ConfigError, FileNotFoundError, ValueError) as exc:
         fail(exc)
