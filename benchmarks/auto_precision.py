@@ -8,7 +8,7 @@ For each config (by default one of each kind of model ``seqlab train`` trains: t
 attention for translation, the LSTM and the Transformer language models, the classifier), in
 rounds that take turns (so that a slow spell of the machine falls on all of them), three runs of ``seqlab train CONFIG
 --set train.max_steps=STEPS``, each in a process of its own: ``train.precision`` fp32, bf16, and ``auto`` with a cache
-of measured choices of its own, empty at every round (``runtime.choices_file``), so that each round's ``auto``
+of measured choices of its own, empty at every round (``precision.choices_file``), so that each round's ``auto``
 measures afresh, as on a machine it has not seen. Each run's speed is its log's training units per second (target
 tokens, or texts for the classifier; validation excluded, and cut to a few valid pairs where the config decodes).
 Where bf16 is not native (the AVX2 kind) ``auto`` is fp32 without measuring and the bf16 runs are left out: emulated

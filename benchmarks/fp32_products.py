@@ -4,8 +4,9 @@ split decoded with every product through each, taking turns in one process.
     python benchmarks/fp32_products.py runs/main-job-seed1 --data-dir ../shared/data [--split test] \\
         [--beams 1 5] [--workers 1 2] [--rounds 5]
 
-``precision.onednn_fp32_pays`` decides once a process whether CPU inference in fp32 multiplies through oneDNN's
-prepacked products (``runtime.PackedLinear``, ``attention.frozen``); this script times what that decision is about.
+``precision.onednn_fp32_pays`` decides once per machine (kept: ``precision.choices_file``) whether CPU inference in
+fp32 multiplies through oneDNN's prepacked products (``runtime.PackedLinear``, ``attention.frozen``); this script
+times what that decision is about.
 First the products alone, on one thread: for each rows × inputs → outputs of ``SHAPES`` (a search step's layers of
 the date and Multi30k models, one sentence's beams to a large batch's), microseconds a call and GFLOP/s through
 ``torch.addmm`` and through oneDNN with the weight packed once. Then the run's split, as ``seqlab eval`` batches it,

@@ -80,8 +80,8 @@ def _not_a_selection_run(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture(autouse=True)
 def _own_cache(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
-    """What a run keeps per machine (``auto``'s measured precision: ``seqlab.runtime.choices_file``) goes to the
-    test session's own directory, never the user's ~/.cache."""
+    """What a run keeps per machine (``auto``'s measured precision, whether oneDNN's products pay:
+    ``seqlab.precision.choices_file``) goes to the test session's own directory, never the user's ~/.cache."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "cache"))
 
 

@@ -153,28 +153,48 @@ def virtual_clock(monkeypatch: pytest.MonkeyPatch) -> Callable[[float], None]:
     return spend
 
 
-def test_onednns_fp32_products_are_chosen_only_where_measured_clearly_faster(monkeypatch):
-    """``precision.onednn_fp32_pays``: oneDNN's prepacked product against ``addmm``, timed once a process; chosen
-    where it takes under ``ONEDNN_PAYS_BELOW`` of addmm's time (made 0.5× and 1.0× here by a stand-in clock), never
-    without oneDNN."""
+def test_onednns_fp32_products_are_chosen_where_measured_clearly_faster_and_kept_per_machine(monkeypatch, tmp_path):
+    """``precision.onednn_fp32_pays``: oneDNN's prepacked product against ``addmm``; chosen where it takes under
+    ``ONEDNN_PAYS_BELOW`` of addmm's time (made 0.5× and 1.0× here by a stand-in clock), never without oneDNN. The
+    answer is kept per machine (``choices_file``): the next process takes it without measuring, whatever a new
+    measurement would say, until seqlab's code changes."""
+    import json
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     now, spans = [0.0], {"mkl": 2.0}  # a stand-in clock that each product moves on by its span
+    calls: list[str] = []
 
     def timed(name: str, product: Callable[..., torch.Tensor]) -> Callable[..., torch.Tensor]:
         def call(*args: object) -> torch.Tensor:
             now[0] += spans[name]
+            calls.append(name)
             return product(*args)
         return call
+
+    def pays(onednn: float) -> bool:  # a fresh process's answer, oneDNN's product taking ``onednn``
+        spans["onednn"] = onednn
+        calls.clear()
+        precision.onednn_fp32_pays.cache_clear()
+        return precision.onednn_fp32_pays()
 
     monkeypatch.setattr(precision.time, "perf_counter", lambda: now[0])
     monkeypatch.setattr(torch, "addmm", timed("mkl", torch.addmm))
     monkeypatch.setattr(torch.ops.mkldnn, "_linear_pointwise", timed("onednn", torch.ops.mkldnn._linear_pointwise))
-    for onednn, chosen in ((1.0, True), (2.0, False)):
-        spans["onednn"] = onednn
-        precision.onednn_fp32_pays.cache_clear()
-        assert precision.onednn_fp32_pays() is (chosen and torch.backends.mkldnn.is_available())
+    monkeypatch.setattr(torch.backends.mkldnn, "is_available", lambda: True)
+    assert pays(1.0) is True and calls.count("onednn") == calls.count("mkl") > precision._PROBE_ROUNDS
+    (kept,) = json.loads(precision.choices_file().read_text()).values()
+    assert kept == {"onednn_fp32": True, "reason": "oneDNN took 0.50× addmm's time"}
+    assert pays(2.0) is True and calls == []  # kept: not measured again
+    monkeypatch.setattr(precision, "code_version", lambda: "another seqlab")
+    assert pays(2.0) is False and calls  # other code: measured again, and kept beside the first
+    assert pays(1.0) is False and calls == []
+    assert sorted(c["onednn_fp32"] for c in json.loads(precision.choices_file().read_text()).values()) == [False, True]
+    precision.choices_file().write_text("{", encoding="utf-8")  # a damaged file is only a cache
+    assert pays(1.0) is True and calls
+    monkeypatch.setenv("XDG_CACHE_HOME", str(precision.choices_file()))  # a file where a directory should be
+    assert pays(2.0) is False and calls and pays(1.0) is True and calls  # nothing kept: measured in every process
     monkeypatch.setattr(torch.backends.mkldnn, "is_available", lambda: False)
-    precision.onednn_fp32_pays.cache_clear()
-    assert precision.onednn_fp32_pays() is False
+    assert pays(1.0) is False and calls == []
     monkeypatch.undo()
     precision.onednn_fp32_pays.cache_clear()  # the real answer again for the tests after this one
 
@@ -186,7 +206,8 @@ def test_the_faster_precision_is_measured_once_per_machine_and_model(monkeypatch
     key under other code (``code_version``); a damaged file is only a cache that is measured again."""
     import json
 
-    from seqlab.runtime import PROBE_ROUNDS, PROBE_STEPS, PROBE_WARMUP, choices_file, measure_precision
+    from seqlab.precision import choices_file
+    from seqlab.runtime import PROBE_ROUNDS, PROBE_STEPS, PROBE_WARMUP, measure_precision
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     calls: list[str] = []
@@ -215,7 +236,7 @@ def test_the_faster_precision_is_measured_once_per_machine_and_model(monkeypatch
     calls.clear()
     assert measure_precision(step("bf16"), start, {"model": "a"}).precision == "fp32" and calls
     calls.clear()
-    monkeypatch.setattr(runtime_module, "code_version", lambda: "another seqlab")  # an update of the code: measured again
+    monkeypatch.setattr(precision, "code_version", lambda: "another seqlab")  # an update of the code: measured again
     assert measure_precision(step("fp32"), start, {"model": "a"}).precision == "bf16" and calls
 
 

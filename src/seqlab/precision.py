@@ -16,7 +16,7 @@ So bf16 runs only where it is native: ``bf16`` means bf16 there and fp32 elsewhe
 means fp32, and ``auto`` (the default) means fp32 where bf16 is not native and, where it is, the faster of the two
 for the model at hand: training starts by timing the model's own step in each (``probed``;
 ``seqlab.runtime.measure_precision``, kept per machine, model and seqlab's code in
-~/.cache/seqlab/precision.json), says the choice and why in its first line, records it in its checkpoints (a
+~/.cache/seqlab/precision.json: ``choices_file``), says the choice and why in its first line, records it in its checkpoints (a
 resumed run keeps it) and with the best model (a loaded run computes in it, but for a search of fewer than
 ``seqlab.runtime.SMALL_SEARCH_ROWS`` rows or an encoder's pass over fewer than ``SMALL_PASS_TOKENS`` tokens, which
 it runs in fp32: ``Runtime.autocast``, and a search of more rows, whose precision is measured for it:
@@ -36,17 +36,21 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
+import json
 import logging
 import os
 import platform
 import statistics
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import torch
 
 from seqlab.config import ConfigError
+from seqlab.files import atomic_write
 
 log = logging.getLogger("seqlab")
 
@@ -109,6 +113,54 @@ def cpu_flags(wanted: tuple[str, ...] = BF16_FLAGS, cpuinfo: Path = Path("/proc/
     return []
 
 
+# --- choices measured on this machine, kept ------------------------------------------------------------------
+# What is decided by timing (``auto``'s precision for a model: ``seqlab.runtime.measure_precision``; whether oneDNN's
+# fp32 products pay: ``onednn_fp32_pays``) is measured once per machine and kept in one file, so that a run started
+# again, the next process and every worker of a benchmark decide alike, without measuring.
+
+
+def choices_file() -> Path:
+    """Where the measured choices are kept: $XDG_CACHE_HOME (or ~/.cache)/seqlab/precision.json."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "seqlab" / "precision.json"
+
+
+def kept_choices() -> dict[str, Any]:
+    """The kept choices by ``choice_entry``; none where the file is missing or unreadable (it is only a cache)."""
+    try:
+        choices = json.loads(choices_file().read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return choices if isinstance(choices, dict) else {}
+
+
+def keep_choice(entry: str, choice: Mapping[str, Any]) -> None:
+    """``choice`` kept under ``entry`` beside the others (written whole and atomically); where the file cannot be
+    written (a read-only home), nothing is kept and the next process measures again."""
+    try:
+        atomic_write(choices_file(), json.dumps(kept_choices() | {entry: dict(choice)}, indent=1, ensure_ascii=False))
+    except OSError as error:
+        log.debug("a measured choice was not kept in %s: %s", choices_file(), error)
+
+
+def choice_entry(key: Mapping[str, Any]) -> str:
+    """This machine (its CPU, flags, threads, torch), this seqlab (``code_version``) and ``key``, hashed."""
+    described = json.dumps({"cpu": cpu_name(), "flags": cpu_flags(SPEED_FLAGS), "threads": torch.get_num_threads(),
+                            "torch": torch.__version__, "seqlab": code_version(), **key}, sort_keys=True)
+    return hashlib.sha256(described.encode("utf-8")).hexdigest()[:16]
+
+
+@functools.lru_cache(maxsize=1)
+def code_version() -> str:
+    """A hash of seqlab's own source files: a kept choice was measured on the code that computes the step, so an
+    update that changes any of it measures again (the package's version number stays the same between releases).
+    About 300 small files, read once per process in a few milliseconds."""
+    digest = hashlib.sha256()
+    package = Path(__file__).resolve().parent
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode("utf-8") + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
 def forced() -> str | None:
     """``SEQLAB_PRECISION`` (fp32 or bf16) when set; it replaces the CPU's answer for ``auto`` and ``bf16``."""
     value = os.environ.get(ENV, "").strip().lower()
@@ -169,7 +221,7 @@ def onednn_bf16_lstm() -> bool:
 PACKED_WORK = 600_000  # multiply-adds (rows × in × out) of a product from which oneDNN's prepacked fp32 product is
 # used where it pays (below)
 _PACKED_LAYOUT_ROWS = 256  # the rows oneDNN picks a packed weight's layout for (any number of rows computes the same)
-_PROBE_SHAPE, _PROBE_ROUNDS, _PROBE_CALLS = (256, 128, 384), 5, 8  # a date-model search step's W_Q, W_K, W_V
+_PROBE_SHAPE, _PROBE_ROUNDS, _PROBE_CALLS = (256, 128, 384), 9, 32  # a date-model search step's W_Q, W_K, W_V
 ONEDNN_PAYS_BELOW = 0.8  # oneDNN's time ÷ torch.addmm's from which it is chosen (a clear win: a VM's noise is ±10 %)
 
 
@@ -193,8 +245,10 @@ def large_product(rows: int, weights: int) -> bool:
 def onednn_fp32_pays() -> bool:
     """Whether oneDNN's prepacked fp32 product (``torch.ops.mkldnn._linear_pointwise``, the weight reordered once)
     beats ``torch.addmm`` (MKL's sgemm on x86) on this CPU, for inference's products of ``PACKED_WORK`` multiply-adds
-    or more: measured once per process on a search step's size (``_PROBE_SHAPE``: 256 rows × 128 → 384), the median
-    ratio of ``_PROBE_ROUNDS`` rounds below ``ONEDNN_PAYS_BELOW``, in about 20 ms. MKL runs its AVX2 code on AMD's
+    or more: the median ratio of ``_PROBE_ROUNDS`` rounds on a search step's size (``_onednn_time_ratio``) below
+    ``ONEDNN_PAYS_BELOW``, measured once per machine and kept (``keep_choice``; about 0.1 s), so that every process
+    on a machine multiplies alike: measured afresh in each process, in rounds of a few milliseconds, the answer
+    differed between processes on a 2-core Zen 4, where the two libraries are close. MKL runs its AVX2 code on AMD's
     CPUs: on a 2-core Zen 5 with AVX-512 (``benchmarks/fp32_products.py``, its record) addmm's products of 64-1,280
     rows ran at 79-95 GFLOP/s on one thread against oneDNN's 89-221, 0.42-0.90× the time, and the date model's test
     split decoded at beam 5 in 0.81× the time with one worker, 0.72× with two (greedy 1.07× and 0.88×: one worker's
@@ -206,9 +260,23 @@ def onednn_fp32_pays() -> bool:
     (1.41×) to oneDNN and kept 5 × 256 → 512 from it."""
     if not torch.backends.mkldnn.is_available():
         return False
+    entry = choice_entry({"choice": "onednn_fp32", "shape": _PROBE_SHAPE, "rounds": _PROBE_ROUNDS,
+                          "calls": _PROBE_CALLS})
+    known = kept_choices().get(entry)
+    if isinstance(known, dict) and isinstance(known.get("onednn_fp32"), bool):
+        return known["onednn_fp32"]
+    ratio = _onednn_time_ratio()
+    pays = ratio < ONEDNN_PAYS_BELOW
+    keep_choice(entry, {"onednn_fp32": pays, "reason": f"oneDNN took {ratio:.2f}× addmm's time"})
+    return pays
+
+
+def _onednn_time_ratio() -> float:
+    """oneDNN's prepacked product's time ÷ ``torch.addmm``'s on ``_PROBE_SHAPE``, the median of ``_PROBE_ROUNDS``
+    rounds of ``_PROBE_CALLS`` calls each, the two taking turns (a slow spell of the machine falls on both)."""
     rows, inputs, outputs = _PROBE_SHAPE
     generator = torch.Generator().manual_seed(0)
-    x, weight = (torch.randn(n, inputs, generator=generator) for n in (rows, outputs))
+    x, weight = (torch.randn(n, inputs, generator=generator) for n in (rows, outputs))  # (rows, in), (out, in)
     bias, weight_t = torch.zeros(outputs), weight.t().contiguous()
     packed = onednn_packed(weight)
 
@@ -226,8 +294,7 @@ def onednn_fp32_pays() -> bool:
 
     with torch.inference_mode():
         seconds(mkl), seconds(onednn)  # warm: kernels made, caches filled
-        ratios = [seconds(onednn) / seconds(mkl) for _ in range(_PROBE_ROUNDS)]
-    return statistics.median(ratios) < ONEDNN_PAYS_BELOW
+        return statistics.median(seconds(onednn) / seconds(mkl) for _ in range(_PROBE_ROUNDS))
 
 
 def recurrent_kernels() -> contextlib.AbstractContextManager:

@@ -20,9 +20,6 @@ import copy
 import ctypes
 import functools
 import gc
-import hashlib
-import json
-import os
 import statistics
 import sys
 import threading
@@ -31,7 +28,6 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any, TypeVar, cast
 
 import torch
@@ -39,7 +35,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from seqlab import precision
-from seqlab.files import atomic_write
 
 M = TypeVar("M", bound=nn.Module)
 B = TypeVar("B")
@@ -247,11 +242,11 @@ def measure_precision(step: Probe, runtime: Runtime, key: Mapping[str, Any], uni
     ``rounds`` rounds, each over up to ``steps`` steps or ``PROBE_SECONDS`` in fp32 and then in bf16, by
     its time per ``unit`` (what its count counts: a token, a classifier's text); bf16 is taken where the median of
     the rounds' ratios (bf16's time over fp32's, side by side, so that a slow spell of the machine falls on both) is
-    below 1. The answer is kept per machine and ``key`` (the model's config and batch size: ``choices_file``), so
+    below 1. The answer is kept per machine and ``key`` (the model's config and batch size: ``precision.choices_file``), so
     that a run started again, or the next one of the same model, takes it without measuring."""
-    entry = _entry({**key, "warmup": PROBE_WARMUP, "steps": steps, "rounds": rounds})
-    known = _choices().get(entry)
-    if known is not None:
+    entry = precision.choice_entry({**key, "warmup": PROBE_WARMUP, "steps": steps, "rounds": rounds})
+    known = precision.kept_choices().get(entry)
+    if isinstance(known, dict) and known.get("precision") in precision.PRECISIONS:
         return replace(runtime, precision=known["precision"], reason=f"auto: {known['reason']}, measured earlier")
     runtimes = [replace(runtime, precision=name) for name in ("fp32", "bf16")]
     for each in runtimes:
@@ -264,8 +259,7 @@ def measure_precision(step: Probe, runtime: Runtime, key: Mapping[str, Any], uni
     ratio = statistics.median(ratios)
     choice = "bf16" if ratio < 1 else "fp32"
     reason = f"bf16 took {ratio:.2f}× fp32's time per {unit} on this machine"
-    atomic_write(choices_file(), json.dumps(_choices() | {entry: {"precision": choice, "reason": reason}}, indent=1,
-                                            ensure_ascii=False))
+    precision.keep_choice(entry, {"precision": choice, "reason": reason})
     return replace(runtime, precision=choice, reason=f"auto: {reason}")
 
 
@@ -277,40 +271,6 @@ def _seconds_per_unit(step: Probe, runtime: Runtime, steps: int) -> float:
         if time.perf_counter() - start > PROBE_SECONDS:
             break
     return (time.perf_counter() - start) / max(units, 1)
-
-
-def choices_file() -> Path:
-    """Where the measured choices of ``auto`` are kept: $XDG_CACHE_HOME (or ~/.cache)/seqlab/precision.json."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "seqlab" / "precision.json"
-
-
-def _choices() -> dict[str, Any]:
-    """The kept choices; none where the file is missing or unreadable (it is only a cache)."""
-    try:
-        choices = json.loads(choices_file().read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return choices if isinstance(choices, dict) else {}
-
-
-def _entry(key: Mapping[str, Any]) -> str:
-    """This machine (its CPU, flags, threads, torch), this seqlab (``code_version``) and ``key``, hashed."""
-    described = json.dumps({"cpu": precision.cpu_name(), "flags": precision.cpu_flags(precision.SPEED_FLAGS),
-                            "threads": torch.get_num_threads(), "torch": torch.__version__, "seqlab": code_version(),
-                            **key}, sort_keys=True)
-    return hashlib.sha256(described.encode("utf-8")).hexdigest()[:16]
-
-
-@functools.lru_cache(maxsize=1)
-def code_version() -> str:
-    """A hash of seqlab's own source files: a kept choice of ``auto`` was measured on the code that computes the
-    step, so an update that changes any of it measures again (the package's version number stays the same between
-    releases). About 300 small files, read once per process in a few milliseconds."""
-    digest = hashlib.sha256()
-    package = Path(__file__).resolve().parent
-    for path in sorted(package.rglob("*.py")):
-        digest.update(path.relative_to(package).as_posix().encode("utf-8") + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:16]
 
 
 M_TRIM_THRESHOLD, M_MMAP_MAX = -1, -4  # glibc's mallopt parameters (malloc.h)
