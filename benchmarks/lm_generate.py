@@ -3,7 +3,8 @@
     python benchmarks/lm_generate.py RUN_DIR --data-dir ../shared/data --against 169b93f [--starts 1000 --beam 5]
 
 The starts are the first ``--words`` words of the first ``--starts`` lines of the run's valid split. The earlier
-commit is checked out (``git worktree``) into a temporary directory; in every repeat, each code (``--against``'s
+commit is checked out (``git worktree``) into a temporary directory (and given the run without the config keys
+younger than it, at their defaults: ``run_for_earlier``); in every repeat, each code (``--against``'s
 and this checkout's) continues all the starts in a fresh worker process of this script whose ``PYTHONPATH`` is its
 ``src``, taking turns, after a warm-up of ten starts: the timer covers ``LanguageModel.generate`` over all of them
 (``--beam``, ``nbest`` 1, the run's ``eval.max_output_length``). The outputs are compared: the same texts, and
@@ -15,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+import yaml
 from report import add_results_option, machine, markdown, publish
 from scoreboard import Result, Table, command, ratio_range, spread
 
@@ -60,13 +63,37 @@ def worktree(commit: str, where: Path) -> Path:
     return where
 
 
-def timed(codes: dict[str, Path], args: argparse.Namespace, starts_file: Path) -> dict[str, list[dict[str, Any]]]:
-    """Each code once per repeat, in a fresh process, taking turns."""
+NEWER_SETTINGS = {"eval": ("beam", "length_penalty")}  # config keys younger than --against's default commit
+
+
+def run_for_earlier(run_dir: str, where: Path) -> Path:
+    """The run as the earlier code can read it: its files linked at ``where``, its config without the settings
+    that code does not know (``NEWER_SETTINGS``) where they hold their defaults, which is the same run for it (one
+    set otherwise stays, and the earlier code refuses it by name)."""
+    from seqlab.rundir import RunDir
+
+    config = RunDir(run_dir).config()
+    raw = config.model_dump(mode="json")
+    for section, keys in NEWER_SETTINGS.items():
+        fields = type(getattr(config, section)).model_fields
+        for key in keys:
+            if raw[section].get(key) == fields[key].default:
+                del raw[section][key]
+    shutil.copytree(run_dir, where, copy_function=os.symlink)
+    (where / "config.yaml").unlink()
+    (where / "config.yaml").write_text(f"---\n{yaml.safe_dump(raw, sort_keys=False, allow_unicode=True)}...\n",
+                                       encoding="utf-8")
+    return where
+
+
+def timed(codes: dict[str, tuple[Path, Path]], args: argparse.Namespace,
+          starts_file: Path) -> dict[str, list[dict[str, Any]]]:
+    """Each code (its ``src`` and the run as it reads it) once per repeat, in a fresh process, taking turns."""
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in codes}
     for _ in range(args.repeats):
-        for name, src in codes.items():
+        for name, (src, run_dir) in codes.items():
             env = {**os.environ, "PYTHONPATH": str(src)}
-            done = subprocess.run([sys.executable, __file__, args.run_dir, "--one", str(starts_file), "--beam",
+            done = subprocess.run([sys.executable, __file__, str(run_dir), "--one", str(starts_file), "--beam",
                                    str(args.beam), "--threads", str(torch.get_num_threads())],
                                   check=True, stdout=subprocess.PIPE, text=True, env=env)
             runs[name].append(json.loads(done.stdout.splitlines()[-1]))
@@ -103,7 +130,8 @@ def main(argv: list[str] | None = None) -> None:
         starts_file.write_text(json.dumps(given), encoding="utf-8")
         earlier = worktree(args.against, Path(tmp) / "earlier")
         try:
-            runs = timed({args.against: earlier / "src", "this checkout": REPO / "src"}, args, starts_file)
+            runs = timed({args.against: (earlier / "src", run_for_earlier(args.run_dir, Path(tmp) / "run")),
+                          "this checkout": (REPO / "src", Path(args.run_dir))}, args, starts_file)
         finally:
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(earlier)], check=True)
     before, now = (runs[name] for name in (args.against, "this checkout"))

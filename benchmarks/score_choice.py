@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> None:
     if scored_before and scored_before[0]["variant"] == winner:
         raise SystemExit(f"{done}: {winner!r} was scored on test already (once per final choice)")
     metric = search["metric"]
-    decoding = ["--beam", str(args.beam), "--length-penalty", str(args.length_penalty)] if args.beam else []
+    decoding = ["--beam", str(args.beam), "--length-penalty", str(args.length_penalty)] if args.beam else ["--beam", "1"]
     decoded = described_decoding(metric, args.beam, args.length_penalty)
     scored = []
     for run in runs:

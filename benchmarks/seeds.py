@@ -6,7 +6,8 @@
 For each seed, each precision in turn (``auto`` is what the machine runs by default; ``fp32`` or ``bf16`` force one
 with SEQLAB_PRECISION; taking turns, so that a slow spell of the machine falls on all of them): ``seqlab train CONFIG
 --set seed=S`` in a process of its own (wall time measured around it, training seconds from its log), then ``seqlab
-eval``'s scoring (in this process) of its best model, picked on valid by the trainer: on valid, and once on test with
+eval``'s scoring (in this process) of its best model, picked on valid by the trainer, decoded as ``seqlab eval``
+decodes the run (its config's ``eval.beam`` and ``eval.length_penalty``: greedy unless it says): on valid, and once on test with
 the test subsets whose source (and, for the date task, whose day: the target) no training pair has
 (``seqlab.metrics.seen_form``). The table gives each score as mean ± sd and range over the seeds; the runs go to the
 scoreboard (benchmarks/results/, docs/results.md).
@@ -66,7 +67,8 @@ def train_and_score(config: Path, seed: int, precision_name: str, overrides: lis
     run_dir = work / f"{precision_name}-seed{seed}"
     wall = seqlab_train(config, run_dir, [f"seed={seed}", *overrides], changes, quiet=True)
     log, info = RunDir(run_dir).log(), RunDir(run_dir).model_info()
-    return {"seed": seed, "precision": precision_name,
+    search = RunDir(run_dir).config().eval
+    return {"seed": seed, "precision": precision_name, "search": {"beam": search.beam, "length_penalty": search.length_penalty},
             "resolved": info.get("precision", precision_name),  # what the run trained in (auto: what it chose)
             "best_epoch": info["epoch"], "epochs": len(log),
             "train_s": sum(record["train_seconds"] for record in log), "wall_s": wall,
@@ -94,6 +96,14 @@ def table(runs: list[dict[str, Any]], title: str) -> Table:
     return Table(title, columns, rows)
 
 
+def described_search(search: dict[str, Any]) -> str:
+    """How the scores were decoded: the run's own search, as ``seqlab eval`` takes it from the config."""
+    if search["beam"] == 1:
+        return "decoded greedily, as seqlab eval decodes a run whose config gives no search"
+    return (f"decoded as seqlab eval decodes the run: its config's beam {search['beam']}, length penalty "
+            f"α {search['length_penalty']:g}")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("config", type=Path)
@@ -110,7 +120,8 @@ def main(argv: list[str] | None = None) -> None:
     title = f"`{args.config.as_posix()}`" + "".join(f" `--set {item}`" for item in args.overrides)
     result = Result(args.race or f"seeds-{args.config.stem}", f"{title}, seeds {', '.join(map(str, args.seeds))}",
                     command(__file__, sys.argv[1:] if argv is None else argv), [table(runs, "Scores and times")],
-                    runs, notes=["test scored once per run, on its best model as chosen on valid by the trainer"])
+                    runs, notes=["test scored once per run, on its best model as chosen on valid by the trainer",
+                                 described_search(runs[0]["search"])])
     path = record(result, args.results)
     print("\n\n".join([f"| {' | '.join(row)} |" for row in result.tables[0].rows]))
     print(f"recorded in {path}")

@@ -35,6 +35,17 @@ def small_date_config(**train: Any) -> dict[str, Any]:
     }
 
 
+def give_search(run_dir: Path, beam: int, length_penalty: float) -> None:
+    """The run's config made to say ``eval.beam`` and ``eval.length_penalty``, as a config that chose them on
+    valid says them."""
+    from seqlab.rundir import RunDir
+
+    run = RunDir(run_dir)
+    config = run.config()
+    run.save_config(config.model_copy(update={"eval": config.eval.model_copy(
+        update={"beam": beam, "length_penalty": length_penalty})}))
+
+
 def counting_corpus(directory: Path, train: int, valid: int, test: int) -> dict[str, dict[str, str]]:
     """Counting sentences ("one two three ...", 3 to 6 words from a random start), where each word predicts the
     next, so a small language model learns them to a perplexity near 1: written as train / valid / test

@@ -332,6 +332,33 @@ def test_length_limits_follow_the_source():
     assert DecodeOptions(max_length=6, length_ratio=2.0).limits(src, 50).tolist() == [6, 6]
 
 
+@pytest.mark.parametrize("given, beam, length_penalty", [
+    ({}, 5, 1.2),  # nothing given: the run's search
+    ({"beam": 1}, 1, 0.0),  # greedy asked for stays greedy
+    ({"beam": 3}, 3, 1.2),  # another beam, the run's length penalty
+    ({"length_penalty": 0.0}, 5, 0.0),
+    ({"normalize": True}, 5, 0.0),  # ranked by the mean instead: no length penalty beside it
+    ({"sample": True, "num_samples": 2}, 1, 0.0),  # sampling has no beam
+    ({"nbest": 3}, None, None),  # refused as given (3 best of a greedy search) before the run's beam could come
+])
+def test_the_runs_search_fills_only_what_options_leave_open(given, beam, length_penalty):
+    """``eval.beam`` 5 and ``eval.length_penalty`` 1.2, as configs/multi30k_de_en.yaml chose them on valid."""
+    if beam is None:
+        with pytest.raises(ValueError, match="nbest"):
+            DecodeOptions(**given)
+        return
+    options = DecodeOptions(**given).or_run_search(5, 1.2)
+    assert (options.beam, options.length_penalty) == (beam, length_penalty)
+    assert options.or_run_search(7, 0.3) == options  # filled once, then as given: the same at every call
+    assert DecodeOptions(**given).model_copy(update={"beam": 1}).or_run_search(5, 1.2).beam == 1  # chat's /greedy
+
+
+def test_training_validates_greedily_whatever_the_runs_search():
+    from seqlab.train.family.seq2seq import GREEDY
+
+    assert GREEDY.or_run_search(5, 1.2) == DecodeOptions()
+
+
 @pytest.mark.parametrize("options, message", [
     ({"beam": 4, "sample": True}, "beam search"),
     ({"beam": 2, "nbest": 3}, "nbest"),

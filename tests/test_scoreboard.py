@@ -131,6 +131,8 @@ def test_seeds_runs_end_to_end(scoreboard: ModuleType, tmp_path: Path, monkeypat
     test = [run["test"]["exact_match"] for run in result.runs]
     assert row["test exact match %"] == scoreboard.spread(test) and row["seeds"] == "1 2"
     assert result.command.startswith("python benchmarks/seeds.py ") and result.command.endswith("--results " + str(tmp_path))
+    assert "decoded greedily" in result.notes[-1]  # a config that gives no search
+    assert seeds.described_search({"beam": 5, "length_penalty": 1.2}).endswith("beam 5, length penalty α 1.2")
 
 
 def test_a_machine_held_to_avx2_keeps_its_results_apart(scoreboard: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:

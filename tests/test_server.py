@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
-from conftest import KOREAN_PAIRS
+from conftest import KOREAN_PAIRS, give_search
 
 import seqlab
 from seqlab.server import Limits, create_app
@@ -87,6 +87,7 @@ def test_health_and_info(served, korean_chatbot):
     assert info["shape"] == "Transformer 1+1 layers, d_model 64"
     assert info["metrics"]["valid"]["exact_match"] == 100.0
     assert info["limits"]["max_inputs"] == 8
+    assert info["search"] == {"beam": 1, "length_penalty": 0.0}  # the config says none: greedy
 
 
 def test_translate_answers_as_the_python_api_does(served, korean_chatbot):
@@ -102,6 +103,38 @@ def test_translate_answers_as_the_python_api_does(served, korean_chatbot):
     assert [h["text"] for h in hypotheses] == [t.text for t in expected]
     assert [h["score"] for h in hypotheses] == pytest.approx([t.score for t in expected], abs=1e-5)
     assert hypotheses[0]["score"] >= hypotheses[1]["score"] >= hypotheses[2]["score"]
+
+
+def test_a_runs_own_search_is_the_requests_and_the_pages_unless_they_say(korean_chatbot, tmp_path):
+    """A run whose config says ``eval.beam: 3`` and ``eval.length_penalty: 0.6`` (its search chosen on valid)
+    answers a request that gives no search with that search, one that asks ``beam: 1`` greedily; ``/api/info``
+    says it, and the page opens on it."""
+    run = Path(shutil.copytree(korean_chatbot, tmp_path / "run"))
+    give_search(run, 3, 0.6)
+    model = seqlab.load(korean_chatbot)
+    with Served(run) as own:
+        assert httpx.get(f"{own.url}/api/info").json()["search"] == {"beam": 3, "length_penalty": 0.6}
+        asked: list[tuple[dict[str, int], dict[str, Any]]] = [
+            ({}, {"beam": 3, "length_penalty": 0.6}), ({"beam": 1}, {"beam": 1}),
+            ({"beam": 2}, {"beam": 2, "length_penalty": 0.6})]
+        for body, expected in asked:
+            answer = post(own, {"inputs": ["배고파"], **body}).json()["outputs"][0]["hypotheses"][0]
+            assert answer["score"] == pytest.approx(model.generate(["배고파"], **expected)[0][0].score, abs=1e-5), body
+        if CHROMIUM:
+            from playwright.sync_api import expect
+
+            with browser_page(own.url) as (page, _):
+                expect(page.locator("body[data-ready=true]")).to_have_count(1)
+                expect(page.locator("input[name=mode][value=beam]")).to_be_checked()
+                expect(page.locator("#beam")).to_have_value("3")
+                page.fill("#text", "배고파")
+                page.press("#text", "Enter")
+                expect(page.locator("#nbest li")).to_have_count(3)
+                page.check("input[name=mode][value=greedy]")
+                page.fill("#text", "배고파")
+                page.press("#text", "Enter")
+                expect(page.locator("#transcript li.output")).to_have_count(2)
+                expect(page.locator("#nbest li")).to_have_count(1)
 
 
 def test_attention_on_request(served):

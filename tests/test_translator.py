@@ -1,10 +1,14 @@
 """The one text -> ids -> text path: truncation with a counted warning, batching that changes nothing."""
 
 import logging
+from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
+from conftest import give_search
 
 from seqlab import runtime as runtime_module
 from seqlab.config import parse_config
@@ -16,6 +20,8 @@ from seqlab.predictors.translator import Translator
 from seqlab.runtime import PROBE_WARMUP, SEARCH_PROBE_ROUNDS, SMALL_SEARCH_ROWS, Runtime
 from seqlab.specials import EOS
 from seqlab.tokenizer import Tokenizer
+
+FIXTURE_RUNS = Path(__file__).resolve().parent / "fixtures" / "runs"
 
 
 @pytest.fixture
@@ -48,6 +54,72 @@ def test_output_does_not_depend_on_batching_or_order(translator):
     alone = [translator.translate([t])[0] for t in texts]
     assert together == alone
     assert translator.translate(texts[::-1]) == together[::-1]
+
+
+def test_a_runs_config_gives_its_search_to_every_call_that_gives_none(translator, monkeypatch):
+    """``eval.beam`` and ``eval.length_penalty`` (chosen on valid, as configs/multi30k_de_en.yaml's) are the
+    search of ``translate``, ``generate`` and ``translate_ids`` where a call gives none; a call's own options
+    win, field by field."""
+    texts = ["1+2", "12+5", "7+70", "99+1", "3+3", "5+555", "0+0"]
+    config = translator.config.model_copy(update={"eval": translator.config.eval.model_copy(
+        update={"beam": 3, "length_penalty": 0.6})})
+    own = Translator(translator.model, translator.source, translator.target, config)
+    searched: list[DecodeOptions] = []
+    real = translator_module.search
+
+    def search(model: Any, src: torch.Tensor, options: DecodeOptions, *args: Any, **kwargs: Any) -> Any:
+        searched.append(options)
+        return real(model, src, options, *args, **kwargs)
+
+    monkeypatch.setattr(translator_module, "search", search)
+
+    def search_of(call: Callable[[], object]) -> tuple[int, float, bool]:
+        searched.clear()
+        call()
+        (search,) = {(o.beam, o.length_penalty, o.sample) for o in searched}  # one search for every batch
+        return search
+
+    beam = translator.translate(texts, beam=3, length_penalty=0.6)
+    assert own.translate(texts) == beam
+    assert search_of(lambda: own.translate(texts)) == (3, 0.6, False)
+    assert search_of(lambda: own.generate(texts)) == (3, 0.6, False)
+    assert search_of(lambda: own.translate_ids(own.encode_sources(texts))) == (3, 0.6, False)
+    assert search_of(lambda: own.translate(texts, DecodeOptions())) == (3, 0.6, False)
+    assert own.translate(texts, beam=1) == translator.translate(texts)
+    assert search_of(lambda: own.translate(texts, beam=1)) == (1, 0.0, False)
+    assert search_of(lambda: own.translate(texts, beam=2)) == (2, 0.6, False)
+    assert search_of(lambda: own.generate(texts, sample=True, seed=1)) == (1, 0.0, True)
+    assert search_of(lambda: translator.translate(texts)) == (1, 0.0, False)  # a config that says nothing: greedy
+
+
+def test_the_commands_search_as_the_runs_config_says_unless_told(tmp_path):
+    """``seqlab translate`` and ``seqlab eval`` of a run whose config says ``eval.beam: 3`` and
+    ``eval.length_penalty: 0.6`` give what ``--beam 3 --length-penalty 0.6`` gives for the same model without
+    them; ``--beam 1`` is greedy again."""
+    import json
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from seqlab.cli import app
+
+    plain = FIXTURE_RUNS / "seq2seq-transformer"
+    own = Path(shutil.copytree(plain, tmp_path / "run"))
+    give_search(own, 3, 0.6)
+    dates = ["september 27, 1994", "10/15/94", "tuesday, march 3, 2009", "1 jan 2000"]
+
+    def output(*args: str) -> str:
+        result = CliRunner().invoke(app, [*args])
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    assert output("translate", str(own), *dates) == output("translate", str(plain), "--beam", "3",
+                                                           "--length-penalty", "0.6", *dates)
+    assert output("translate", str(own), "--beam", "1", *dates) == output("translate", str(plain), *dates)
+    scores = {name: json.loads(output("eval", str(run), "--split", "valid", "--json", *given))
+              for name, run, given in [("own", own, []), ("asked", plain, ["--beam", "3", "--length-penalty", "0.6"])]}
+    assert scores["own"]["bleu"] == scores["asked"]["bleu"]
+    assert scores["own"]["exact_match"] == scores["asked"]["exact_match"]
 
 
 def test_batches_decoded_side_by_side_give_what_one_after_another_gives(translator):

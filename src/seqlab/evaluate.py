@@ -87,7 +87,8 @@ def evaluate(
     seen: Sequence[Pair] | None = None,
 ) -> dict:
     """{'loss', 'perplexity', 'perplexity_per_character', 'exact_match', 'bleu', 'bleu_lowercase', 'sentences'};
-    ``decode_limit`` caps the decoded sentences, ``options`` chooses how to decode them (greedy by default).
+    ``decode_limit`` caps the decoded sentences, ``options`` chooses how to decode them (by default as the run's
+    ``eval.beam`` and ``eval.length_penalty`` say: ``Predictor.decoding``).
 
     Perplexity per character, ``exp(total NLL / characters)`` with one end of sentence counted per reference,
     does not depend on the tokenizer, so it compares models with different vocabularies (perplexity per token

@@ -158,5 +158,10 @@ class TrainConfig(Section):
 
 class EvalConfig(Section):
     max_output_length: int = Field(128, gt=0, description="decoding stops after this many tokens")
+    beam: int = Field(1, ge=1, description="the beam seqlab eval, translate, chat, generate, serve and the Python "
+                                           "API search with where they are not given one (1: greedy); validation "
+                                           "during training decodes greedily")
+    length_penalty: float = Field(0.0, ge=0.0, description="GNMT's α of those searches at a beam above 1, where "
+                                                            "they are not given one")
     batch_size: int = Field(256, gt=0, description="sentences per decoding batch")
     valid_limit: int | None = Field(None, gt=0, description="decode only this many valid pairs for exact match / BLEU")

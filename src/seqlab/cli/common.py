@@ -11,7 +11,7 @@ import sys
 import typing
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal, NoReturn, cast
+from typing import Annotated, Any, Literal, NoReturn, Optional, cast
 
 import typer
 
@@ -37,12 +37,22 @@ Workers = Annotated[int, typer.Option("--workers", min=1, help="Batches computed
                                       "batch; CTranslate2's inter_threads).")]
 
 
+RUN_SEARCH = ("beam", "length_penalty")  # options a run's config gives a default of its own (``eval.beam``, ...)
+
+
 def _decoding(name: str) -> tuple[Any, Any]:
-    """The command-line option of a ``DecodeOptions`` field: ``--top-k``, its type, its description, its default."""
+    """The command-line option of a ``DecodeOptions`` field: ``--top-k``, its type, its description, its default;
+    no default for those of ``RUN_SEARCH``, which the run's config fills where they are not given
+    (``Predictor.decoding``)."""
     field = DecodeOptions.model_fields[name]
     description = field.description or ""
-    option = typer.Option("--" + name.replace("_", "-"), help=description[:1].upper() + description[1:] + ".",
-                          rich_help_panel="Decoding")
+    help = description[:1].upper() + description[1:] + "."
+    run_search = name in RUN_SEARCH
+    if run_search:
+        help += f" [default: the run's eval.{name}, {field.default} unless its config says]"
+    option = typer.Option("--" + name.replace("_", "-"), help=help, rich_help_panel="Decoding")
+    if run_search:
+        return Annotated[Optional[field.annotation], option], None  # noqa: UP045 (the annotation is a value here)
     return Annotated[field.annotation, option], field.default
 
 
@@ -63,7 +73,8 @@ def with_decoding(*names: str) -> Callable[[Callable[..., None]], Callable[..., 
         @functools.wraps(command)
         def wrapper(**kwargs: Any) -> None:
             values = {name: kwargs.pop(name) for name in names}
-            command(**kwargs, options=decode_options(**values))
+            given = {name: value for name, value in values.items() if not (name in RUN_SEARCH and value is None)}
+            command(**kwargs, options=decode_options(**given))
 
         wrapper.__signature__ = inspect.Signature(kept + added)  # type: ignore[attr-defined]
         wrapper.__annotations__ = {p.name: p.annotation for p in kept + added}

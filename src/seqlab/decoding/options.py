@@ -18,7 +18,9 @@ MAX_SEED = 2**32 - 1  # every engine's generator takes a 32-bit unsigned seed
 
 
 class DecodeOptions(BaseModel):
-    """Greedy by default; ``beam > 1`` searches, ``sample`` draws."""
+    """Greedy by default; ``beam > 1`` searches, ``sample`` draws. A run's predictor fills what options leave
+    open with the run's own search (``or_run_search``), so ``DecodeOptions()`` decodes as the run's config says
+    and ``DecodeOptions(beam=1)`` greedily."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
@@ -57,6 +59,21 @@ class DecodeOptions(BaseModel):
         if 0.0 < self.temperature < MIN_TEMPERATURE:
             raise ValueError(f"temperature {self.temperature:g}: 0 (greedy) or at least {MIN_TEMPERATURE}")
         return self
+
+    def or_run_search(self, beam: int, length_penalty: float) -> DecodeOptions:
+        """These options, with the run's own search (``eval.beam``, ``eval.length_penalty``: the ones chosen on
+        valid) where they leave it open: its beam where they neither set a beam nor sample, its length penalty
+        where the search that results has beams and they neither set a length penalty nor normalise. Options
+        that set both, or any made here, come back as they are."""
+        given = self.model_fields_set
+        update: dict[str, int | float] = {}
+        if "beam" not in given and not self.sample:
+            update["beam"] = beam
+        if "length_penalty" not in given and not self.normalize and update.get("beam", self.beam) > 1:
+            update["length_penalty"] = length_penalty
+        if not update:
+            return self
+        return DecodeOptions(**self.model_dump(exclude_unset=True), **update)  # checked again (nbest, normalize)
 
     @property
     def rows_per_input(self) -> int:

@@ -150,6 +150,11 @@ class CT2Translator(Translator):
         self.source_names, self.target_names = vocabulary(source), vocabulary(target)
         self.target_ids = {name: i for i, name in enumerate(self.target_names)}
 
+    def run_search(self) -> dict[str, Any]:
+        """The run's beam, without its GNMT length penalty, which CTranslate2 cannot apply (one given is refused:
+        ``check_options``)."""
+        return super().run_search() | {"length_penalty": 0.0}
+
     def check_options(self, options: DecodeOptions, need_weights: bool = False) -> None:
         if need_weights:
             raise ValueError("the CTranslate2 engine does not return attention")

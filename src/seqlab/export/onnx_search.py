@@ -98,7 +98,9 @@ class OnnxSearch:
             self.vocab_mask[EOS] = 0
 
     def translate(self, texts: Sequence[str], options: DecodeOptions | None = None) -> list[str]:
-        """The best output for every input text (an empty or whitespace-only text: an empty output)."""
+        """The best output for every input text (an empty or whitespace-only text: an empty output); greedy unless
+        ``options`` say otherwise: the run's own search (``eval.beam``, ``eval.length_penalty``) is not assumed, for
+        ONNX Runtime's search has no GNMT length penalty."""
         options = options or DecodeOptions()
 
         def best(kept: list[str]) -> list[str]:

@@ -55,6 +55,19 @@ class Predictor:
             runtime = Runtime(where, precision.resolve(config.train.precision, where.type))
         self.runtime = runtime
 
+    def run_search(self) -> dict[str, Any]:
+        """The search this run decodes with where a call gives none: its config's ``eval.beam`` and
+        ``eval.length_penalty`` (``DecodeOptions.or_run_search``'s arguments; the page opens on it)."""
+        return {"beam": self.config.eval.beam, "length_penalty": self.config.eval.length_penalty}
+
+    def decoding(self, options: DecodeOptions | None = None, **kwargs: Any) -> DecodeOptions:
+        """The options a search runs with: ``options`` or the keyword options (not both), what they leave open
+        filled with the run's own search (``run_search``)."""
+        if options is not None and kwargs:
+            raise TypeError("pass DecodeOptions or keyword options, not both")
+        chosen = options or DecodeOptions(**kwargs)
+        return chosen.or_run_search(**self.run_search())
+
     @property
     def device(self) -> torch.device:
         """Where the model runs; its inputs go there."""

@@ -73,9 +73,10 @@ class LanguageModel(TextPredictor):
     def generate(self, starts: Sequence[str], options: DecodeOptions | None = None,
                  stop: Callable[[], bool] | None = None, **kwargs: Any) -> list[list[Generation]]:
         """Every start's continuations, best first (``nbest`` of a beam search, ``num_samples`` samples, or the
-        greedy one); ``max_length`` words at most (default ``eval.max_output_length``). ``stop``: asked between
-        decoding steps; once it is true decoding ends with ``seqlab.decoding.Cancelled``."""
-        options = options or DecodeOptions(**kwargs)
+        greedy one; options as ``Predictor.decoding`` completes them with the run's search); ``max_length`` words
+        at most (default ``eval.max_output_length``). ``stop``: asked between decoding steps; once it is true
+        decoding ends with ``seqlab.decoding.Cancelled``."""
+        options = self.decoding(options, **kwargs)
         prompts = [[EOS, *ids] for ids in self.tokenizer.encode(list(starts))]
         self.model.eval()
 

@@ -87,10 +87,10 @@ class Translator(Predictor):
         return self.target.normalize(text)
 
     def translate(self, texts: Sequence[str], options: DecodeOptions | None = None, **kwargs: Any) -> list[str]:
-        """The best output for every input text (an empty or whitespace-only text: an empty output). Greedy by
-        default; the options of ``DecodeOptions`` select beam search or sampling, e.g. ``translate(texts, beam=5,
-        length_penalty=0.6)``."""
-        options = _options(options, kwargs)
+        """The best output for every input text (an empty or whitespace-only text: an empty output). As the run's
+        ``eval.beam`` and ``eval.length_penalty`` say (greedy unless its config says otherwise), or as the options of
+        ``DecodeOptions`` say, e.g. ``translate(texts, beam=5, length_penalty=0.6)`` (``Predictor.decoding``)."""
+        options = self.decoding(options, **kwargs)
         return self.each_text(texts, lambda kept: self.translate_ids(self.encode_sources(kept), options), "",
                               "translate")
 
@@ -102,7 +102,7 @@ class Translator(Predictor):
         greedy one; with ``need_weights``, the cross-attention of each output word over the source tokens. An
         empty or whitespace-only text has one empty output. ``stop``: asked between decoding steps; once it is
         true decoding ends with ``seqlab.decoding.Cancelled``."""
-        options = _options(options, kwargs)
+        options = self.decoding(options, **kwargs)
         empty = [Translation("", 0.0, 0.0, [], [])]
         return self.each_text(texts, lambda kept: self._generate(kept, options, need_weights, stop), empty,
                               "translate")
@@ -123,8 +123,9 @@ class Translator(Predictor):
         model's engine may lack some)."""
 
     def translate_ids(self, ids: Sequence[Sequence[int]], options: DecodeOptions | None = None) -> list[str]:
-        """The best output text for sources already encoded by ``encode_sources``."""
-        best = [hypotheses[0].tokens for hypotheses in self.search_ids(ids, options or DecodeOptions())]
+        """The best output text for sources already encoded by ``encode_sources`` (options as ``translate`` takes
+        them)."""
+        best = [hypotheses[0].tokens for hypotheses in self.search_ids(ids, self.decoding(options))]
         return self.target.decode(best)
 
     def search_ids(
@@ -168,12 +169,6 @@ class Translation:
     tokens: list[str]  # the output pieces
     attention: torch.Tensor | None = None  # (output pieces + <eos>, layers, heads, source pieces)
     truncated: bool = False  # the source was longer than the model reads (``max_source_tokens``) and was cut
-
-
-def _options(options: DecodeOptions | None, kwargs: dict[str, Any]) -> DecodeOptions:
-    if options is not None and kwargs:
-        raise TypeError("pass DecodeOptions or keyword options, not both")
-    return options or DecodeOptions(**kwargs)
 
 
 load = Translator.load  # seqlab.load(RUN_DIR)

@@ -237,15 +237,18 @@ def check_inputs(inputs: Sequence[str], limits: Limits) -> None:
             raise RequestError(413, f"inputs[{i}] has {len(text)} characters; at most {limits.max_input_chars}")
 
 
-def check_decoding(request: DecodeOptions, limits: Limits) -> DecodeOptions:
-    """The request's DecodeOptions, once its beam, samples and output length are within ``limits``."""
-    if request.beam > limits.max_beam:
-        raise RequestError(422, f"beam {request.beam}; at most {limits.max_beam}")
-    if request.num_samples > limits.max_beam:
-        raise RequestError(422, f"num_samples {request.num_samples}; at most {limits.max_beam}")
-    if (request.max_length or 0) > limits.max_output_length:
-        raise RequestError(422, f"max_length {request.max_length}; at most {limits.max_output_length}")
-    return DecodeOptions(**request.model_dump(include=set(DecodeOptions.model_fields)))
+def check_decoding(request: DecodeOptions, limits: Limits,
+                   decoding: Callable[[DecodeOptions], DecodeOptions]) -> DecodeOptions:
+    """The request's DecodeOptions, what it leaves open filled with the run's search (``decoding``:
+    ``Predictor.decoding``), once their beam, samples and output length are within ``limits``."""
+    options = decoding(DecodeOptions(**request.model_dump(include=set(DecodeOptions.model_fields), exclude_unset=True)))
+    if options.beam > limits.max_beam:
+        raise RequestError(422, f"beam {options.beam}; at most {limits.max_beam}")
+    if options.num_samples > limits.max_beam:
+        raise RequestError(422, f"num_samples {options.num_samples}; at most {limits.max_beam}")
+    if (options.max_length or 0) > limits.max_output_length:
+        raise RequestError(422, f"max_length {options.max_length}; at most {limits.max_output_length}")
+    return options
 
 
 def _explain(errors: Sequence[Mapping[str, Any]]) -> str:

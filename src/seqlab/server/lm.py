@@ -26,7 +26,7 @@ class GenerateRequest(DecodeOptions):
 def add_routes(app: FastAPI, worker: Worker, lm: LanguageModel) -> None:
     @app.post("/api/generate")
     async def api_generate(request: GenerateRequest) -> dict[str, Any]:
-        options = _check(request, worker.limits)
+        options = _check(request, worker.limits, lm)
         start = time.perf_counter()
         try:
             found = await worker.serve(lambda stop: worker.run(lm.generate, [request.start], options, stop),
@@ -37,11 +37,11 @@ def add_routes(app: FastAPI, worker: Worker, lm: LanguageModel) -> None:
                 "seconds": round(time.perf_counter() - start, 4)}
 
 
-def _check(request: GenerateRequest, limits: Limits) -> DecodeOptions:
-    """The request's DecodeOptions, once the request is within ``limits``."""
+def _check(request: GenerateRequest, limits: Limits, lm: LanguageModel) -> DecodeOptions:
+    """The request's DecodeOptions with the run's search where it leaves it open, once within ``limits``."""
     if len(request.start) > limits.max_input_chars:
         raise RequestError(413, f"start has {len(request.start)} characters; at most {limits.max_input_chars}")
-    return check_decoding(request, limits)
+    return check_decoding(request, limits, lm.decoding)
 
 
 def _generation(g: Generation) -> dict[str, Any]:
@@ -63,6 +63,7 @@ def info(run_dir: Path, lm: LanguageModel, limits: Limits) -> dict[str, Any]:
         "tokens": {"level": lm.tokenizer.config.level, "vocab_size": lm.tokenizer.vocab_size,
                    "lowercase": lm.tokenizer.config.lowercase},
         "max_output_length": lm.config.eval.max_output_length,  # the default max_length
+        "search": lm.run_search(),
         "metrics": RunDir(run_dir).model_info(),
         "limits": asdict(limits),
     }

@@ -43,7 +43,7 @@ def add_routes(app: FastAPI, worker: Worker, translator: Translator) -> None:
 def _check(request: TranslateRequest, limits: Limits, translator: Translator) -> DecodeOptions:
     """The request's DecodeOptions, once the request is within ``limits`` and asks what the engine can do."""
     check_inputs(request.inputs, limits)
-    options = check_decoding(request, limits)
+    options = check_decoding(request, limits, translator.decoding)
     try:
         translator.check_options(options, request.attention)
     except ValueError as exc:
@@ -77,6 +77,7 @@ def info(run_dir: Path, translator: Translator, limits: Limits) -> dict[str, Any
         "shape": config.model.describe(),
         "metrics": RunDir(run_dir).model_info(),
         "attention": _attention_shape(config.model),
+        "search": translator.run_search(),
         "limits": asdict(limits),
     }
 

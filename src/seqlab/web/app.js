@@ -30,6 +30,16 @@ function showModel() {
   fillSelect($("head"), info.attention.heads, 0);
   $("beam").max = info.limits.max_beam;
   $("text").maxLength = info.limits.max_input_chars;
+  openOnRunSearch();
+}
+
+// The run's own search (its config's eval.beam) selected as the page opens; greedy is asked for as beam 1, so that
+// the run's beam does not fill it in (DecodeOptions.or_run_search)
+function openOnRunSearch() {
+  if (info.search.beam > 1) {
+    $("beam").value = Math.min(info.search.beam, info.limits.max_beam);
+    document.querySelector("input[name=mode][value=beam]").checked = true;
+  }
 }
 
 function fillSelect(select, n, selected) {
@@ -46,7 +56,7 @@ function options() {
   if (mode === "sample") {
     return { sample: true, temperature: Number($("temperature").value), num_samples: 3, seed: Date.now() % 1e9, ...constraints() };
   }
-  return constraints();
+  return { beam: 1, ...constraints() };
 }
 
 // DecodeOptions' min_length, no_repeat_ngram_size and repetition_penalty, where they are set
@@ -238,6 +248,7 @@ function showLM() {
   $("text").maxLength = info.limits.max_input_chars;
   $("length").max = info.limits.max_output_length;
   $("length").value = Math.min(30, info.max_output_length, info.limits.max_output_length);
+  openOnRunSearch();
   $("lm-legend").querySelector(".scale").replaceChildren(...[0, 0.25, 0.5, 0.75, 1].map((p) => {
     const swatch = Object.assign(document.createElement("span"), { textContent: p.toFixed(2) });
     swatch.style.background = tint(p);

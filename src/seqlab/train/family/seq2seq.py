@@ -15,6 +15,7 @@ from seqlab.data import Pair, load_splits, resolve_data_dir
 from seqlab.data.batching import Batch, BatchStream, collate
 from seqlab.data.prepared import CHUNK_ROWS, IDS, Counted, Preparation, open_prepared, prepared_sections
 from seqlab.data.splits import streamed_train
+from seqlab.decoding import DecodeOptions
 from seqlab.evaluate import EncodedSplit, evaluate
 from seqlab.loss import token_nll_sum
 from seqlab.model import build_model, num_parameters
@@ -23,6 +24,8 @@ from seqlab.rundir import RunDir
 from seqlab.runtime import Runtime
 from seqlab.tokenizer import Tokenizer, learn_tokenizers
 from seqlab.train.family.base import epoch_batches, prepared_tokenizers
+
+GREEDY = DecodeOptions(beam=1)  # set, so that the run's eval.beam does not fill it (DecodeOptions.or_run_search)
 
 
 class Transduction:
@@ -122,7 +125,10 @@ class Transduction:
         return batch.trg_out.numel() if self.config.train.loss_average == "all" else batch.num_target_tokens
 
     def validate(self) -> dict[str, Any]:
-        return evaluate(self.translator, self.valid_set, self.config.train.batch_tokens, self.config.eval.valid_limit)
+        """The valid split's scores, decoded greedily whatever search ``eval.beam`` gives the finished run: the
+        epochs are compared on the search that is fastest to run after every epoch."""
+        return evaluate(self.translator, self.valid_set, self.config.train.batch_tokens, self.config.eval.valid_limit,
+                        GREEDY)
 
     @staticmethod
     def summary(valid: dict[str, Any]) -> str:
