@@ -7,8 +7,8 @@ For each seed, each precision in turn (``auto`` is what the machine runs by defa
 with SEQLAB_PRECISION; taking turns, so that a slow spell of the machine falls on all of them): ``seqlab train CONFIG
 --set seed=S`` in a process of its own (wall time measured around it, training seconds from its log), then ``seqlab
 eval``'s scoring (in this process) of its best model, picked on valid by the trainer, decoded as ``seqlab eval``
-decodes the run (its config's ``eval.beam`` and ``eval.length_penalty``: greedy unless it says): on valid, and once on test with
-the test subsets whose source (and, for the date task, whose day: the target) no training pair has
+decodes the run (its config's ``eval.beam`` and ``eval.length_penalty``: greedy unless it says so): on valid, and
+once on test with the test subsets whose source (and, for the date task, whose day: the target) no training pair has
 (``seqlab.metrics.seen_form``). The table gives each score as mean ± sd and range over the seeds; the runs go to the
 scoreboard (benchmarks/results/, docs/results.md).
 
@@ -66,9 +66,10 @@ def train_and_score(config: Path, seed: int, precision_name: str, overrides: lis
         changes[precision.ENV] = precision_name
     run_dir = work / f"{precision_name}-seed{seed}"
     wall = seqlab_train(config, run_dir, [f"seed={seed}", *overrides], changes, quiet=True)
-    log, info = RunDir(run_dir).log(), RunDir(run_dir).model_info()
-    search = RunDir(run_dir).config().eval
-    return {"seed": seed, "precision": precision_name, "search": {"beam": search.beam, "length_penalty": search.length_penalty},
+    run = RunDir(run_dir)
+    log, info, search = run.log(), run.model_info(), run.config().eval
+    return {"seed": seed, "precision": precision_name,
+            "search": {"beam": search.beam, "length_penalty": search.length_penalty},  # what seqlab eval decodes with
             "resolved": info.get("precision", precision_name),  # what the run trained in (auto: what it chose)
             "best_epoch": info["epoch"], "epochs": len(log),
             "train_s": sum(record["train_seconds"] for record in log), "wall_s": wall,
