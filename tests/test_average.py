@@ -3,10 +3,11 @@
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
-from conftest import small_date_config
+from conftest import give_search, small_date_config
 from safetensors.torch import load_file, save_file
 from typer.testing import CliRunner
 
@@ -68,6 +69,29 @@ def test_seqlab_average_writes_a_scored_run_directory(kept_run, tmp_path):
     scored = CliRunner().invoke(app, ["eval", str(out), "--split", "valid", "--json"])
     assert json.loads(scored.output.strip().splitlines()[-1])["exact_match"] == info["valid"]["exact_match"]
     assert len(seqlab.load(out).translate(["september 27, 1994"])) == 1  # a run like any other
+
+
+def test_the_average_is_scored_greedily_as_the_epochs_were_whatever_the_runs_search(kept_run, tmp_path,
+                                                                                       monkeypatch):
+    """A run whose config says ``eval.beam: 3`` (its search for ``seqlab eval``) has its averaged weights scored on
+    valid greedily, as training scored each epoch, so that the mean and the epochs compare."""
+    from seqlab import evaluate
+
+    run = Path(shutil.copytree(kept_run, tmp_path / "run"))
+    give_search(run, 3, 0.6)
+    searches = []
+    real = evaluate.evaluate
+
+    def scored_with(translator: Any, *args: Any, **kwargs: Any) -> Any:
+        searches.append(translator.decoding(kwargs["options"]))  # the search evaluate's decoding runs
+        return real(translator, *args, **kwargs)
+
+    monkeypatch.setattr(evaluate, "evaluate", scored_with)
+    result = CliRunner().invoke(app, ["average", str(run), "--last", "2", "--out", str(tmp_path / "avg")])
+    assert result.exit_code == 0, result.output
+    scored = CliRunner().invoke(app, ["eval", str(tmp_path / "avg"), "--split", "valid", "--json"])
+    assert scored.exit_code == 0, scored.output
+    assert [(o.beam, o.length_penalty) for o in searches] == [(1, 0.0), (3, 0.6)]  # average, then eval
 
 
 def test_average_names_what_is_missing(kept_run, tmp_path):

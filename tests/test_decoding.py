@@ -353,10 +353,13 @@ def test_the_runs_search_fills_only_what_options_leave_open(given, beam, length_
     assert DecodeOptions(**given).model_copy(update={"beam": 1}).or_run_search(5, 1.2).beam == 1  # chat's /greedy
 
 
-def test_training_validates_greedily_whatever_the_runs_search():
-    from seqlab.train.family.seq2seq import GREEDY
+def test_training_and_averaging_validate_greedily_whatever_the_runs_search():
+    from seqlab.decoding.options import GREEDY
+    from seqlab.train import average
+    from seqlab.train.family import seq2seq
 
     assert GREEDY.or_run_search(5, 1.2) == DecodeOptions()
+    assert seq2seq.GREEDY is GREEDY and average.GREEDY is GREEDY  # what validate() and average_run() pass
 
 
 @pytest.mark.parametrize("options, message", [

@@ -97,3 +97,8 @@ class DecodeOptions(BaseModel):
 
         lengths = (src != PAD).sum(dim=1)
         return torch.tensor([self.limit(n, default_max) for n in lengths.tolist()], dtype=torch.long)
+
+
+GREEDY = DecodeOptions(beam=1)
+"""Greedy, with the beam set, so that a run's ``eval.beam`` does not fill it (``or_run_search``): how training scores
+its epochs on valid, and how ``seqlab average`` scores the mean of them, so that the two compare."""

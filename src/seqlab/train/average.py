@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from seqlab.decoding.options import GREEDY
 from seqlab.registry import kind_of_run
 from seqlab.rundir import RunDir
 
@@ -38,7 +39,8 @@ def average_weights(run: RunDir, paths: list[Path]) -> tuple[dict[str, torch.Ten
 
 def average_run(run: RunDir, last: int, out: RunDir, data_dir: str | Path | None = None) -> dict[str, Any]:
     """Average ``run``'s last ``last`` kept epochs into the run directory ``out`` (its config, tokenizers and
-    labels copied), scored on valid as its kind scores it (``Kind.evaluate``; the data in ``data_dir``); returns
+    labels copied), scored on valid as its kind scores it (``Kind.evaluate``; the data in ``data_dir``), a
+    seq2seq model decoded greedily as training scores its epochs (``GREEDY``); returns
     the model's description, whose ``averaged`` lists the epochs."""
     kept = run.kept_epochs()
     if last < 1:
@@ -54,6 +56,7 @@ def average_run(run: RunDir, last: int, out: RunDir, data_dir: str | Path | None
     out.path.mkdir(parents=True, exist_ok=True)
     out.save_model(weights, info)
     run.copy_model_files(out)  # the config last: only a whole run directory is a run
-    info["valid"] = kind_of_run(out.path).evaluate(out.path, "valid", None if data_dir is None else Path(data_dir))
+    info["valid"] = kind_of_run(out.path).evaluate(out.path, "valid", None if data_dir is None else Path(data_dir),
+                                                   GREEDY)
     out.save_model(weights, info)
     return info

@@ -15,7 +15,7 @@ from seqlab.data import Pair, load_splits, resolve_data_dir
 from seqlab.data.batching import Batch, BatchStream, collate
 from seqlab.data.prepared import CHUNK_ROWS, IDS, Counted, Preparation, open_prepared, prepared_sections
 from seqlab.data.splits import streamed_train
-from seqlab.decoding import DecodeOptions
+from seqlab.decoding.options import GREEDY
 from seqlab.evaluate import EncodedSplit, evaluate
 from seqlab.loss import token_nll_sum
 from seqlab.model import build_model, num_parameters
@@ -24,8 +24,6 @@ from seqlab.rundir import RunDir
 from seqlab.runtime import Runtime
 from seqlab.tokenizer import Tokenizer, learn_tokenizers
 from seqlab.train.family.base import epoch_batches, prepared_tokenizers
-
-GREEDY = DecodeOptions(beam=1)  # set, so that the run's eval.beam does not fill it (DecodeOptions.or_run_search)
 
 
 class Transduction:
