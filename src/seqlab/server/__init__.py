@@ -39,7 +39,9 @@ Every kind:
 A run serves only its own kind's routes: a vectors run has no ``/api/translate`` (404) and loads no model; a
 language model has ``/api/generate`` and neither ``/api/translate`` nor the vectors' routes; a classifier has
 ``/api/classify`` alone, a span extractor ``/api/answer`` alone. The decoding options of ``/api/translate`` and
-``/api/generate`` are those of :class:`seqlab.decoding.DecodeOptions`, the same as on the command line. A
+``/api/generate`` are those of :class:`seqlab.decoding.DecodeOptions`, the same as on the command line; a request
+that sets no ``beam`` or ``length_penalty`` gets the run's own (its config's ``eval.beam`` and
+``eval.length_penalty``, given by ``/api/info`` as ``search``), whatever default the schema shows. A
 continuation's ``tokens`` end with ``<eos>`` when it ended there; each token's probability is given the start and
 the tokens before it, and their logs sum to ``log_prob``. A classification's ``tokens`` are the model's input,
 ``<sos>`` and ``<eos>`` included; its ``attention`` (only when asked) is, for each layer and head, the attention
