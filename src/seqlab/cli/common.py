@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal, NoReturn, Optional, cast
 
 import typer
 
-from seqlab.decoding.options import DecodeOptions
+from seqlab.decoding.options import RUN_SEARCH, DecodeOptions
 
 Out = Annotated[Path, typer.Option("--out", help="The image to write: .png, .svg or .pdf.")]
 
@@ -35,9 +35,6 @@ Int8 = Annotated[bool, typer.Option("--int8", help="Run with int8 linear layers 
 Workers = Annotated[int, typer.Option("--workers", min=1, help="Batches computed side by side, each on its share of "
                                       "the threads (a small model on many inputs: faster than all threads on one "
                                       "batch; CTranslate2's inter_threads).")]
-
-
-RUN_SEARCH = ("beam", "length_penalty")  # options a run's config gives a default of its own (``eval.beam``, ...)
 
 
 def _decoding(name: str) -> tuple[Any, Any]:

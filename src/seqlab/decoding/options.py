@@ -17,6 +17,9 @@ MIN_TEMPERATURE = 0.01  # below it (but above 0, which is greedy) a softmax of l
 MAX_SEED = 2**32 - 1  # every engine's generator takes a 32-bit unsigned seed
 
 
+RUN_SEARCH = ("beam", "length_penalty")  # the fields a run's config fills where options leave them (or_run_search)
+
+
 class DecodeOptions(BaseModel):
     """Greedy by default; ``beam > 1`` searches, ``sample`` draws. A run's predictor fills what options leave
     open with the run's own search (``or_run_search``), so ``DecodeOptions()`` decodes as the run's config says
