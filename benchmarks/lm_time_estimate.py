@@ -42,7 +42,7 @@ def worker(spec: dict[str, Any]) -> dict[str, Any]:
     from seqlab.train.optimizer import build_optimizer, optimizer_step
     from seqlab.train.schedule import build_schedule
 
-    config = load_config(spec["config"], [f"train.precision={spec['precision']}"])
+    config = load_config(spec["config"], [*spec.get("overrides", []), f"train.precision={spec['precision']}"])
     if not isinstance(config.model, (LMConfig, TransformerLMConfig)):
         raise SystemExit(f"{spec['config']}: not a language model (model.type lm or transformer_lm)")
     torch.manual_seed(config.seed)

@@ -7,11 +7,12 @@ Each commit is checked out into a temporary git worktree (as ``same_training.py`
 once, in a process of its own that imports seqlab from that worktree's ``src/``: the config's model (seed 0) on the
 first ``--steps`` batches of its training split (``throughput.make_batches``), one pass over them to warm up, then
 the same steps timed (``throughput.training_step``: forward and the masked loss, backward, clipping, fused Adam), in
-``--precision`` (fp32, or bf16 autocast). The rounds alternate which commit goes first. On a shared machine the same
+``--precision`` (fp32, or bf16 autocast); a language model's steps as the trainer takes them, on ``train.streams``
+× ``train.time_size`` random ids of ``--vocab`` words (``lm_time_estimate.worker``). The rounds alternate which
+commit goes first. On a shared machine the same
 work's speed moves by tens of per cent within minutes, so only the ratio of two processes run one after the other
 means anything, and only over several rounds: the table gives every round's tokens/s and ratio, and the median ratio
-with its range. Seq2seq Transformer configs only (``throughput.make_batches``, ``throughput.measure``); both
-commits must have the functions they call.
+with its range. Seq2seq Transformer configs and language models; both commits must have the functions they call.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from scoreboard import Result, Table, command
 from seqlab.precision import native_bf16
 
 
-def measure(config: str, overrides: list[str], steps: int, precision: str) -> float:
+def measure(config: str, overrides: list[str], steps: int, precision: str, vocab: int) -> float:
     """Target tokens/s of the timed pass (run in the child process, whose seqlab is the commit's)."""
     from throughput import make_batches
     from throughput import measure as timed
@@ -41,8 +42,14 @@ def measure(config: str, overrides: list[str], steps: int, precision: str) -> fl
     from seqlab.model.transformer import TransformerConfig
 
     cfg = load_config(config, overrides)
+    if cfg.model.type in ("lm", "transformer_lm"):
+        from lm_time_estimate import worker
+        spec = {"config": config, "overrides": overrides, "precision": precision, "vocab": vocab, "warmup": 3,
+                "steps": steps}
+        return float(worker(spec)["tokens_per_s"])
     if not isinstance(cfg.model, TransformerConfig):
-        raise SystemExit(f"{config}: model.type {cfg.model.type}; speed_change times a seq2seq Transformer's steps")
+        raise SystemExit(f"{config}: model.type {cfg.model.type}; speed_change times a seq2seq Transformer's or a "
+                         "language model's steps")
     batches, src_vocab, trg_vocab = make_batches(cfg, steps)
     return timed(cfg.model, batches, src_vocab, trg_vocab, precision == "bf16")["tokens_per_s"]
 
@@ -50,7 +57,7 @@ def measure(config: str, overrides: list[str], steps: int, precision: str) -> fl
 def child(tree: Path, args: argparse.Namespace) -> float:
     """One commit's tokens/s, measured by this script in a process whose seqlab is the worktree's."""
     command = [sys.executable, __file__, str(args.config), "--before", args.before, "--measure",
-               "--steps", str(args.steps), "--precision", args.precision]
+               "--steps", str(args.steps), "--precision", args.precision, "--vocab", str(args.vocab)]
     command += [arg for item in args.overrides for arg in ("--set", item)]
     env = os.environ | {"PYTHONPATH": str(tree / "src")}
     if args.data_dir:
@@ -97,6 +104,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--precision", choices=["fp32", "bf16"], default="fp32")
     parser.add_argument("--steps", type=int, default=20, help="training steps timed per process")
     parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--vocab", type=int, default=10_000, help="a language model's vocabulary (its random ids)")
     parser.add_argument("--data-dir", help="the data directory (default: seqlab's)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], help="a config override, for both")
     parser.add_argument("--repo", type=Path, default=ROOT, help="the git repository (default: this one)")
@@ -107,7 +115,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.precision == "bf16" and not native_bf16():
         parser.error("--precision bf16: this CPU has no native bf16 (emulated, it would time the emulation); use fp32")
     if args.measure:
-        print(json.dumps({"tokens_per_s": measure(str(args.config), args.overrides, args.steps, args.precision)}))
+        print(json.dumps({"tokens_per_s": measure(str(args.config), args.overrides, args.steps, args.precision,
+                                                   args.vocab)}))
         return
     with tempfile.TemporaryDirectory(prefix="speed-change-") as work:
         measured = rounds(args, Path(work))

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 import torch
 from pydantic import Field, model_validator
@@ -35,6 +35,7 @@ from torch.nn import functional as F
 from seqlab.config import Config, ModelSection
 from seqlab.model.dropout import keep_mask
 from seqlab.model.init import Initialisation, book_init
+from seqlab.model.lstm import lstm_layer, written_out_pays
 from seqlab.model.masks import example_ids
 from seqlab.precision import recurrent_kernels
 from seqlab.specials import PAD
@@ -120,15 +121,18 @@ class RNNLM(nn.Module):
         return F.embedding(ids, weight * rows)
 
     def recur(self, i: int, x: torch.Tensor, state: LayerState | None) -> tuple[torch.Tensor, LayerState]:
-        """Layer i over x (B, T, F) from ``state``; in training with ``weight_drop``, through W_h · mask."""
+        """Layer i over x (B, T, F) from ``state``; in training with ``weight_drop``, through W_h · mask. An LSTM
+        layer's training step under bf16 autocast on the CPU runs written out (``model.lstm``)."""
         layer = self.layers[i]
+        w_h = cast(torch.Tensor, layer.weight_hh_l0)  # (gates × H, H)
+        if self.training and self.weight_drop > 0:
+            w_h = w_h * keep_mask(w_h.shape, self.weight_drop, w_h.dtype, w_h.device)
+        if isinstance(layer, nn.LSTM) and written_out_pays(x):
+            return lstm_layer(layer, x, cast(tuple[torch.Tensor, torch.Tensor] | None, state), w_h)
         with recurrent_kernels():
-            if not self.training or self.weight_drop == 0:
+            if w_h is layer.weight_hh_l0:
                 return layer(x, state)
-            weights: dict[str, torch.Tensor] = dict(layer.named_parameters())
-            w_h = weights["weight_hh_l0"]  # (gates × H, H)
-            weights["weight_hh_l0"] = w_h * keep_mask(w_h.shape, self.weight_drop, w_h.dtype, w_h.device)
-            return functional_call(layer, weights, (x, state))
+            return functional_call(layer, {**dict(layer.named_parameters()), "weight_hh_l0": w_h}, (x, state))
 
     def example_inputs(self) -> tuple[torch.Tensor, ...]:
         """What ``forward`` takes, at a small size: traced by ``seqlab plot model``."""
