@@ -11,6 +11,7 @@ from torch import nn
 
 from seqlab import precision
 from seqlab.model import lm as lm_module
+from seqlab.model import lstm as lstm_module
 from seqlab.model.lm import RNNLM
 from seqlab.model.lstm import LSTMFunction, lstm_layer, written_out_pays
 
@@ -74,6 +75,10 @@ def test_a_language_models_bf16_training_step_runs_it_and_only_there(monkeypatch
         return lstm_layer(*args)
 
     monkeypatch.setattr(lm_module, "lstm_layer", counted)
+    with torch.autocast("cpu", dtype=torch.bfloat16):  # too narrow to pay: the fused kernel
+        RNNLM(50, "lstm", 16, 16, num_layers=1)(torch.randint(0, 50, (4, 7)))
+    assert not calls
+    monkeypatch.setattr(lstm_module, "WRITTEN_OUT_HIDDEN", 16)
     torch.manual_seed(3)
     model = RNNLM(50, "lstm", 16, 16, num_layers=2, dropout=0.0, weight_drop=0.2)
     ids = torch.randint(0, 50, (4, 7))
@@ -88,4 +93,5 @@ def test_a_language_models_bf16_training_step_runs_it_and_only_there(monkeypatch
     model(ids)
     assert len(calls) == 2  # evaluation, and fp32, stay with torch's fused kernel
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        assert written_out_pays(torch.zeros(1, requires_grad=True))
+        assert written_out_pays(torch.zeros(4, 7, 16), 16)
+        assert not written_out_pays(torch.zeros(lstm_module.WRITTEN_OUT_ROWS + 1, 7, 16), 16)  # many rows: fused

@@ -127,7 +127,7 @@ class RNNLM(nn.Module):
         w_h = cast(torch.Tensor, layer.weight_hh_l0)  # (gates × H, H)
         if self.training and self.weight_drop > 0:
             w_h = w_h * keep_mask(w_h.shape, self.weight_drop, w_h.dtype, w_h.device)
-        if isinstance(layer, nn.LSTM) and written_out_pays(x):
+        if isinstance(layer, nn.LSTM) and written_out_pays(x, layer.hidden_size):
             return lstm_layer(layer, x, cast(tuple[torch.Tensor, torch.Tensor] | None, state), w_h)
         with recurrent_kernels():
             if w_h is layer.weight_hh_l0:

@@ -10,13 +10,15 @@ and its backward pass as the seed derives it (S42):
     dW_h = Σ_t h_{t-1}ᵀ dA_t,  dW_x = Σ_t x_tᵀ dA_t,  db = Σ_t dA_t,  dx_t = dA_t W_xᵀ,  dh_{t-1} = dA_t W_hᵀ
 
 Why by hand: oneDNN's fused LSTM runs a bf16 layer's backward pass 4× its forward pass's time (a 650-wide layer,
-20 rows × 35 steps, on a Zen 4: 71 ms against 17 ms; in fp32 57 against 29), so the language model of
-``configs/lm`` trained in bf16 spent more than half of each step there. Written out, only the recurrence itself
+20 rows × 35 steps, on a Zen 4: 71 ms against 17 ms; in fp32 57 against 29), so the book's BetterRnnlm shape
+trained in bf16 spent more than half of each step there. Written out, only the recurrence itself
 steps through time: x W_x for every step is one product before the loop, and dW_x, dW_h and dx one product each
 after it, over all T·B rows; what each step computes elementwise (in fp32, the cell state included) is a handful
-of whole-tensor operations, the derivatives of the activations precomputed for all steps at once. The LM's
-training step took 0.84× the time (``benchmarks/lstm_training.py``). fp32 and evaluation keep
-``torch.nn.LSTM``, whose fused kernel is the faster there.
+of whole-tensor operations, the derivatives of the activations precomputed for all steps at once. Those operations
+cost the same at any width, so it pays for wide layers over few rows (``written_out_pays``): the BetterRnnlm shape
+(2 × 650, 20 streams) trained 1.21× as many tokens a second (``benchmarks/speed_change.py``, docs/results.md),
+the 256-wide ``configs/lm/multi30k_en.yaml`` would have trained at 0.81×, so it keeps the fused kernel, as do fp32
+and evaluation.
 """
 
 from __future__ import annotations
@@ -31,11 +33,20 @@ from seqlab import precision
 LSTMState = tuple[torch.Tensor, torch.Tensor]  # h, c: each (1, B, H), as torch.nn.LSTM keeps them
 
 
-def written_out_pays(x: torch.Tensor) -> bool:
-    """Whether a training step's LSTM layer over x runs as ``lstm_layer`` here: on the CPU, with gradients, under
-    bf16 autocast, where oneDNN's fused bf16 kernel (the alternative measured) runs on this CPU."""
+# Where the written-out layer pays: wide layers over few rows. Its time ÷ the fused kernel's, forward and backward of
+# one layer over 35 steps, median of 5 (a 2-core Zen 4 with AVX-512 BF16): 20 rows 1.07× at 512 hidden units, 0.79×
+# at 576, 0.69× at 640, 0.74× at 650, 0.63× at 768, 0.57× at 1,024; at 650 units 0.67× over 10 rows, 0.94× over 32,
+# 0.95× over 64. A rule of the config's shape, not a probe: a run resumed elsewhere computes as it began.
+WRITTEN_OUT_HIDDEN, WRITTEN_OUT_ROWS = 576, 24
+
+
+def written_out_pays(x: torch.Tensor, hidden: int) -> bool:
+    """Whether a training step's LSTM layer of ``hidden`` units over x (B, T, D) runs as ``lstm_layer``: on the CPU,
+    with gradients, under bf16 autocast where oneDNN's fused bf16 kernel (the alternative measured) runs, for at
+    least ``WRITTEN_OUT_HIDDEN`` units over at most ``WRITTEN_OUT_ROWS`` rows."""
     return (x.device.type == "cpu" and torch.is_grad_enabled() and torch.is_autocast_enabled("cpu")
-            and torch.get_autocast_dtype("cpu") == torch.bfloat16 and precision.onednn_bf16_lstm())
+            and torch.get_autocast_dtype("cpu") == torch.bfloat16 and hidden >= WRITTEN_OUT_HIDDEN
+            and x.size(0) <= WRITTEN_OUT_ROWS and precision.onednn_bf16_lstm())
 
 
 def lstm_layer(layer: nn.LSTM, x: torch.Tensor, state: LSTMState | None,
