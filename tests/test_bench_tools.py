@@ -487,22 +487,29 @@ def test_same_training_runs_end_to_end(bench: Bench, date_config: Path, tmp_path
     assert exit.value.code == 1 and "epoch 1: train loss" in capsys.readouterr().out
 
 
+LM_SHAPE = ["--vocab", "50", "--set", "model.embedding_size=16", "--set", "model.hidden_size=16", "--set",
+            "train.streams=4", "--set", "train.time_size=5"]  # a language model's steps on random ids: no data
+
+
+@pytest.mark.parametrize("kind", ["seq2seq", "lm"])
 def test_speed_change_runs_end_to_end(bench: Bench, date_config: Path, tmp_path: Path,
-                                      capsys: pytest.CaptureFixture[str]) -> None:
+                                      capsys: pytest.CaptureFixture[str], kind: str) -> None:
     """Two commits timed round after round, each in a process of its own: every round's tokens/s and ratio, the
-    median ratio and its range, recorded with every round."""
+    median ratio and its range, recorded with every round; a seq2seq config on its batches, a language model's
+    steps on random ids."""
     repo = tmp_path / "repo"
     commit = source_repository(repo)
     loss = repo / "src" / "seqlab" / "loss.py"
     loss.write_text(loss.read_text(encoding="utf-8") + "\n# a comment\n", encoding="utf-8")
     commit("a comment")
-    bench("speed_change").main([str(date_config), "--before", "HEAD~1", "--repo", str(repo), "--steps", "2",
-                                "--rounds", "2", "--results", str(tmp_path)])
+    config, extra = (date_config, []) if kind == "seq2seq" else (BENCHMARKS.parent / "configs/lm/multi30k_en.yaml", LM_SHAPE)
+    bench("speed_change").main([str(config), "--before", "HEAD~1", "--repo", str(repo), "--steps", "2",
+                                "--rounds", "2", "--results", str(tmp_path), *extra])
     out = capsys.readouterr().out
     assert "round 1:" in out and "round 2:" in out
     rows = table_rows(out)
     assert [row[0] for row in rows] == ["1", "2", "median (range)"]
-    result = recorded(tmp_path, "speed_change-date-fp32")
+    result = recorded(tmp_path, f"speed_change-{config.stem}-fp32")
     assert [run["round"] for run in result.runs] == [1, 2] and all(run["after"] > 0 for run in result.runs)
     ratios = [run["after"] / run["before"] for run in result.runs]
     assert [row[3] for row in rows[:2]] == [f"{r:.3f}×" for r in ratios]
