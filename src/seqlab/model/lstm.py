@@ -16,7 +16,7 @@ steps through time: x W_x for every step is one product before the loop, and dW_
 after it, over all T·B rows; what each step computes elementwise (in fp32, the cell state included) is a handful
 of whole-tensor operations, the derivatives of the activations precomputed for all steps at once. Those operations
 cost the same at any width, so it pays for wide layers over few rows (``written_out_pays``): the BetterRnnlm shape
-(2 × 650, 20 streams) trained 1.21× as many tokens a second (``benchmarks/speed_change.py``, docs/results.md),
+(2 × 650, 20 streams) trained 1.26× as many tokens a second (``benchmarks/speed_change.py``, docs/results.md),
 the 256-wide ``configs/lm/multi30k_en.yaml`` would have trained at 0.81×, so it keeps the fused kernel, as do fp32
 and evaluation.
 """
