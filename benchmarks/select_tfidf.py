@@ -22,17 +22,17 @@ from pathlib import Path
 
 from report import add_results_option, choose_on_valid, machine, markdown, publish
 from scoreboard import Result, Table, command
-from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import FeatureUnion, Pipeline, make_pipeline
 
 from seqlab.config import load_config
 from seqlab.data import load_splits
 from seqlab.metrics import classification_scores
+from seqlab.model.ngrams import Analyzer, vectorizer
 from seqlab.predictors.classifier import class_labels
 
 ROOT = Path(__file__).resolve().parents[1]
-FEATURES = {
+FEATURES: dict[str, list[tuple[Analyzer, tuple[int, int]]]] = {
     "char 1-3": [("char_wb", (1, 3))],
     "char 2-4": [("char_wb", (2, 4))],
     "char 1-5": [("char_wb", (1, 5))],
@@ -44,10 +44,9 @@ C_GRID = (0.3, 1.0, 3.0, 10.0, 30.0)
 
 
 def tfidf_model(features: str, c: float) -> Pipeline:
-    """TF-IDF over the feature set ``features`` (a key of FEATURES), then logistic regression with C = ``c``."""
-    words = {"token_pattern": r"(?u)\b\w+\b"}  # one-character words too (Korean's are short); characters take none
-    vectorisers = [(f"{analyzer}{low}{high}", TfidfVectorizer(analyzer=analyzer, ngram_range=(low, high),
-                                                             sublinear_tf=True, **(words if analyzer == "word" else {})))
+    """TF-IDF over the feature set ``features`` (a key of FEATURES), then logistic regression with C = ``c``: the
+    vectorisers of seqlab's n-gram head (``seqlab.model.ngrams.vectorizer``, model.ngrams)."""
+    vectorisers = [(f"{analyzer}{low}{high}", vectorizer(analyzer, (low, high)))
                    for analyzer, (low, high) in FEATURES[features]]
     return make_pipeline(FeatureUnion(vectorisers), LogisticRegression(C=c, max_iter=2000))
 

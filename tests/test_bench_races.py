@@ -33,6 +33,7 @@ from sklearn.metrics import f1_score
 from smoke import recorded, table_rows
 
 from seqlab.data.splits import SELECTION_ENV
+from seqlab.rundir import RunDir
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ROOT / "benchmarks"
@@ -387,8 +388,11 @@ def test_classify_race_runs_end_to_end(bench: Any, tmp_path: Path, capsys: pytes
     rows = table_rows(capsys.readouterr().out)
     result = json.loads(out.read_text(encoding="utf-8"))
     sk, (ours,) = result["sklearn"], result["seqlab"]
-    assert sk["features"] == "char 2-4" and sk["test"]["macro_f1"] >= 90
+    assert sk["features"] == "char 2-5 + word 1-2" and sk["C"] == 30.0 and sk["test"]["macro_f1"] >= 90
     assert ours["seed"] == 3 and ours["epochs"] == 2 and ours["texts_per_s"] > 0
+    run = RunDir(ours["run_dir"])  # the config's n-gram head: its fit is training time too
+    fit_s = run.ngrams()[1]["fit_seconds"]
+    assert fit_s > 0 and ours["train_s"] == pytest.approx(sum(e["train_seconds"] for e in run.log()) + fit_s)
     assert sum(map(sum, ours["test"]["confusion"])) == 30  # the test split of the overrides, scored by seqlab eval
     assert [row[0] for row in rows[:4]] == ["scikit-learn TF-IDF + LR", "seqlab `configs/chatbot_ko_labels.yaml`, seed 3",
                                             "scikit-learn TF-IDF + LR", "seqlab `configs/chatbot_ko_labels.yaml`"]

@@ -175,6 +175,50 @@ def test_a_killed_classifier_run_resumes_to_the_same_log(tmp_path, killed_at):
     resumes_exactly(config, tmp_path, killed_at, 30)  # inside epoch 2 (25 batches an epoch), after step 28's checkpoint
 
 
+def _with_head(tmp_path: Path, weight: float = 0.4, **train):
+    """``_config`` with an n-gram head (model.ngrams): character 1-3-grams, C 1, the encoder's weight ``weight``."""
+    from seqlab.model.ngrams import NgramConfig
+
+    config = _config(_labelled_data(tmp_path), **train)
+    head = NgramConfig(word=None, char=(1, 3), C=1.0, weight=weight)
+    return config.model_copy(update={"model": config.model.model_copy(update={"ngrams": head})})
+
+
+def test_a_classifier_with_a_head_trains_averages_and_is_scored(tmp_path):
+    from typer.testing import CliRunner
+
+    from seqlab.cli import app
+    from seqlab.predictors.classifier import load
+    from seqlab.rundir import RunDir
+    from seqlab.train.trainer import Trainer
+
+    run = tmp_path / "run"
+    best = Trainer(_with_head(tmp_path), run, progress=False).fit()
+    assert (run / "ngrams.safetensors").exists()
+    classifier = load(run)
+    assert classifier.ngrams is not None
+    texts = ["요즘 사랑 생각나", "정말 이별 힘들어", "주말 날씨 어때?"]
+    ids = classifier.encode(texts)
+    mixed = 0.4 * classifier.probabilities_ids(ids) + 0.6 * classifier.ngrams.probabilities(texts)
+    np.testing.assert_allclose(classifier.probabilities(texts, ids), mixed)
+    predictions = classifier.classify(texts)
+    np.testing.assert_allclose([list(p.probabilities.values()) for p in predictions], mixed, rtol=1e-12)
+    [with_weights] = classifier.classify(texts[:1], need_weights=True)
+    assert with_weights.probabilities == pytest.approx(predictions[0].probabilities)
+    assert classifier.predict(texts) == ["2", "1", "0"]
+    result = CliRunner().invoke(app, ["eval", str(run), "--split", "valid", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["loss"] == pytest.approx(best["valid"]["loss"])  # validation averaged too
+    averaged = RunDir(tmp_path / "averaged")  # what seqlab average copies
+    RunDir(run).copy_model_files(averaged)
+    assert (averaged.path / "ngrams.safetensors").read_bytes() == (run / "ngrams.safetensors").read_bytes()
+
+
+def test_a_killed_run_with_a_head_resumes_to_the_same_log(tmp_path, killed_at):
+    config = _with_head(tmp_path, epochs=2, save_every=7, schedule="cosine")
+    resumes_exactly(config, tmp_path, killed_at, 30)
+
+
 def test_classifier_config_and_data_errors_name_the_key(tmp_path):
     from seqlab.config import ConfigError, parse_config
     from seqlab.train.trainer import Trainer

@@ -152,7 +152,7 @@ class LabelledSplit:
 def evaluate_classifier(classifier: Classifier, split: LabelledSplit) -> dict:
     """{'loss' (mean cross-entropy, nats), 'accuracy', 'macro_f1', ... (``metrics.classification_scores``),
     'sentences'}."""
-    probabilities = classifier.probabilities_ids(split.src)  # (inputs, classes)
+    probabilities = classifier.probabilities(split.texts, split.src)  # (inputs, classes)
     picked = probabilities[np.arange(len(split.labels)), split.labels]
     loss = float(-np.log(np.maximum(picked, 1e-12)).mean()) if len(picked) else 0.0
     scores = classification_scores(split.labels.tolist(), probabilities.argmax(1).tolist(), classifier.labels)

@@ -18,6 +18,7 @@ from torch import nn
 from seqlab.model.bert import EncoderShape
 from seqlab.model.dropout import Dropout
 from seqlab.model.masks import example_ids, padding_mask
+from seqlab.model.ngrams import NgramConfig
 from seqlab.model.transformer import Encoder, init_linear_layers
 
 
@@ -32,9 +33,13 @@ class EncoderConfig(EncoderShape):
     init_from: str | None = Field(
         None, description="a `seqlab pretrain` run directory: start from its encoder and its tokenizer (the shape "
                           "keys must be the same)")
+    ngrams: NgramConfig | None = Field(
+        None, description="an n-gram head beside the encoder (TF-IDF + logistic regression, fitted on the training "
+                          "texts), its class probabilities averaged with the encoder's (seqlab.model.ngrams)")
 
     def describe(self) -> str:
-        return f"Transformer encoder, {self.num_layers} × {self.d_model}, pooling {self.pooling}"
+        head = f", with a TF-IDF n-gram head (weight {self.ngrams.weight})" if self.ngrams else ""
+        return f"Transformer encoder, {self.num_layers} × {self.d_model}, pooling {self.pooling}{head}"
 
 
 class EncoderClassifier(nn.Module):

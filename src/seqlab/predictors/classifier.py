@@ -2,7 +2,8 @@
 
 An input is read as BERT reads one sentence: ``<sos> tokens <eos>`` (``[CLS] … [SEP]``), its tokens cut to
 ``data.max_source_length - 2``. ``classify(texts)`` gives each text its most probable label, the softmax over
-the classes and, if asked, the encoder's self-attention; ``seqlab.predictors.classifier.load(RUN_DIR)`` rebuilds it from a
+the classes (averaged with the n-gram head's where the config has ``model.ngrams``) and, if asked, the encoder's
+self-attention; ``seqlab.predictors.classifier.load(RUN_DIR)`` rebuilds it from a
 run directory. Training-time validation, ``seqlab eval``, ``seqlab classify`` and the server all go through it.
 """
 
@@ -19,6 +20,7 @@ from seqlab.data.batching import pad
 from seqlab.data.inputs import check_texts
 from seqlab.model import EncoderClassifier, build_classifier, evaluating
 from seqlab.model.classifier import EncoderConfig
+from seqlab.model.ngrams import NgramHead
 from seqlab.predictors.base import Predictor
 from seqlab.rundir import RunDir
 from seqlab.runtime import Runtime
@@ -42,10 +44,11 @@ class Classifier(Predictor):
     kind = "classifier"
 
     def __init__(self, model: EncoderClassifier, tokenizer: Tokenizer, labels: Sequence[str], config: Config,
-                 runtime: Runtime | None = None) -> None:
+                 runtime: Runtime | None = None, ngrams: NgramHead | None = None) -> None:
         super().__init__(model, config, runtime)
         self.tokenizer = tokenizer
         self.labels = list(labels)
+        self.ngrams = ngrams  # model.ngrams' head, fitted (training sets it once it is)
 
     @classmethod
     def from_run(cls, run: RunDir, config: Config, runtime: Runtime) -> Classifier:
@@ -55,7 +58,8 @@ class Classifier(Predictor):
         labels = run.labels()
         model = build_classifier(config.model, tokenizer.vocab_size, len(labels))
         run.load_model(model)
-        return cls(runtime.place(model), tokenizer, labels, config, runtime)
+        ngrams = None if config.model.ngrams is None else NgramHead.from_state(config.model.ngrams, *run.ngrams())
+        return cls(runtime.place(model), tokenizer, labels, config, runtime, ngrams)
 
     def encode(self, texts: Sequence[str], what: str = "input") -> list[list[int]]:
         """``<sos>`` + token ids + ``<eos>``, the tokens cut to ``max_tokens`` (with a warning)."""
@@ -80,8 +84,18 @@ class Classifier(Predictor):
             raise ValueError(f"{what}: label {unknown[0]!r} is not one of the model's classes ({', '.join(self.labels)})")
         return [index[label] for label in labels]
 
+    def probabilities(self, texts: Sequence[str], ids: Sequence[Sequence[int]]) -> np.ndarray:
+        """(texts, classes) class probabilities of ``texts``, encoded as ``ids``: the encoder's, averaged with the
+        n-gram head's where the model has one (``NgramHead.average``)."""
+        return self._with_head(self.probabilities_ids(ids), texts)
+
+    def _with_head(self, encoder: np.ndarray, texts: Sequence[str]) -> np.ndarray:
+        """The encoder's (texts, classes) probabilities, averaged with the n-gram head's where there is one."""
+        return encoder if self.ngrams is None else self.ngrams.average(encoder, texts)
+
     def probabilities_ids(self, ids: Sequence[Sequence[int]]) -> np.ndarray:
-        """(inputs, classes) softmax of encoded inputs, in batches of similar length (``Predictor.batched``)."""
+        """(inputs, classes) the encoder's softmax of encoded inputs, in batches of similar length
+        (``Predictor.batched``)."""
 
         def probabilities(batch: list[int]) -> np.ndarray:
             inputs = pad([ids[i] for i in batch])  # (batch, len)
@@ -96,7 +110,7 @@ class Classifier(Predictor):
 
     def predict(self, texts: Sequence[str]) -> list[str]:
         """The most probable label of every text."""
-        return [self.labels[i] for i in self.probabilities_ids(self.encode(texts)).argmax(1)]
+        return [self.labels[i] for i in self.probabilities(texts, self.encode(texts)).argmax(1)]
 
     def classify(self, texts: Sequence[str], need_weights: bool = False) -> list[Prediction]:
         """Every text's label and class probabilities; with ``need_weights``, the self-attention of every layer
@@ -109,9 +123,10 @@ class Classifier(Predictor):
     def _classify(self, texts: Sequence[str], need_weights: bool) -> list[Prediction]:
         ids, cut = self._encode(texts, "input")
         if need_weights:
-            probabilities, weights = self._with_weights(ids)
+            encoder, weights = self._with_weights(ids)
+            probabilities = self._with_head(encoder, texts)
         else:
-            probabilities, weights = self.probabilities_ids(ids), [None] * len(ids)
+            probabilities, weights = self.probabilities(texts, ids), [None] * len(ids)
         return [Prediction(self.labels[int(p.argmax())], dict(zip(self.labels, map(float, p))),
                            self.tokenizer.tokens_from_ids(row), w, truncated)
                 for row, p, w, truncated in zip(ids, probabilities, weights, cut)]

@@ -9,6 +9,8 @@
       log.jsonl                one JSON object per epoch (its epoch, step and metrics), written at its end
       labels.json              a classifier's classes, in the order of its outputs (its source tokenizer is
                                saved twice, as a language model's is)
+      ngrams.safetensors       a classifier's n-gram head (``model.ngrams``): idf, regression weights; the
+                               vocabularies in its header
       epochs/epoch-N.safetensors  with ``train.keep_checkpoints: K``, the weights at the end of the last K
                                epochs, for ``seqlab average`` (what they are in their header, as the model's)
 
@@ -55,6 +57,7 @@ from seqlab.rundir.core import (
     LOG,
     MODEL,
     MODEL_FILES,
+    NGRAMS,
     SOURCE_TOKENIZER,
     TARGET_TOKENIZER,
     VECTORS,
@@ -66,7 +69,7 @@ from seqlab.rundir.vectors import WordVectorFiles
 from seqlab.rundir.weights import Weights
 
 __all__ = ["CHECKPOINT", "CONFIG", "EPOCHS", "EXPORTED_INFO", "INFO_KEY", "LABELS", "LEGACY_MODEL_INFO", "LOG", "MODEL",
-           "MODEL_FILES", "SOURCE_TOKENIZER", "TARGET_TOKENIZER", "VECTORS", "VOCABULARY", "RunDir", "RunFileError"]
+           "MODEL_FILES", "NGRAMS", "SOURCE_TOKENIZER", "TARGET_TOKENIZER", "VECTORS", "VOCABULARY", "RunDir", "RunFileError"]
 
 
 class RunDir(Weights, Checkpoints, Logs, WordVectorFiles):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, cast
@@ -22,11 +23,14 @@ from seqlab.loss import class_nll_sum
 from seqlab.model import build_classifier, num_parameters
 from seqlab.model.bert import Bert, BertConfig, EncoderShape
 from seqlab.model.classifier import EncoderConfig
+from seqlab.model.ngrams import NgramHead
 from seqlab.predictors.classifier import Classifier, class_labels
 from seqlab.rundir import RunDir
 from seqlab.runtime import Runtime
 from seqlab.tokenizer import Tokenizer
 from seqlab.train.family.base import epoch_batches, prepared_tokenizers
+
+log = logging.getLogger("seqlab")
 
 
 class Classification:
@@ -60,8 +64,9 @@ class Classification:
             run.save_tokenizers(tokenizer, tokenizer)
             run.save_labels(labels)
         classifier = _classifier(config, tokenizer, labels, None if resume else pretrained, runtime)
-        return cls(config, classifier, LabelledSplit.build(classifier, splits["train"], "train"),
-                   LabelledSplit.build(classifier, splits["valid"], "valid"))
+        train = LabelledSplit.build(classifier, splits["train"], "train")
+        _ngram_head(config, run, resume, classifier, train)
+        return cls(config, classifier, train, LabelledSplit.build(classifier, splits["valid"], "valid"))
 
     @classmethod
     def _from_prepared(cls, config: Config, run: RunDir, resume: bool, runtime: Runtime | None,
@@ -80,8 +85,9 @@ class Classification:
             raise DataError(f"{prepared.path}: its classes are not the run's; resume from the directory it trained on")
         classifier = _classifier(config, tokenizer, labels, None if resume else pretrained, runtime)
         window = config.train.batch_window
-        return cls(config, classifier, LabelledSplit.prepared(prepared, "train", window),
-                   LabelledSplit.prepared(prepared, "valid", window))
+        train = LabelledSplit.prepared(prepared, "train", window)
+        _ngram_head(config, run, resume, classifier, train)
+        return cls(config, classifier, train, LabelledSplit.prepared(prepared, "valid", window))
 
     @classmethod
     def prepare(cls, config: Config, data_dir: str | Path | None, out: Path, progress: bool = True,
@@ -148,6 +154,22 @@ def _learn(config: Config, train: Iterable[Pair], pretrained: RunDir | None) -> 
     if pretrained:
         return pretrained.tokenizers()[0], labels
     return Tokenizer.train((text for text, _ in train), config.tokens.source), labels
+
+
+def _ngram_head(config: Config, run: RunDir, resume: bool, classifier: Classifier, train: LabelledSplit) -> None:
+    """``model.ngrams``' head on ``classifier``: fitted on the training texts and saved before the first epoch, so
+    that every validation averages with it; read back on resume."""
+    assert isinstance(config.model, EncoderConfig)
+    cfg = config.model.ngrams
+    if cfg is None:
+        return
+    if resume:
+        classifier.ngrams = NgramHead.from_state(cfg, *run.ngrams())
+        return
+    head = NgramHead.fit(cfg, list(train.texts), train.labels, len(classifier.labels))
+    run.save_ngrams(*head.state())
+    log.info("n-gram head: %d features, fitted in %.1f s", head.coef.shape[1], head.fit_seconds)
+    classifier.ngrams = head
 
 
 def _classifier(config: Config, tokenizer: Tokenizer, labels: list[str], pretrained: RunDir | None,
