@@ -24,7 +24,7 @@ from seqlab.model import build_classifier, num_parameters
 from seqlab.model.bert import Bert, BertConfig, EncoderShape
 from seqlab.model.classifier import EncoderConfig
 from seqlab.model.ngrams import NgramHead
-from seqlab.predictors.classifier import Classifier, class_labels
+from seqlab.predictors.classifier import Classifier, class_labels, saved_head
 from seqlab.rundir import RunDir
 from seqlab.runtime import Runtime
 from seqlab.tokenizer import Tokenizer
@@ -164,7 +164,7 @@ def _ngram_head(config: Config, run: RunDir, resume: bool, classifier: Classifie
     if cfg is None:
         return
     if resume:
-        classifier.ngrams = NgramHead.from_state(cfg, *run.ngrams())
+        classifier.ngrams = saved_head(run, cfg)
         return
     head = NgramHead.fit(cfg, list(train.texts), train.labels, len(classifier.labels))
     run.save_ngrams(*head.state())
