@@ -37,7 +37,7 @@ def _classifier(tmp_path: Path) -> dict[str, Any]:
                      "valid": corpus | {"path": str(tmp_path / "valid.csv")}, "max_source_length": 16},
             "tokens": {"source": {"level": "word"}},
             "model": {"type": "encoder", "d_model": 32, "num_layers": 1, "num_heads": 2, "d_ff": 64, "dropout": 0.1,
-                      "max_length": 16, "pooling": "cls"},
+                      "max_length": 16, "pooling": "cls", "ngrams": {"char": [1, 3], "word": None, "C": 1.0}},
             "train": {"epochs": 2, "batch_sentences": 16, "schedule": "constant", "lr": 3e-3, "precision": "fp32",
                       "batch_window": 2}}
 
@@ -93,6 +93,9 @@ def test_a_kind_trains_from_a_prepared_directory_exactly_as_from_its_corpus(tmp_
     if kind == "classifier":
         assert manifest["labels"] == ["0", "1", "2"] and manifest["unit"] == "texts"
         assert RunDir(tmp_path / "streamed").labels() == manifest["labels"]
+        heads = [RunDir(tmp_path / run).ngrams() for run in ("memory", "streamed")]  # fitted on the same texts
+        assert heads[0][1]["vocabularies"] == heads[1][1]["vocabularies"]
+        assert all((heads[0][0][k] == heads[1][0][k]).all() for k in heads[0][0])
 
 
 def test_a_prepared_stream_reads_what_the_language_model_streams(tmp_path):
