@@ -77,7 +77,7 @@ def run_seqlab(task: str, variant: str, data_dir: str, overrides: list[str]) -> 
     epochs = RunDir(run_dir).log()
     best = RunDir(run_dir).model_info()["epoch"]
     return {"config": str(config.relative_to(ROOT)), "run_dir": str(run_dir), "wall_s": wall, "test": test, "epochs": epochs,
-            "best_epoch": best, "train_s": sum(e["train_seconds"] for e in epochs),
+            "best_epoch": best, "train_s": RunDir(run_dir).training_seconds(),
             "train_s_to_best": sum(e["train_seconds"] for e in epochs[:best])}
 
 

@@ -111,8 +111,8 @@ def seqlab_run(config: Path, seed: int, extra: list[str], data_dir: str, work: P
     run = RunDir(run_dir)
     log = run.log()
     classifier = load_classifier(run_dir)
-    epochs_s = sum(e["train_seconds"] for e in log)
-    train_s = epochs_s + (classifier.ngrams.fit_seconds if classifier.ngrams else 0.0)
+    train_s = run.training_seconds()  # the n-gram head's fit included
+    epochs_s = sum(e["train_seconds"] for e in log)  # the encoder's steps alone, for its speed
     texts = sum(e["train_texts_per_s"] * e["train_seconds"] for e in log)
     splits = load_splits(classifier.config.data, Path(data_dir))
     tokens_per_text = float(np.mean([len(ids) for ids in classifier.encode([t for t, _ in splits["train"]])]))

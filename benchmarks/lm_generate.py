@@ -63,7 +63,7 @@ def worktree(commit: str, where: Path) -> Path:
     return where
 
 
-NEWER_SETTINGS = {"eval": ("beam", "length_penalty")}  # config keys younger than --against's default commit
+NEWER_SETTINGS = {"eval": ("beam", "length_penalty"), "model": ("ngrams",)}  # keys younger than --against's default
 
 
 def run_for_earlier(run_dir: str, where: Path) -> Path:

@@ -397,7 +397,7 @@ def seqlab_system(config: Path, run: Path | None, name: str, data_dir: Path, wor
     if len(samples) != len(STARTS):
         raise SystemExit(f"seqlab generate gave {len(samples)} lines for {len(STARTS)} starts")
     return dict(config=str(config), run_dir=str(run_dir), wall_s=wall,
-                train_s=sum(r["train_seconds"] for r in log),
+                train_s=RunDir(run_dir).training_seconds(),
                 epochs=[dict(epoch=r["epoch"], step=r["step"], train_s=r["train_seconds"],
                              tokens_per_s=r["train_tokens_per_s"], train_loss=r["train_loss"],
                              valid_ppl=r["valid"]["perplexity"],

@@ -46,7 +46,7 @@ def summary(run_dir: Path, data_dir: str) -> dict[str, Any]:
     """A run's training seconds, epochs, best epoch and valid scores; a classifier's test scores too."""
     run = RunDir(run_dir)
     log = run.log()
-    out = {"run_dir": str(run_dir), "train_s": sum(e["train_seconds"] for e in log), "epochs": len(log),
+    out = {"run_dir": str(run_dir), "train_s": run.training_seconds(), "epochs": len(log),
            "best_epoch": run.model_info()["epoch"], "valid": run.model_info()["valid"]}
     if run.config().kind.name == "classifier":  # the pretraining itself has no test score
         out["test"] = json.loads(seqlab(["eval", run_dir, "--split", "test", "--json"], {"SEQLAB_DATA": data_dir},

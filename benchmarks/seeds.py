@@ -72,7 +72,7 @@ def train_and_score(config: Path, seed: int, precision_name: str, overrides: lis
             "search": {"beam": search.beam, "length_penalty": search.length_penalty},  # what seqlab eval decodes with
             "resolved": info.get("precision", precision_name),  # what the run trained in (auto: what it chose)
             "best_epoch": info["epoch"], "epochs": len(log),
-            "train_s": sum(record["train_seconds"] for record in log), "wall_s": wall,
+            "train_s": run.training_seconds(), "wall_s": wall,
             "valid": _scores(run_dir, "valid", changes), "test": _scores(run_dir, "test", changes)}
 
 

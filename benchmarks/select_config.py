@@ -65,7 +65,7 @@ def _finished(run_dir: Path, config: Path, overrides: list[str]) -> bool:
 def trial_of(run_dir: Path, variant: str, precision: str, seed: int | None) -> Trial:
     """The best valid scores and training seconds of a finished run."""
     run = RunDir(run_dir)
-    return Trial(variant, precision, seed, run.model_info()["valid"], sum(e["train_seconds"] for e in run.log()))
+    return Trial(variant, precision, seed, run.model_info()["valid"], run.training_seconds())
 
 
 def earlier_trials(search: dict[str, Any], runs: Path, skip: list[str], precisions: list[str],

@@ -188,8 +188,9 @@ def test_a_classifier_with_a_head_trains_averages_and_is_scored(tmp_path):
     from typer.testing import CliRunner
 
     from seqlab.cli import app
-    from seqlab.model.ngrams import NgramConfig
-    from seqlab.predictors.classifier import load, saved_head
+    from seqlab.model.ngrams import NgramConfig, NgramHead
+    from seqlab.predictors.base import saved_ngrams
+    from seqlab.predictors.classifier import load
     from seqlab.rundir import RunDir, RunFileError
     from seqlab.train.trainer import Trainer
 
@@ -210,8 +211,8 @@ def test_a_classifier_with_a_head_trains_averages_and_is_scored(tmp_path):
     result = CliRunner().invoke(app, ["eval", str(run), "--split", "valid", "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["loss"] == pytest.approx(best["valid"]["loss"])  # validation averaged too
-    with pytest.raises(RunFileError, match=r"ngrams.safetensors: not the n-gram head of this model.ngrams \(fitted"):
-        saved_head(RunDir(run), NgramConfig(char=(1, 3), word=(1, 1)))  # a config whose head has other features
+    with pytest.raises(RunFileError, match=r"ngrams.safetensors: not the n-gram model of this model.ngrams \(fitted"):
+        saved_ngrams(RunDir(run), NgramHead, NgramConfig(char=(1, 3), word=(1, 1)))  # a config whose head has other features
     averaged = RunDir(tmp_path / "averaged")  # what seqlab average copies
     RunDir(run).copy_model_files(averaged)
     assert (averaged.path / "ngrams.safetensors").read_bytes() == (run / "ngrams.safetensors").read_bytes()

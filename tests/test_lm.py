@@ -178,16 +178,16 @@ def test_clipping_scales_the_whole_gradient_in_place(norm, expected):  # S41
 # --- training through seqlab train, evaluation, resume ------------------------------------------------------
 
 
-def _lm_config(tmp_path, **train):
+def _lm_config(tmp_path, model=None, **train):
     """A corpus of counting sentences ("one two three ..."): each word predicts the next, so a small LSTM
-    learns it to a perplexity near 1."""
+    learns it to a perplexity near 1. ``model``: keys added to the model section."""
     from seqlab.config import parse_config
 
     return parse_config({
         "seed": 3,
         "data": counting_corpus(tmp_path, 300, 50, 50),
         "tokens": {"source": {"level": "word", "vocab_size": 50}},
-        "model": {"type": "lm", "embedding_size": 16, "hidden_size": 16, "num_layers": 2, "dropout": 0.1},
+        "model": {"type": "lm", "embedding_size": 16, "hidden_size": 16, "num_layers": 2, "dropout": 0.1} | (model or {}),
         "train": {"epochs": 4, "streams": 4, "time_size": 8, "schedule": "constant", "lr": 0.01,
                   "precision": "fp32"} | train,
     })
@@ -208,6 +208,48 @@ def test_an_lm_trains_and_its_perplexity_is_that_of_the_whole_stream(tmp_path):
     assert scores[0]["log_prob"] > scores[1]["log_prob"] and scores[0]["tokens"] == 4
     # a line's score is the whole stream's when the stream is that one line
     assert math.exp(-scores[0]["log_prob"] / 4) == pytest.approx(lm.perplexity(["one two three"])["perplexity"])
+
+
+def test_an_lm_with_a_kneser_ney_model_interpolates_everywhere_it_answers(tmp_path, killed_at):
+    """model.ngrams: the Kneser-Ney model is counted and saved before the first epoch; validation, eval,
+    perplexity, score and every search read w · p_net + (1 - w) · p_kn; a killed run resumes to the same log."""
+    from typer.testing import CliRunner
+
+    from seqlab.cli import app
+    from seqlab.config import ConfigError, parse_config
+    from seqlab.predictors.language_model import load
+    from seqlab.rundir import RunDir
+    from seqlab.specials import EOS
+    from seqlab.train.trainer import Trainer
+
+    config = _lm_config(tmp_path, {"ngrams": {"order": 3, "weight": 0.6}}, epochs=2, save_every=20)
+    run = tmp_path / "run"
+    best = Trainer(config, run, progress=False).fit()
+    assert (run / "ngrams.safetensors").exists()
+    lm = load(run)
+    assert lm.ngrams is not None and lm.ngrams.cfg.weight == 0.6 and lm.ngrams.fit_seconds > 0
+    log = RunDir(run).log()  # the model's count is training time too
+    assert RunDir(run).training_seconds() == sum(r["train_seconds"] for r in log) + lm.ngrams.fit_seconds
+    valid = (tmp_path / "valid.txt").read_text().splitlines()
+    stream = lm.stream(valid)
+    ngrams, lm.ngrams = lm.ngrams, None
+    network = lm.log_probs(stream)
+    lm.ngrams = ngrams
+    expected = np.log(0.6 * np.exp(network) + 0.4 * ngrams.probabilities(stream))
+    np.testing.assert_allclose(lm.log_probs(stream), expected, rtol=1e-12)
+    assert lm.perplexity(valid)["loss"] == pytest.approx(best["valid"]["loss"], rel=1e-9)  # validation interpolated
+    result = CliRunner().invoke(app, ["eval", str(run), "--split", "valid", "--json"])
+    assert result.exit_code == 0 and json.loads(result.stdout)["loss"] == pytest.approx(best["valid"]["loss"])
+    [score] = lm.score(["one two three"])
+    assert score["log_prob"] == pytest.approx(lm.log_probs(lm.stream(["one two three"])).sum(), rel=1e-12)
+    for options in (DecodeOptions(), DecodeOptions(beam=3, nbest=2)):  # each token's log-probability: interpolated
+        for generation in lm.generate(["three"], options)[0]:
+            ids = lm.tokenizer.encode(["three"])[0] + lm.tokenizer.encode([generation.continuation])[0]
+            scored = lm.log_probs(np.array([EOS, *ids, EOS]))[1 : 1 + len(generation.token_log_probs)]
+            np.testing.assert_allclose(generation.token_log_probs, scored, rtol=1e-4, atol=1e-5)
+    resumes_exactly(config, tmp_path, killed_at, 25)  # after step 20's checkpoint: the n-gram model read back
+    with pytest.raises((ConfigError, ValueError), match="model.ngrams null"):
+        parse_config(config.model_dump(mode="json") | {"train": config.train.model_dump(mode="json") | {"engine": "numpy"}})
 
 
 def test_an_lm_resumed_mid_epoch_carries_its_state_exactly(tmp_path, killed_at):

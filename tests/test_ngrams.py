@@ -63,7 +63,7 @@ def test_the_stored_head_gives_the_same_probabilities(tmp_path):
         NgramHead.from_state(NgramConfig(word=None), *run.ngrams())
     path = tmp_path / "ngrams.safetensors"
     path.write_bytes(path.read_bytes()[:-10])
-    with pytest.raises(RunFileError, match=r"ngrams.safetensors: not a seqlab n-gram head \(damaged or truncated"):
+    with pytest.raises(RunFileError, match=r"ngrams.safetensors: not a seqlab n-gram model \(damaged or truncated"):
         run.ngrams()
     path.unlink()
     with pytest.raises(FileNotFoundError, match="ngrams.safetensors: missing"):

@@ -61,7 +61,7 @@ def test_info_says_lm(served, lm_run, lm):
     assert info["kind"] == "lm" and info["run"] == "run"
     assert info["model"] == {"type": "lm", "cell": "lstm", "embedding_size": 16, "hidden_size": 16, "num_layers": 2,
                              "dropout": 0.1, "variational": False, "weight_drop": 0.0, "embedding_dropout": 0.0,
-                             "tie_weights": True, "init": "torch"}
+                             "tie_weights": True, "init": "torch", "ngrams": None}
     assert info["shape"] == "LSTM language model, 2 × 16"  # the page's heading
     assert info["parameters"] == sum(p.numel() for p in lm.model.parameters())
     assert info["tokens"] == {"level": "word", "vocab_size": lm.tokenizer.vocab_size, "lowercase": False}

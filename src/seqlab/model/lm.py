@@ -35,6 +35,7 @@ from torch.nn import functional as F
 from seqlab.config import Config, ModelSection
 from seqlab.model.dropout import keep_mask
 from seqlab.model.init import Initialisation, book_init
+from seqlab.model.kneser_ney import NGRAMS, KneserNeyConfig, described
 from seqlab.model.lstm import lstm_layer, written_out_pays
 from seqlab.model.masks import example_ids
 from seqlab.precision import recurrent_kernels
@@ -60,6 +61,7 @@ class LMConfig(ModelSection):
                                                                   "input embedding (AWD-LSTM)")
     tie_weights: bool = Field(True, description="the output layer's weight is the embedding matrix")
     init: Initialisation = "torch"
+    ngrams: KneserNeyConfig | None = Field(None, description=NGRAMS)
 
     @model_validator(mode="after")
     def _tied_sizes(self) -> LMConfig:
@@ -72,12 +74,13 @@ class LMConfig(ModelSection):
         config.refuse_warmup("language models use train.schedule: constant, cosine, linear or plateau")
 
     def describe(self) -> str:
-        return f"{self.cell.upper()} language model, {self.num_layers} × {self.hidden_size}"
+        return f"{self.cell.upper()} language model, {self.num_layers} × {self.hidden_size}{described(self.ngrams)}"
 
     def numpy_needs(self) -> list[str]:
-        """The book's Rnnlm and BetterRnnlm in seqlab.scratch have no AWD-LSTM regularisers."""
+        """The book's Rnnlm and BetterRnnlm in seqlab.scratch have no AWD-LSTM regularisers, no n-gram model."""
         return [why for bad, why in [(self.weight_drop > 0, "model.weight_drop 0"),
-                                     (self.embedding_dropout > 0, "model.embedding_dropout 0")] if bad]
+                                     (self.embedding_dropout > 0, "model.embedding_dropout 0"),
+                                     (self.ngrams is not None, "model.ngrams null")] if bad]
 
     def build(self, vocab_size: int) -> RNNLM:
         model = RNNLM.from_config(self, vocab_size)

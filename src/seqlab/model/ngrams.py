@@ -87,6 +87,9 @@ class NgramHead:
             coef, intercept = np.vstack([np.zeros_like(coef), coef]), np.concatenate([[0.0], intercept])
         return cls(cfg, vectorizers, coef, intercept, time.perf_counter() - start)
 
+    def describe(self) -> str:
+        return f"n-gram head: {self.coef.shape[1]:,} features"
+
     def features(self, texts: Sequence[str]) -> sp.csr_matrix:
         """(texts, features) TF-IDF rows, each analyzer's L2-normalised, side by side."""
         return sp.hstack([v.transform(texts) for v in self.vectorizers]).tocsr()

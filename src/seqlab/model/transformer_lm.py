@@ -20,6 +20,7 @@ from torch import nn
 
 from seqlab.config import Config
 from seqlab.model.cache import Cache, KVCache, searching
+from seqlab.model.kneser_ney import NGRAMS, KneserNeyConfig, described
 from seqlab.model.masks import example_ids, look_ahead_mask
 from seqlab.model.transformer import (
     LAYER_NORM_EPS,
@@ -38,6 +39,7 @@ class TransformerLMConfig(TransformerShape):
 
     type: Literal["transformer_lm"] = "transformer_lm"
     tie_weights: bool = Field(True, description="the output layer's weight is the embedding matrix")
+    ngrams: KneserNeyConfig | None = Field(None, description=NGRAMS)
 
     def check(self, config: Config) -> None:
         if config.train.time_size + 1 > self.max_length:
@@ -48,7 +50,7 @@ class TransformerLMConfig(TransformerShape):
             raise ValueError("train.carry_state: a causal Transformer carries no state from one batch to the next")
 
     def describe(self) -> str:
-        return f"causal Transformer language model, {self.num_layers} × {self.d_model}"
+        return f"causal Transformer language model, {self.num_layers} × {self.d_model}{described(self.ngrams)}"
 
     def build(self, vocab_size: int) -> TransformerLM:
         return TransformerLM(self, vocab_size)

@@ -13,7 +13,7 @@ import contextlib
 import itertools
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import torch
 from torch import nn
@@ -24,7 +24,7 @@ from seqlab.data.inputs import around_blanks, check_texts, chunks, truncate
 from seqlab.decoding import Cancelled, DecodeOptions
 from seqlab.model import device_of, evaluating
 from seqlab.registry import expect_kind
-from seqlab.rundir import RunDir
+from seqlab.rundir import NGRAMS, RunDir, RunFileError
 from seqlab.runtime import Runtime, collector_paused
 from seqlab.tokenizer import Tokenizer
 
@@ -161,3 +161,30 @@ class TextPredictor(Predictor):
         model = cls.build(config, tokenizer.vocab_size)
         run.load_model(model)
         return cls(runtime.place(model), tokenizer, config, runtime)
+
+
+class NgramModel(Protocol):
+    """What ``model.ngrams`` fits beside a network (``NgramHead``, ``KneserNey``): saved as its state, rebuilt
+    from it."""
+
+    fit_seconds: float
+
+    @classmethod
+    def from_state(cls, cfg: Any, arrays: dict[str, Any], metadata: dict[str, Any]) -> Any: ...
+
+    def state(self) -> tuple[dict[str, Any], dict[str, str]]: ...
+
+    def describe(self) -> str: ...
+
+
+N = TypeVar("N", bound=NgramModel)
+
+
+def saved_ngrams(run: RunDir, model: type[N], cfg: Any) -> N:
+    """The n-gram model ``run`` saved beside its network, as ``model`` rebuilds it for ``cfg`` (``model.ngrams``);
+    one that does not fit ``cfg`` is a ``RunFileError`` naming its file."""
+    arrays, metadata = run.ngrams()
+    try:
+        return model.from_state(cfg, arrays, metadata)
+    except (ValueError, KeyError) as exc:
+        raise RunFileError(f"{run.path / NGRAMS}: not the n-gram model of this model.ngrams ({exc})") from None

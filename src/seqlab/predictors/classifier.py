@@ -20,9 +20,9 @@ from seqlab.data.batching import pad
 from seqlab.data.inputs import check_texts
 from seqlab.model import EncoderClassifier, build_classifier, evaluating
 from seqlab.model.classifier import EncoderConfig
-from seqlab.model.ngrams import NgramConfig, NgramHead
-from seqlab.predictors.base import Predictor
-from seqlab.rundir import NGRAMS, RunDir, RunFileError
+from seqlab.model.ngrams import NgramHead
+from seqlab.predictors.base import Predictor, saved_ngrams
+from seqlab.rundir import RunDir
 from seqlab.runtime import Runtime
 from seqlab.specials import EOS, SOS
 from seqlab.tokenizer import Tokenizer
@@ -58,7 +58,7 @@ class Classifier(Predictor):
         labels = run.labels()
         model = build_classifier(config.model, tokenizer.vocab_size, len(labels))
         run.load_model(model)
-        ngrams = None if config.model.ngrams is None else saved_head(run, config.model.ngrams)
+        ngrams = None if config.model.ngrams is None else saved_ngrams(run, NgramHead, config.model.ngrams)
         return cls(runtime.place(model), tokenizer, labels, config, runtime, ngrams)
 
     def encode(self, texts: Sequence[str], what: str = "input") -> list[list[int]]:
@@ -143,16 +143,6 @@ class Classifier(Predictor):
                 probabilities[i] = torch.softmax(logits[0].float(), -1).cpu().numpy()
                 weights.append(torch.stack([w[0].float() for w in layers]).cpu())
         return probabilities, weights
-
-
-def saved_head(run: RunDir, cfg: NgramConfig) -> NgramHead:
-    """The n-gram head ``run`` saved; one that does not fit ``cfg`` (``model.ngrams``) is a ``RunFileError`` naming
-    its file."""
-    arrays, metadata = run.ngrams()
-    try:
-        return NgramHead.from_state(cfg, arrays, metadata)
-    except (ValueError, KeyError) as exc:
-        raise RunFileError(f"{run.path / NGRAMS}: not the n-gram head of this model.ngrams ({exc})") from None
 
 
 def class_labels(labels: Sequence[str]) -> list[str]:

@@ -24,11 +24,12 @@ import torch
 from seqlab.config import Config
 from seqlab.data.batching import pad
 from seqlab.decoding import DecodeOptions, Hypothesis, search
-from seqlab.loss import token_nll_sum
 from seqlab.model import RNNLM, TransformerLM, build_lm
+from seqlab.model.kneser_ney import Interpolated, KneserNey
 from seqlab.model.lm import LMConfig
 from seqlab.model.transformer_lm import TransformerLMConfig
-from seqlab.predictors.base import TextPredictor
+from seqlab.predictors.base import TextPredictor, saved_ngrams
+from seqlab.rundir import RunDir
 from seqlab.runtime import Runtime
 from seqlab.specials import EOS
 from seqlab.tokenizer import Tokenizer
@@ -37,6 +38,21 @@ from seqlab.tokenizer import Tokenizer
 class LanguageModel(TextPredictor):
     model: RNNLM | TransformerLM
     kind = "lm"
+
+    def __init__(self, model: RNNLM | TransformerLM, tokenizer: Tokenizer, config: Config,
+                 runtime: Runtime | None = None, ngrams: KneserNey | None = None) -> None:
+        super().__init__(model, tokenizer, config, runtime)
+        self.ngrams = ngrams  # model.ngrams' Kneser-Ney model, fitted (training sets it once it is)
+
+    @classmethod
+    def from_run(cls, run: RunDir, config: Config, runtime: Runtime) -> LanguageModel:
+        """The language model of a ``seqlab train`` run, with its n-gram model where the config has one."""
+        assert isinstance(config.model, LMConfig | TransformerLMConfig)
+        tokenizer, _ = run.tokenizers()
+        model = cls.build(config, tokenizer.vocab_size)
+        run.load_model(model)
+        ngrams = None if config.model.ngrams is None else saved_ngrams(run, KneserNey, config.model.ngrams)
+        return cls(runtime.place(model), tokenizer, config, runtime, ngrams)
 
     @classmethod
     def build(cls, config: Config, vocab_size: int) -> RNNLM | TransformerLM:
@@ -51,24 +67,32 @@ class LanguageModel(TextPredictor):
 
     @torch.no_grad()
     def perplexity(self, texts: Sequence[str], chunk: int = 256) -> dict[str, Any]:
-        """{'loss' (nats per token), 'perplexity', 'tokens'} over the whole stream of ``texts``, read in one row
-        with the RNN's state carried from chunk to chunk (nothing dropped, nothing cut). A Transformer reads it
-        in windows of ``train.time_size``, the context it was trained with, each window from its start."""
-        stream = torch.from_numpy(self.stream(texts)).to(self.device)
+        """{'loss' (nats per token), 'perplexity', 'tokens'} over the whole stream of ``texts`` (``log_probs``)."""
+        log_probs = self.log_probs(self.stream(texts), chunk)
+        tokens = len(log_probs)
+        loss = -float(log_probs.sum()) / max(tokens, 1)
+        return {"loss": loss, "perplexity": math.exp(loss), "tokens": tokens}
+
+    @torch.no_grad()
+    def log_probs(self, stream: np.ndarray, chunk: int = 256) -> np.ndarray:
+        """(n - 1,) float64: the natural log of each next id's probability in ``stream`` (n,), read in one row with
+        the RNN's state carried from chunk to chunk (nothing dropped, nothing cut); a Transformer reads it in
+        windows of ``train.time_size``, the context it was trained with, each window from its start. With
+        ``model.ngrams``, the probabilities are the network's interpolated with the n-gram model's."""
+        ids = torch.from_numpy(stream).to(self.device)
         if isinstance(self.model, TransformerLM):
             chunk = self.config.train.time_size
         self.model.eval()
-        total, state = 0.0, None
-        for start in range(0, len(stream) - 1, chunk):
-            x = stream[start : start + chunk][None]  # (1, T)
-            t = stream[start + 1 : start + chunk + 1][None]
+        parts, state = [], None
+        for start in range(0, len(ids) - 1, chunk):
+            x = ids[start : start + chunk][None]  # (1, T)
+            t = ids[start + 1 : start + chunk + 1][None]
             x = x[:, : t.size(1)]
             with self.autocast():
-                logits, state = self.model(x, state)
-            total += float(token_nll_sum(logits, t))
-        tokens = len(stream) - 1
-        loss = total / max(tokens, 1)
-        return {"loss": loss, "perplexity": math.exp(loss), "tokens": tokens}
+                logits, state = self.model(x, state)  # (1, T, V)
+            parts.append(torch.log_softmax(logits[0].float(), -1).gather(1, t[0, :, None])[:, 0].double().cpu())
+        net = torch.cat(parts).numpy() if parts else np.zeros(0)
+        return net if self.ngrams is None else self.ngrams.interpolate(net, stream)
 
     def generate(self, starts: Sequence[str], options: DecodeOptions | None = None,
                  stop: Callable[[], bool] | None = None, **kwargs: Any) -> list[list[Generation]]:
@@ -82,7 +106,7 @@ class LanguageModel(TextPredictor):
 
         def continue_in(runtime: Runtime, group: list[int], halt: Callable[[], bool] | None) -> list[list[Hypothesis]]:
             with torch.no_grad(), runtime.autocast(len(group) * options.rows_per_input):  # thread-local: set where it decodes
-                return search(self.model, pad([prompts[i] for i in group]).to(self.device), options,
+                return search(self.decoder, pad([prompts[i] for i in group]).to(self.device), options,
                               self.config.eval.max_output_length, stop=halt)
 
         # a batch of prompts of one length (the Transformer's cache), as many at once as the runtime's workers
@@ -108,20 +132,20 @@ class LanguageModel(TextPredictor):
             results.append(row)
         return results
 
-    @torch.no_grad()
     def score(self, texts: Sequence[str]) -> list[dict[str, Any]]:
         """Per text: {'log_prob' (natural log of P(text, <eos>)), 'tokens' (its tokens and <eos>), 'perplexity'}."""
-        self.model.eval()
         results = []
         for ids in self.tokenizer.encode(list(texts)):
-            x = torch.tensor([[EOS, *ids]], device=self.device)
-            t = torch.tensor([[*ids, EOS]], device=self.device)
-            with self.autocast():
-                logits, _ = self.model(x)
-            log_prob = -float(token_nll_sum(logits, t))
+            log_prob = float(self.log_probs(np.array([EOS, *ids, EOS])).sum())
             results.append({"log_prob": log_prob, "tokens": len(ids) + 1,
                             "perplexity": math.exp(-log_prob / (len(ids) + 1))})
         return results
+
+    @property
+    def decoder(self) -> Any:
+        """The model under the step contract, as every search strategy decodes it: with ``model.ngrams``, its
+        next-word probabilities interpolated with the n-gram model's (``kneser_ney.Interpolated``)."""
+        return self.model if self.ngrams is None else Interpolated(self.model, self.ngrams)
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,9 @@
       log.jsonl                one JSON object per epoch (its epoch, step and metrics), written at its end
       labels.json              a classifier's classes, in the order of its outputs (its source tokenizer is
                                saved twice, as a language model's is)
-      ngrams.safetensors       a classifier's n-gram head (``model.ngrams``): idf, regression weights; the
-                               vocabularies in its header
+      ngrams.safetensors       the n-gram model beside the network (``model.ngrams``): a classifier's TF-IDF
+                               head (idf, regression weights; the vocabularies in its header) or a language
+                               model's Kneser-Ney model (each order's n-grams and adjusted counts)
       epochs/epoch-N.safetensors  with ``train.keep_checkpoints: K``, the weights at the end of the last K
                                epochs, for ``seqlab average`` (what they are in their header, as the model's)
 

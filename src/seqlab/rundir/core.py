@@ -35,7 +35,7 @@ INFO_KEY = "seqlab.info"  # the model's description in the header of model.safet
 VOCABULARY = "vocabulary.json"
 VECTORS = "vectors.safetensors"
 LABELS = "labels.json"
-NGRAMS = "ngrams.safetensors"  # a classifier's n-gram head (model.ngrams): its arrays, its vocabularies in the header
+NGRAMS = "ngrams.safetensors"  # the n-gram model beside the network (model.ngrams): its arrays, its metadata in the header
 EPOCHS = "epochs"  # the kept epochs' weights: epochs/epoch-N.safetensors
 MODEL_FILES = (CONFIG, SOURCE_TOKENIZER, TARGET_TOKENIZER, LABELS, NGRAMS)  # what, besides weights, describes a model
 
@@ -150,17 +150,18 @@ class RunCore:
         return labels
 
     def save_ngrams(self, arrays: dict[str, np.ndarray], metadata: dict[str, str]) -> None:
-        """A classifier's n-gram head (``NgramHead.state``): its arrays, and its metadata in the header."""
+        """The n-gram model beside the network (``model.ngrams``: a classifier's ``NgramHead``, a language model's
+        ``KneserNey``; their ``state``): its arrays, and its metadata in the header."""
         contiguous = {name: np.ascontiguousarray(a) for name, a in arrays.items()}  # safetensors writes a strided
         atomic_write(self.path / NGRAMS, save_numpy(contiguous, metadata=metadata))  # array's memory as if C-ordered
 
     def ngrams(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        """The n-gram head ``save_ngrams`` wrote: its arrays and its metadata (the header's ``ngrams`` JSON)."""
+        """The n-gram model ``save_ngrams`` wrote: its arrays and its metadata (the header's ``ngrams`` JSON)."""
         path = self.path / NGRAMS
         if not path.exists():
-            raise FileNotFoundError(f"{path}: missing (a classifier with model.ngrams keeps its n-gram head there)")
-        arrays, metadata = read_safetensors(path, "n-gram head", framework="numpy")
-        return arrays, header_json(path, "n-gram head", metadata, "ngrams", dict)
+            raise FileNotFoundError(f"{path}: missing (a model with model.ngrams keeps its n-gram model there)")
+        arrays, metadata = read_safetensors(path, "n-gram model", framework="numpy")
+        return arrays, header_json(path, "n-gram model", metadata, "ngrams", dict)
 
 
 def read_safetensors(path: Path, what: str, framework: Literal["pt", "numpy"] = "pt", tensors: bool = True

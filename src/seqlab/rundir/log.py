@@ -8,7 +8,7 @@ import os
 from typing import Any
 
 from seqlab.files import atomic_write
-from seqlab.rundir.core import LOG, RunCore, RunFileError, is_int, json_as, one_line
+from seqlab.rundir.core import LOG, NGRAMS, RunCore, RunFileError, is_int, json_as, one_line
 
 
 class Logs(RunCore):
@@ -39,6 +39,12 @@ class Logs(RunCore):
                 raise RunFileError(f"{path}:{lineno}: not an epoch's record (no integer {' and '.join(missing)})")
             records.append(record)
         return records
+
+    def training_seconds(self) -> float:
+        """What the run spent training: every epoch's seconds (validation excluded) and the fit of the n-gram model
+        beside its network (``model.ngrams``), counted before its first epoch."""
+        fit = float(self.ngrams()[1]["fit_seconds"]) if (self.path / NGRAMS).exists() else 0.0
+        return sum(record["train_seconds"] for record in self.log()) + fit
 
     def truncate_log(self, epoch: int) -> None:
         """Keep only the records of the epochs before ``epoch``, where a resumed run's position is (its epoch in

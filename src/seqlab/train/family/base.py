@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence, Sized
+import logging
+from collections.abc import Callable, Sequence, Sized
 from pathlib import Path
-from typing import Any, Protocol, cast
+from typing import Any, Protocol, TypeVar, cast
 
 import numpy as np
 import torch
@@ -14,9 +15,13 @@ from seqlab.config import Config
 from seqlab.data.batching import BatchStream, InMemory, Lengths, random_batches, windowed_batches
 from seqlab.data.corpus import DataError
 from seqlab.data.prepared import Prepared, Rows
+from seqlab.predictors.base import NgramModel, saved_ngrams
 from seqlab.rundir import RunDir
 from seqlab.runtime import Runtime
 from seqlab.tokenizer import Tokenizer
+
+log = logging.getLogger("seqlab")
+N = TypeVar("N", bound=NgramModel)
 
 
 class Family(Protocol):
@@ -88,3 +93,14 @@ def prepared_tokenizers(prepared: Prepared, run: RunDir, resume: bool) -> tuple[
     elif [t.to_json() for t in run.tokenizers()] != [source.to_json(), target.to_json()]:
         raise DataError(f"{prepared.path}: its tokenizers are not the run's; resume from the directory it trained on")
     return source, target
+
+
+def ngrams_beside(run: RunDir, resume: bool, model: type[N], cfg: Any, fit: Callable[[], N]) -> N:
+    """``model.ngrams``' n-gram model (``cfg``) beside a family's network: ``fit()`` and saved before the first
+    epoch, so that every validation sees it; on resume, the one saved."""
+    if resume:
+        return saved_ngrams(run, model, cfg)
+    fitted = fit()
+    run.save_ngrams(*fitted.state())
+    log.info("%s, fitted in %.1f s", fitted.describe(), fitted.fit_seconds)
+    return fitted

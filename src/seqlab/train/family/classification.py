@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, cast
@@ -24,13 +23,11 @@ from seqlab.model import build_classifier, num_parameters
 from seqlab.model.bert import Bert, BertConfig, EncoderShape
 from seqlab.model.classifier import EncoderConfig
 from seqlab.model.ngrams import NgramHead
-from seqlab.predictors.classifier import Classifier, class_labels, saved_head
+from seqlab.predictors.classifier import Classifier, class_labels
 from seqlab.rundir import RunDir
 from seqlab.runtime import Runtime
 from seqlab.tokenizer import Tokenizer
-from seqlab.train.family.base import epoch_batches, prepared_tokenizers
-
-log = logging.getLogger("seqlab")
+from seqlab.train.family.base import epoch_batches, ngrams_beside, prepared_tokenizers
 
 
 class Classification:
@@ -161,15 +158,9 @@ def _ngram_head(config: Config, run: RunDir, resume: bool, classifier: Classifie
     that every validation averages with it; read back on resume."""
     assert isinstance(config.model, EncoderConfig)
     cfg = config.model.ngrams
-    if cfg is None:
-        return
-    if resume:
-        classifier.ngrams = saved_head(run, cfg)
-        return
-    head = NgramHead.fit(cfg, list(train.texts), train.labels, len(classifier.labels))
-    run.save_ngrams(*head.state())
-    log.info("n-gram head: %d features, fitted in %.1f s", head.coef.shape[1], head.fit_seconds)
-    classifier.ngrams = head
+    if cfg is not None:
+        classifier.ngrams = ngrams_beside(
+            run, resume, NgramHead, cfg, lambda: NgramHead.fit(cfg, list(train.texts), train.labels, len(classifier.labels)))
 
 
 def _classifier(config: Config, tokenizer: Tokenizer, labels: list[str], pretrained: RunDir | None,

@@ -18,6 +18,7 @@ from seqlab.data.splits import streamed_sentences
 from seqlab.data.stream import Stream, TbpttBatches
 from seqlab.loss import token_nll_sum
 from seqlab.model import num_parameters
+from seqlab.model.kneser_ney import KneserNey
 from seqlab.model.lm import LMConfig, LMState, flatten_state, unflatten_state
 from seqlab.model.transformer_lm import TransformerLMConfig
 from seqlab.predictors.language_model import LanguageModel, sentence_pieces
@@ -25,7 +26,7 @@ from seqlab.rundir import RunDir
 from seqlab.runtime import Runtime
 from seqlab.specials import EOS
 from seqlab.tokenizer import Tokenizer
-from seqlab.train.family.base import prepared_tokenizers
+from seqlab.train.family.base import ngrams_beside, prepared_tokenizers
 
 
 class StreamLM:
@@ -70,7 +71,9 @@ class StreamLM:
             tokenizer = Tokenizer.train(splits["train"], config.tokens.source)
             run.save_tokenizers(tokenizer, tokenizer)
         lm = LanguageModel(LanguageModel.build(config, tokenizer.vocab_size), tokenizer, config, runtime)
-        return cls(config, lm, lm.stream(splits["train"]), splits["valid"], parts, share)
+        stream = lm.stream(splits["train"])
+        _kneser_ney(config, run, resume, lm, stream)
+        return cls(config, lm, stream, splits["valid"], parts, share)
 
     @classmethod
     def _from_prepared(cls, config: Config, run: RunDir, resume: bool, runtime: Runtime | None, parts: int,
@@ -81,6 +84,7 @@ class StreamLM:
         tokenizer, _ = prepared_tokenizers(prepared, run, resume)
         lm = LanguageModel(LanguageModel.build(config, tokenizer.vocab_size), tokenizer, config, runtime)
         stream = prepared.stream("train", "ids", EOS, config.train.streams + 1)
+        _kneser_ney(config, run, resume, lm, stream)
         return cls(config, lm, stream, prepared.texts("valid", "text"), parts, share)
 
     @classmethod
@@ -161,3 +165,13 @@ class StreamLM:
         groups = {name: [p.contiguous() for p in t.chunk(self.parts, dim=1)] for name, t in carried.items()}  # rows: dim 1
         self.states = {g: unflatten_state({name: parts[g].to(self.lm.device) for name, parts in groups.items()})
                        for g in range(self.parts)}
+
+
+def _kneser_ney(config: Config, run: RunDir, resume: bool, lm: LanguageModel, stream: Stream) -> None:
+    """``model.ngrams``' Kneser-Ney model on ``lm``: counted from the training stream and saved before the first
+    epoch, so that every validation interpolates with it; read back on resume."""
+    assert isinstance(config.model, LMConfig | TransformerLMConfig)
+    cfg = config.model.ngrams
+    if cfg is not None:
+        lm.ngrams = ngrams_beside(run, resume, KneserNey, cfg,
+                                  lambda: KneserNey.fit(cfg, np.asarray(stream[0:len(stream)]), lm.tokenizer.vocab_size))
