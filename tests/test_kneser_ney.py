@@ -191,3 +191,14 @@ def test_interpolation_is_the_weighted_mixture_of_probabilities():
     assert math.isclose(KneserNeyConfig().weight, 0.8) and KneserNeyConfig().order == 5
     with pytest.raises(ValueError, match="order"):
         KneserNeyConfig(order=1)
+
+
+def test_discounts_out_of_reach_of_the_counts_fall_back_as_kenlm_does():
+    from seqlab.model.kneser_ney import _discounts
+
+    np.testing.assert_array_equal(_discounts(np.array([1.0, 1, 2, 3])), [0, 0.5, 1, 1.5])  # no count of 4
+    np.testing.assert_array_equal(_discounts(np.array([1.0, 2, *[3] * 10, 4])), [0, 0.5, 1, 1.5])  # D_2 = -8
+    kn = KneserNey.fit(KneserNeyConfig(order=3), _stream([[4, 5, 6], [5, 6, 7], [4, 6]]), 8)  # a toy corpus
+    for context in ([-1, kn.bos], [kn.bos, 4], [4, 5]):
+        [row] = kn.distribution(np.array([context]))
+        assert row.sum() == pytest.approx(1.0, abs=1e-12) and row.min() > 0

@@ -226,10 +226,12 @@ def _adjust(padded: np.ndarray, at: list[np.ndarray], raw: list[np.ndarray], voc
 def _discounts(adjusted: np.ndarray) -> np.ndarray:
     """(4,): 0, D_1, D_2, D_3+ from the counts of counts t_1 … t_4 (Chen & Goodman's estimates)."""
     t = [float(np.sum(adjusted == j)) for j in range(1, 5)]
-    if min(t) == 0:  # too few n-grams to estimate: KenLM refuses; a small corpus gets the usual fallback
-        return np.array([0.0, 0.5, 1.0, 1.5])
+    fallback = np.array([0.0, 0.5, 1.0, 1.5])  # KenLM's --discount_fallback
+    if min(t) == 0:  # too few n-grams to estimate (KenLM refuses without --discount_fallback)
+        return fallback
     y = t[0] / (t[0] + 2 * t[1])
-    return np.array([0.0, *(j - (j + 1) * y * t[j] / t[j - 1] for j in (1, 2, 3))])
+    d = np.array([0.0, *(j - (j + 1) * y * t[j] / t[j - 1] for j in (1, 2, 3))])
+    return d if all(0 < d[j] <= j for j in (1, 2, 3)) else fallback  # out of range: no distribution otherwise
 
 
 class Interpolated:
