@@ -408,9 +408,29 @@ def test_joeynmt_decode_runs_end_to_end(date_run: tuple[Path, Path], joeynmt_her
 
 
 def test_peer_decoding_runs_end_to_end(date_run: tuple[Path, Path], peer_venv: Path, tmp_path: Path,
-                                       capsys: pytest.CaptureFixture[str]) -> None:
+                                       capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The script's own worker processes run as its ``main([...])`` in this process (what they print is their
+    output), the peers' venv workers as processes: the same commands, without eight interpreters starting."""
+    import contextlib
+    import io
+    import subprocess
+
     import peer_decoding
 
+    spawn = subprocess.run
+
+    def run(command: list[str], **options: Any) -> subprocess.CompletedProcess[str]:
+        if command[1] != peer_decoding.__file__:
+            return spawn(command, **options)
+        threads, printed = torch.get_num_threads(), io.StringIO()
+        try:
+            with contextlib.redirect_stdout(printed):
+                peer_decoding.main(command[2:])
+        finally:
+            torch.set_num_threads(threads)
+        return subprocess.CompletedProcess(command, 0, printed.getvalue())
+
+    monkeypatch.setattr(peer_decoding.subprocess, "run", run)
     peer_decoding.main([str(date_run[0]), "--data-dir", str(date_run[1]), "--beams", "1", "2", "--repeats", "1",
                         "--peers", "ctranslate2", "joeynmt", "--peer-venv", str(peer_venv), "--latency", "3",
                         "--workers", "1", "2", "--results", str(tmp_path)])
