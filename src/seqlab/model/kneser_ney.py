@@ -151,7 +151,7 @@ class KneserNey:
         p = np.tile(self.unigram[: self.vocab_size], (len(contexts), 1))  # (B, V)
         for k in range(2, self.cfg.order + 1):
             window = contexts[:, len(contexts[0]) - (k - 1):]  # (B, k-1): order k's context
-            index = np.where(window[:, 0] >= 0, window[:, 0], -1)
+            index = window[:, 0]  # its first id's index among the unigrams: the id (-1: none)
             for j in range(1, k - 1):  # the context's index in order k-1's table, built from its first id
                 index = self._index(j + 1, index, window[:, j])
             for b in np.flatnonzero(index >= 0):
