@@ -219,7 +219,6 @@ def test_an_lm_with_a_kneser_ney_model_interpolates_everywhere_it_answers(tmp_pa
     from seqlab.config import ConfigError, parse_config
     from seqlab.predictors.language_model import load
     from seqlab.rundir import RunDir
-    from seqlab.specials import EOS
     from seqlab.train.trainer import Trainer
 
     config = _lm_config(tmp_path, {"ngrams": {"order": 3, "weight": 0.6}}, epochs=2, save_every=20)
@@ -242,14 +241,22 @@ def test_an_lm_with_a_kneser_ney_model_interpolates_everywhere_it_answers(tmp_pa
     assert result.exit_code == 0 and json.loads(result.stdout)["loss"] == pytest.approx(best["valid"]["loss"])
     [score] = lm.score(["one two three"])
     assert score["log_prob"] == pytest.approx(lm.log_probs(lm.stream(["one two three"])).sum(), rel=1e-12)
-    for options in (DecodeOptions(), DecodeOptions(beam=3, nbest=2)):  # each token's log-probability: interpolated
+    _continuations_are_interpolated(lm)
+    resumes_exactly(config, tmp_path, killed_at, 25)  # after step 20's checkpoint: the n-gram model read back
+    with pytest.raises((ConfigError, ValueError), match="model.ngrams null"):
+        parse_config(config.model_dump(mode="json") | {"train": config.train.model_dump(mode="json") | {"engine": "numpy"}})
+
+
+def _continuations_are_interpolated(lm):
+    """Greedy, beam and sampled continuations: each token's log-probability is the one ``log_probs`` gives it, the
+    network's interpolated with the n-gram model's."""
+    from seqlab.specials import EOS
+
+    for options in (DecodeOptions(), DecodeOptions(beam=3, nbest=2), DecodeOptions(sample=True, num_samples=2, seed=1)):
         for generation in lm.generate(["three"], options)[0]:
             ids = lm.tokenizer.encode(["three"])[0] + lm.tokenizer.encode([generation.continuation])[0]
             scored = lm.log_probs(np.array([EOS, *ids, EOS]))[1 : 1 + len(generation.token_log_probs)]
             np.testing.assert_allclose(generation.token_log_probs, scored, rtol=1e-4, atol=1e-5)
-    resumes_exactly(config, tmp_path, killed_at, 25)  # after step 20's checkpoint: the n-gram model read back
-    with pytest.raises((ConfigError, ValueError), match="model.ngrams null"):
-        parse_config(config.model_dump(mode="json") | {"train": config.train.model_dump(mode="json") | {"engine": "numpy"}})
 
 
 def test_an_lm_resumed_mid_epoch_carries_its_state_exactly(tmp_path, killed_at):
@@ -516,3 +523,20 @@ def test_a_transformer_lm_trains_generates_and_resumes_through_the_same_commands
     assert [r["train_loss"] for r in resumed] == [r["train_loss"] for r in straight]
     with pytest.raises(ConfigError, match=r"model.max_length \(8\) must cover train.time_size \+ 1 \(9\)"):
         parse_config(raw | {"model": raw["model"] | {"max_length": 8}})
+
+
+def test_a_transformer_lm_decodes_its_interpolation_with_the_ngram_model(tmp_path):
+    """model.ngrams beside a causal Transformer: its key/value cache reordered by beam search with the n-gram
+    contexts beside it; validation interpolates too."""
+    from seqlab.config import parse_config
+    from seqlab.predictors.language_model import load
+    from seqlab.train.trainer import Trainer
+
+    raw = _lm_config(tmp_path, epochs=1).model_dump(mode="json")
+    raw["model"] = {"type": "transformer_lm", "d_model": 16, "num_layers": 1, "num_heads": 2, "d_ff": 32,
+                    "dropout": 0.0, "max_length": 64, "ngrams": {"order": 3, "weight": 0.6}}
+    best = Trainer(parse_config(raw), tmp_path / "run", progress=False).fit()
+    lm = load(tmp_path / "run")
+    valid = (tmp_path / "valid.txt").read_text().splitlines()
+    assert lm.ngrams is not None and lm.perplexity(valid)["loss"] == pytest.approx(best["valid"]["loss"], rel=1e-9)
+    _continuations_are_interpolated(lm)
