@@ -155,12 +155,13 @@ class RunCore:
         contiguous = {name: np.ascontiguousarray(a) for name, a in arrays.items()}  # safetensors writes a strided
         atomic_write(self.path / NGRAMS, save_numpy(contiguous, metadata=metadata))  # array's memory as if C-ordered
 
-    def ngrams(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        """The n-gram model ``save_ngrams`` wrote: its arrays and its metadata (the header's ``ngrams`` JSON)."""
+    def ngrams(self, tensors: bool = True) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """The n-gram model ``save_ngrams`` wrote: its arrays (none unless ``tensors``: the header alone is read)
+        and its metadata (the header's ``ngrams`` JSON)."""
         path = self.path / NGRAMS
         if not path.exists():
             raise FileNotFoundError(f"{path}: missing (a model with model.ngrams keeps its n-gram model there)")
-        arrays, metadata = read_safetensors(path, "n-gram model", framework="numpy")
+        arrays, metadata = read_safetensors(path, "n-gram model", framework="numpy", tensors=tensors)
         return arrays, header_json(path, "n-gram model", metadata, "ngrams", dict)
 
 

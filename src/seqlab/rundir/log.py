@@ -43,7 +43,7 @@ class Logs(RunCore):
     def training_seconds(self) -> float:
         """What the run spent training: every epoch's seconds (validation excluded) and the fit of the n-gram model
         beside its network (``model.ngrams``), counted before its first epoch."""
-        fit = float(self.ngrams()[1]["fit_seconds"]) if (self.path / NGRAMS).exists() else 0.0
+        fit = float(self.ngrams(tensors=False)[1]["fit_seconds"]) if (self.path / NGRAMS).exists() else 0.0
         return sum(record["train_seconds"] for record in self.log()) + fit
 
     def truncate_log(self, epoch: int) -> None:
