@@ -16,15 +16,16 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
-import scipy.sparse as sp
 from pydantic import Field, model_validator
-from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.linear_model import LogisticRegression
 
 from seqlab.sections import Section
+
+if TYPE_CHECKING:  # scikit-learn and SciPy load where a head is fitted or read back: 1.4 s of every process's start
+    import scipy.sparse as sp
+    from sklearn.feature_extraction.text import TfidfVectorizer
 
 Analyzer = Literal["char_wb", "word"]
 WORD_PATTERN = r"(?u)\b\w+\b"  # one-character words count too (Korean's are short)
@@ -34,6 +35,8 @@ def vectorizer(analyzer: Analyzer, ngram_range: tuple[int, int], vocabulary: Seq
                ) -> TfidfVectorizer:
     """scikit-learn's TF-IDF over character n-grams inside words (``char_wb``) or word n-grams, sublinear tf; with
     ``vocabulary``, its features fixed (their idf still to set)."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
     words = {"token_pattern": WORD_PATTERN} if analyzer == "word" else {}
     return TfidfVectorizer(analyzer=analyzer, ngram_range=ngram_range, sublinear_tf=True, vocabulary=vocabulary,
                            **words)
@@ -77,6 +80,9 @@ class NgramHead:
     def fit(cls, cfg: NgramConfig, texts: Sequence[str], labels: np.ndarray, num_classes: int) -> NgramHead:
         """The features learnt from ``texts`` (vocabulary and idf), the regression fitted on them and ``labels``
         (class indices 0 … ``num_classes`` - 1, each present: the classes are the training split's)."""
+        import scipy.sparse as sp
+        from sklearn.linear_model import LogisticRegression
+
         start = time.perf_counter()
         vectorizers = [vectorizer(analyzer, r) for analyzer, r in cfg.analyzers()]
         features = sp.hstack([v.fit_transform(texts) for v in vectorizers]).tocsr()  # (texts, features)
@@ -92,6 +98,8 @@ class NgramHead:
 
     def features(self, texts: Sequence[str]) -> sp.csr_matrix:
         """(texts, features) TF-IDF rows, each analyzer's L2-normalised, side by side."""
+        import scipy.sparse as sp
+
         return sp.hstack([v.transform(texts) for v in self.vectorizers]).tocsr()
 
     def probabilities(self, texts: Sequence[str]) -> np.ndarray:
