@@ -57,6 +57,14 @@ def test_the_command_line_starts_without_torch():
     assert result.returncode == 0 and result.stdout.strip() == "[]", result.stdout + result.stderr
 
 
+def test_training_and_translating_start_without_scikit_learn():
+    """The trainer and the translator load no scikit-learn, nor SciPy's sparse matrices and statistics (1.4 s of a
+    process's start): only a classifier's n-gram head fits or reads them (``seqlab.model.ngrams``)."""
+    result = _run(sys.executable, "-c", "import sys, seqlab.train, seqlab.predictors.translator; "
+                  "print(sorted({'sklearn', 'scipy.sparse', 'scipy.stats'} & set(sys.modules)))")
+    assert result.returncode == 0 and result.stdout.strip() == "[]", result.stdout + result.stderr
+
+
 def test_the_help_lists_each_command_in_one_sentence_printed_as_written():
     """``seqlab --help`` gives every command (and command group) the first sentence of its docstring, the whole of
     it being the command's own ``--help``; square brackets are text, not markup."""
