@@ -339,18 +339,27 @@ def test_length_limits_follow_the_source():
     ({"length_penalty": 0.0}, 5, 0.0),
     ({"normalize": True}, 5, 0.0),  # ranked by the mean instead: no length penalty beside it
     ({"sample": True, "num_samples": 2}, 1, 0.0),  # sampling has no beam
-    ({"nbest": 3}, None, None),  # refused as given (3 best of a greedy search) before the run's beam could come
+    ({"nbest": 3}, 5, 1.2),  # the 3 best of the run's search
 ])
 def test_the_runs_search_fills_only_what_options_leave_open(given, beam, length_penalty):
     """``eval.beam`` 5 and ``eval.length_penalty`` 1.2, as configs/multi30k_de_en.yaml chose them on valid."""
-    if beam is None:
-        with pytest.raises(ValueError, match="nbest"):
-            DecodeOptions(**given)
-        return
     options = DecodeOptions(**given).or_run_search(5, 1.2)
     assert (options.beam, options.length_penalty) == (beam, length_penalty)
     assert options.or_run_search(7, 0.3) == options  # filled once, then as given: the same at every call
     assert DecodeOptions(**given).model_copy(update={"beam": 1}).or_run_search(5, 1.2).beam == 1  # chat's /greedy
+
+
+def test_nbest_is_checked_against_the_beam_it_gets():
+    """More best outputs than beams is refused where the beam is given, or sampled, at once; where it is left to
+    the run, once the run's beam is known, in one line that says whose beam it is."""
+    for given in ({"nbest": 3, "beam": 2}, {"nbest": 2, "sample": True}):
+        with pytest.raises(ValueError, match=r"nbest \(\d\) cannot exceed the beam size"):
+            DecodeOptions(**given)
+    assert DecodeOptions(nbest=3).or_run_search(3, 0.0).beam == 3
+    with pytest.raises(ValueError) as refused:
+        DecodeOptions(nbest=3).or_run_search(1, 0.0)  # a greedy run
+    assert str(refused.value) == ("nbest (3) cannot exceed the beam size (1), the run's (eval.beam): "
+                                  "ask for a beam of at least 3")
 
 
 def test_training_and_averaging_validate_greedily_whatever_the_runs_search():

@@ -13,7 +13,7 @@ import pytest
 import sacrebleu
 import torch
 import yaml
-from conftest import resumes_exactly, small_date_config
+from conftest import give_search, resumes_exactly, small_date_config
 from safetensors.torch import load_file
 from typer.testing import CliRunner
 
@@ -176,6 +176,12 @@ def test_date_model_trains_translates_and_evaluates_through_the_cli(tmp_path, ca
     assert int8.translate(list(KNOWN_DATES)) == list(KNOWN_DATES.values())
     result = runner.invoke(app, ["translate", str(run), "10/15/94", "--beam", "2", "--nbest", "3"], env={"COLUMNS": "200"})
     assert result.exit_code == 2 and "nbest (3) cannot exceed the beam size (2)" in result.output
+    result = runner.invoke(app, ["translate", str(run), "10/15/94", "--nbest", "3"])  # the run's search is greedy
+    assert result.exit_code == 2 and "error: nbest (3) cannot exceed the beam size (1), the run's (eval.beam)" in \
+        result.output and len(result.output.splitlines()) == 1
+    give_search(run, 5, 0.6)  # a run whose search was chosen as beam 5: --nbest alone lists its 3 best
+    result = runner.invoke(app, ["translate", str(run), "september 27, 1994", "10/15/94", "--nbest", "3"])
+    assert result.exit_code == 0 and [line.split("\t") for line in result.stdout.splitlines()] == rows
 
 
 @pytest.mark.slow

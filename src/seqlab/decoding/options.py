@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from seqlab.specials import PAD
 
@@ -53,7 +53,7 @@ class DecodeOptions(BaseModel):
     def _consistent(self) -> DecodeOptions:
         if self.sample and self.beam > 1:
             raise ValueError("choose beam search (beam > 1) or sampling, not both")
-        if self.nbest > self.beam:
+        if self.nbest > self.beam and ("beam" in self.model_fields_set or self.sample):  # else the run's beam comes
             raise ValueError(f"nbest ({self.nbest}) cannot exceed the beam size ({self.beam})")
         if self.num_samples > 1 and not self.sample:
             raise ValueError("num_samples needs sample=True")
@@ -67,7 +67,8 @@ class DecodeOptions(BaseModel):
         """These options, with the run's own search (``eval.beam``, ``eval.length_penalty``: the ones chosen on
         valid) where they leave it open: its beam where they neither set a beam nor sample, its length penalty
         where the search that results has beams and they neither set a length penalty nor normalise. Options
-        that set both, or any made here, come back as they are."""
+        that set both, or any made here, come back as they are. ``nbest`` without a beam is checked against the
+        run's: a ValueError on one line where it is the larger."""
         given = self.model_fields_set
         update: dict[str, int | float] = {}
         if "beam" not in given and not self.sample:
@@ -76,7 +77,11 @@ class DecodeOptions(BaseModel):
             update["length_penalty"] = length_penalty
         if not update:
             return self
-        return DecodeOptions(**self.model_dump(exclude_unset=True), **update)  # checked again (nbest, normalize)
+        try:
+            return DecodeOptions(**self.model_dump(exclude_unset=True), **update)  # checked again (nbest, normalize)
+        except ValidationError as exc:
+            problems = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
+            raise ValueError(f"{problems}, the run's (eval.beam): ask for a beam of at least {self.nbest}") from None
 
     @property
     def rows_per_input(self) -> int:

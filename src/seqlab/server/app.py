@@ -241,7 +241,11 @@ def check_decoding(request: DecodeOptions, limits: Limits,
                    decoding: Callable[[DecodeOptions], DecodeOptions]) -> DecodeOptions:
     """The request's DecodeOptions, what it leaves open filled with the run's search (``decoding``:
     ``Predictor.decoding``), once their beam, samples and output length are within ``limits``."""
-    options = decoding(DecodeOptions(**request.model_dump(include=set(DecodeOptions.model_fields), exclude_unset=True)))
+    try:
+        options = decoding(DecodeOptions(**request.model_dump(include=set(DecodeOptions.model_fields),
+                                                              exclude_unset=True)))
+    except ValueError as exc:  # nbest above the run's beam (DecodeOptions.or_run_search)
+        raise RequestError(422, str(exc)) from None
     if options.beam > limits.max_beam:
         raise RequestError(422, f"beam {options.beam}; at most {limits.max_beam}")
     if options.num_samples > limits.max_beam:
