@@ -2,8 +2,10 @@
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator
+import subprocess
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -17,6 +19,7 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 from seqlab import precision as _precision  # noqa: E402 (after the thread count, which torch reads on import)
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 def small_date_config(**train: Any) -> dict[str, Any]:
@@ -301,3 +304,43 @@ def killed_at(monkeypatch: pytest.MonkeyPatch) -> Callable[[int], contextlib.Abs
             monkeypatch.setattr(Trainer, "train_step", real_step)
 
     return kill
+
+
+def seqlab_here(command: Sequence[str], check: bool = False, env: dict[str, str] | None = None,
+                stdout: Any = None, **_: Any) -> subprocess.CompletedProcess[str]:
+    """``python -m seqlab ARGS`` (a benchmark's ``report.seqlab``) run by the command line's app in this process, as
+    tests/test_train.py runs the commands: the same command without a fresh interpreter's ~3 s of imports. It sees
+    the environment it was given while it runs; torch's thread count (``train.threads`` sets it) is put back."""
+    import torch
+    from typer.testing import CliRunner
+
+    from seqlab.cli import app
+
+    changes = {name: value for name, value in (env or os.environ).items() if os.environ.get(name) != value}
+    threads = torch.get_num_threads()
+    try:
+        result = CliRunner().invoke(app, list(command[3:]), env=changes, catch_exceptions=False)
+    finally:
+        torch.set_num_threads(threads)
+    if check and result.exit_code:
+        raise subprocess.CalledProcessError(result.exit_code, list(command), result.stdout, result.stderr)
+    return subprocess.CompletedProcess(list(command), result.exit_code, result.stdout if stdout == subprocess.PIPE else None)
+
+
+@pytest.fixture
+def seqlab_commands_here(monkeypatch: pytest.MonkeyPatch) -> Callable[..., subprocess.CompletedProcess[Any]]:
+    """The benchmarks' ``seqlab`` commands (``report.seqlab``, ``report.seqlab_train``) run in this process
+    (``seqlab_here``); report's other processes (workers, servers) as they are. Returns report's ``subprocess.run``
+    as it now is, for a fixture that takes over more of it."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import report
+
+    def run(command: Sequence[str], *args: Any, **options: Any) -> subprocess.CompletedProcess[Any]:
+        if list(command[1:3]) == ["-m", "seqlab"]:
+            return seqlab_here(command, **options)
+        return subprocess.run(command, *args, **options)
+
+    module = SimpleNamespace(**{name: getattr(subprocess, name) for name in dir(subprocess) if not name.startswith("__")})
+    module.run = run
+    monkeypatch.setattr(report, "subprocess", module)
+    return run

@@ -3,8 +3,9 @@ in this process, at toy size (tiny data written here, tiny models), and what it 
 
 The peers that are not installed here are replaced at their boundary by the stand-ins in tests/stand_ins/: a copy
 of ``dlfs2/`` is the book's checkout (``--book-repo``), and the peers' venv (``--peer-venv``) gets a ``python``
-that is this interpreter with the stand-in ``joeynmt`` on its path. Everything else runs as in the real benchmark:
-``seqlab train`` and ``book_numpy.py`` in processes of their own, JoeyNMT's commands in the venv's python.
+that is this interpreter with the stand-in ``joeynmt`` on its path. Everything else runs as in the real benchmark,
+``book_numpy.py`` in processes of its own, JoeyNMT's commands in the venv's python, except the ``seqlab`` commands,
+which run in this process by the command line's app (``seqlab_commands_here``).
 """
 
 from __future__ import annotations
@@ -49,9 +50,10 @@ def book_file(directory: Path, task: str) -> None:
 
 
 @pytest.fixture(autouse=True)
-def scripts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def scripts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seqlab_commands_here: Any) -> None:
     """The benchmarks importable as the flat modules they are; their temporary folders under ``tmp_path``; this
-    interpreter's ``seqlab`` command first on the PATH."""
+    interpreter's ``seqlab`` command first on the PATH, its commands from the benchmarks run in this process
+    (``seqlab_commands_here``)."""
     monkeypatch.syspath_prepend(str(BENCHMARKS / "peers"))
     monkeypatch.syspath_prepend(str(BENCHMARKS))
     (tmp_path / "tmp").mkdir()

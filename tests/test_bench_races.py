@@ -4,8 +4,8 @@ models through ``--set``, a few steps; what it printed, recorded or wrote is che
 installed here run as stand-ins with their interface (tests/stand_ins/: gensim's package behind a "python", KenLM's
 lmplz and query, the book's modules behind ``--book-repo``), so that every step of the orchestration runs; the real
 peers run only in the real benchmarks. The workers that ``report.run_worker`` starts in a fresh interpreter (``python
-SCRIPT --worker ...``) run here as the script's ``main`` (``in_process_workers``), which spares each its imports;
-every ``seqlab`` command runs as the scripts run it, a process of its own."""
+SCRIPT --worker ...``) run here as the script's ``main`` (``in_process_workers``), and every ``seqlab`` command by the
+command line's app (``seqlab_commands_here``), which spares each its imports."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -52,10 +52,11 @@ KOREAN_TOY = ["data.split.valid=30", "data.split.test=30", "model.d_model=32", "
 
 
 @pytest.fixture
-def bench(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
+def bench(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, seqlab_commands_here: Any) -> Any:
     """``bench("x")``: benchmarks/x.py as a module (flat imports as the scripts use them). The directories the
-    scripts make with ``tempfile`` go under tmp_path, ``seqlab`` is the one beside this python, and the selection
-    run that a choosing script makes of this process (``report.choose_on_valid``) ends with the test."""
+    scripts make with ``tempfile`` go under tmp_path, ``seqlab`` is the one beside this python (its commands run in
+    this process: ``seqlab_commands_here``), and the selection run that a choosing script makes of this process
+    (``report.choose_on_valid``) ends with the test."""
     monkeypatch.setenv(SELECTION_ENV, "0")
     monkeypatch.syspath_prepend(str(BENCHMARKS))
     (tmp_path / "tmp").mkdir()
@@ -65,19 +66,20 @@ def bench(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Any:
 
 
 @pytest.fixture
-def in_process_workers(bench: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def in_process_workers(bench: Any, monkeypatch: pytest.MonkeyPatch,
+                       seqlab_commands_here: Callable[..., subprocess.CompletedProcess[Any]]) -> None:
     """``report.run_worker``'s ``python SCRIPT --worker KIND SPEC RESULT`` runs as SCRIPT's ``main([...])`` in this
-    process, in the directory it names (``report.seqlab``'s commands run as they are); what a worker changes for the
-    process is undone: ``sys.path``, the book's modules, the working directory, MPLBACKEND, and vectors_race's
-    replacement of ``read_words``."""
+    process, in the directory it names (``report.seqlab``'s commands too: ``seqlab_commands_here``); what a worker
+    changes for the process is undone: ``sys.path``, the book's modules, the working directory, MPLBACKEND, and
+    vectors_race's replacement of ``read_words``."""
     import seqlab.vectors.run as vectors_run
 
     monkeypatch.setattr(vectors_run, "read_words", vectors_run.read_words)
     monkeypatch.setenv("MPLBACKEND", "Agg")
 
     def run(command: list[str], check: bool, **options: Any) -> subprocess.CompletedProcess[Any]:
-        if command[1:3] == ["-m", "seqlab"]:  # report.seqlab: a seqlab command, run as it is
-            return subprocess.run(command, check=check, **options)
+        if command[1:3] == ["-m", "seqlab"]:  # report.seqlab: a seqlab command
+            return seqlab_commands_here(command, check=check, **options)
         python, script, *argv = command
         cwd = options["cwd"]
         assert python == sys.executable and check

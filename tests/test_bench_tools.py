@@ -17,6 +17,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 import torch
@@ -33,9 +34,10 @@ Bench = Callable[[str], ModuleType]  # a benchmark script's name to its module
 
 
 @pytest.fixture
-def bench(monkeypatch: pytest.MonkeyPatch) -> Iterator[Bench]:
-    """``bench("x")``: benchmarks/x.py as a module (flat imports as the scripts use them). What a script's main sets
-    in the environment (a choosing script makes its process a selection run) is undone after the test."""
+def bench(monkeypatch: pytest.MonkeyPatch, seqlab_commands_here: Any) -> Iterator[Bench]:
+    """``bench("x")``: benchmarks/x.py as a module (flat imports as the scripts use them), whose ``seqlab`` commands
+    run in this process (``seqlab_commands_here``). What a script's main sets in the environment (a choosing script
+    makes its process a selection run) is undone after the test."""
     monkeypatch.syspath_prepend(str(BENCHMARKS))
     environ = dict(os.environ)
     yield importlib.import_module
