@@ -16,6 +16,7 @@ import uvicorn
 from conftest import KOREAN_PAIRS, give_search
 
 import seqlab
+from seqlab.decoding import DecodeOptions
 from seqlab.server import Limits, create_app
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
@@ -185,6 +186,12 @@ def test_openapi_schema_describes_the_api(served):
     request = schema["components"]["schemas"]["TranslateRequest"]
     assert {"inputs", "attention", "beam", "nbest", "sample", "temperature", "top_k", "top_p"} <= set(request["properties"])
     assert request["required"] == ["inputs"]
+    for name in ("beam", "length_penalty"):  # the run's own search where a request leaves them out, as --help says
+        assert "default" not in request["properties"][name]
+        default = DecodeOptions.model_fields[name].default
+        assert request["properties"][name]["description"].endswith(
+            f"left out: the run's eval.{name} ({default} unless its config says)")
+    assert request["properties"]["nbest"]["default"] == 1
 
 
 def test_fifty_concurrent_clients_are_all_answered_correctly(served, korean_chatbot):

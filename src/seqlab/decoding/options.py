@@ -4,7 +4,7 @@ declared once here (the command line's options are made from these fields, so th
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -20,12 +20,23 @@ MAX_SEED = 2**32 - 1  # every engine's generator takes a 32-bit unsigned seed
 RUN_SEARCH = ("beam", "length_penalty")  # the fields a run's config fills where options leave them (or_run_search)
 
 
+def _run_search_in_schema(schema: dict[str, Any]) -> None:
+    """The JSON schema (the server's /openapi.json) says of ``RUN_SEARCH``'s fields what ``--help`` says: left out,
+    they are the run's own, so no default of their own."""
+    for name in RUN_SEARCH:
+        field = schema.get("properties", {}).get(name)
+        if field is not None:
+            default = field.pop("default", None)
+            field["description"] = f"{field.get('description', '')}; left out: the run's eval.{name} ({default} " \
+                                   "unless its config says)"
+
+
 class DecodeOptions(BaseModel):
     """Greedy by default; ``beam > 1`` searches, ``sample`` draws. A run's predictor fills what options leave
     open with the run's own search (``or_run_search``), so ``DecodeOptions()`` decodes as the run's config says
     and ``DecodeOptions(beam=1)`` greedily."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, json_schema_extra=_run_search_in_schema)
 
     beam: int = Field(1, ge=1, description="beam size; 1 is greedy")
     nbest: int = Field(1, ge=1, description="hypotheses returned per input (at most the beam size)")
