@@ -4,11 +4,13 @@
 
 The starts are the first ``--words`` words of the first ``--starts`` lines of the run's valid split. The earlier
 commit is checked out (``git worktree``) into a temporary directory (and given the run without the config keys
-younger than it, at their defaults: ``run_for_earlier``); in every repeat, each code (``--against``'s
-and this checkout's) continues all the starts in a fresh worker process of this script whose ``PYTHONPATH`` is its
-``src``, taking turns, after a warm-up of ten starts: the timer covers ``LanguageModel.generate`` over all of them
-(``--beam``, ``nbest`` 1, the run's ``eval.max_output_length``). The outputs are compared: the same texts, and
-log-probabilities within 1e-4. The table goes to stdout and to the scoreboard (``--results``, benchmarks/results/).
+younger than it where they hold their defaults, which it is asked for: ``run_for_earlier``); in every repeat, each
+code (``--against``'s and this checkout's) continues all the starts in a fresh worker process of this script whose
+``PYTHONPATH`` is its ``src``, taking turns, after a warm-up of ten starts: the timer covers
+``LanguageModel.generate`` over all of them (``--beam``, ``nbest`` 1, the run's ``eval.max_output_length``, both in
+``--precision``: fp32 unless told, the same arithmetic on every CPU, where ``auto`` could pick bf16 for one and fp32
+for the other). The outputs are compared: the same texts, and log-probabilities within 1e-4. The table goes to
+stdout and to the scoreboard (``--results``, benchmarks/results/).
 """
 
 from __future__ import annotations
@@ -43,11 +45,12 @@ def starts(run_dir: str, data_dir: str | None, count: int, words: int) -> list[s
     return [" ".join(line.split()[:words]) for line in lines[:count]]
 
 
-def one_run(run_dir: str, starts_file: str, beam: int) -> None:
-    """A worker: generate from every start with the seqlab on ``sys.path``; one JSON line to stdout."""
+def one_run(run_dir: str, starts_file: str, beam: int, precision: str) -> None:
+    """A worker: generate from every start with the seqlab on ``sys.path``, in ``precision``; one JSON line to
+    stdout."""
     from seqlab.predictors.language_model import load
 
-    lm = load(run_dir)
+    lm = load(run_dir, precision=precision)
     given = json.loads(Path(starts_file).read_text(encoding="utf-8"))
     lm.generate(given[:10], beam=beam)  # warm-up
     start = time.perf_counter()
@@ -63,27 +66,72 @@ def worktree(commit: str, where: Path) -> Path:
     return where
 
 
-NEWER_SETTINGS = {"eval": ("beam", "length_penalty"), "model": ("ngrams",)}  # keys younger than --against's default
+# Run by the earlier code: the places of the config's keys that its Config refuses as unknown (pydantic's
+# ``extra_forbidden``, whose places also hold the model section's type tag), as a JSON list.
+UNKNOWN_KEYS = """import json, sys
+import yaml
+from pydantic import ValidationError
+from seqlab.config import Config
+try:
+    Config.model_validate(yaml.safe_load(open(sys.argv[1], encoding="utf-8")))
+    print("[]")
+except ValidationError as exc:
+    print(json.dumps([[str(p) for p in e["loc"]] for e in exc.errors() if e["type"] == "extra_forbidden"]))
+"""
 
 
-def run_for_earlier(run_dir: str, where: Path) -> Path:
-    """The run as the earlier code can read it: its files linked at ``where``, its config without the settings
-    that code does not know (``NEWER_SETTINGS``) where they hold their defaults, which is the same run for it (one
-    set otherwise stays, and the earlier code refuses it by name)."""
+def run_for_earlier(run_dir: str, where: Path, src: Path) -> Path:
+    """The run as the earlier code in ``src`` can read it: its files linked at ``where``, its config (and the tokens
+    sections its tokenizer files hold) without the keys that code does not know (it is asked: ``UNKNOWN_KEYS``)
+    where they hold today's defaults, which is the same run for it (a key set otherwise stays, and the earlier code
+    refuses it by name)."""
     from seqlab.rundir import RunDir
 
     config = RunDir(run_dir).config()
     raw = config.model_dump(mode="json")
-    for section, keys in NEWER_SETTINGS.items():
-        fields = type(getattr(config, section)).model_fields
-        for key in keys:
-            if raw[section].get(key) == fields[key].default:
-                del raw[section][key]
     shutil.copytree(run_dir, where, copy_function=os.symlink)
-    (where / "config.yaml").unlink()
-    (where / "config.yaml").write_text(f"---\n{yaml.safe_dump(raw, sort_keys=False, allow_unicode=True)}...\n",
-                                       encoding="utf-8")
+    written = where / "config.yaml"
+    written.unlink()
+    written.write_text(f"---\n{yaml.safe_dump(raw, sort_keys=False, allow_unicode=True)}...\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-c", UNKNOWN_KEYS, str(written)], check=True, stdout=subprocess.PIPE,
+                          text=True, env={**os.environ, "PYTHONPATH": str(src)})
+    for place in json.loads(done.stdout):
+        _drop_at_default(config, raw, _raw_path(raw, place))
+    written.write_text(f"---\n{yaml.safe_dump(raw, sort_keys=False, allow_unicode=True)}...\n", encoding="utf-8")
+    for side in ("source", "target"):  # a tokenizer file holds its tokens section: the keys kept in the config's
+        tokenizer = where / f"{side}_tokenizer.json"
+        if tokenizer.exists():
+            data = json.loads(tokenizer.read_text(encoding="utf-8"))
+            data["config"] = {key: value for key, value in data["config"].items() if key in raw["tokens"][side]}
+            tokenizer.unlink()
+            tokenizer.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
     return where
+
+
+def _raw_path(raw: dict[str, Any], place: list[str]) -> list[str]:
+    """The keys of ``raw``'s nested sections along pydantic's ``place`` (a model section's type tag is none)."""
+    path, here = [], raw
+    for part in place:
+        if isinstance(here, dict) and part in here:
+            path.append(part)
+            here = here[part]
+    return path
+
+
+def _drop_at_default(config: Any, raw: dict[str, Any], path: list[str]) -> None:
+    """Delete from ``raw`` (``config`` dumped) the key at ``path`` if ``config`` holds its default there."""
+    if not path:
+        return
+    section, parent = config, raw
+    for part in path[:-1]:
+        section, parent = getattr(section, part), parent[part]
+    fields = type(section).model_fields
+    if path[-1] not in fields:
+        return
+    default = fields[path[-1]].get_default(call_default_factory=True)
+    default = default.model_dump(mode="json") if hasattr(default, "model_dump") else default
+    if json.dumps(parent[path[-1]]) == json.dumps(default):
+        del parent[path[-1]]
 
 
 def timed(codes: dict[str, tuple[Path, Path]], args: argparse.Namespace,
@@ -94,7 +142,8 @@ def timed(codes: dict[str, tuple[Path, Path]], args: argparse.Namespace,
         for name, (src, run_dir) in codes.items():
             env = {**os.environ, "PYTHONPATH": str(src)}
             done = subprocess.run([sys.executable, __file__, str(run_dir), "--one", str(starts_file), "--beam",
-                                   str(args.beam), "--threads", str(torch.get_num_threads())],
+                                   str(args.beam), "--precision", args.precision, "--threads",
+                                   str(torch.get_num_threads())],
                                   check=True, stdout=subprocess.PIPE, text=True, env=env)
             runs[name].append(json.loads(done.stdout.splitlines()[-1]))
     return runs
@@ -114,6 +163,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--words", type=int, default=2)
     parser.add_argument("--beam", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "auto"],
+                        help="what both codes decode in (fp32: the same on every CPU, so the outputs compare)")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--one", help=argparse.SUPPRESS)  # a worker: the file of starts
     add_results_option(parser)
@@ -121,7 +172,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.threads:
         torch.set_num_threads(args.threads)
     if args.one:
-        one_run(args.run_dir, args.one, args.beam)
+        one_run(args.run_dir, args.one, args.beam, args.precision)
         return
 
     given = starts(args.run_dir, args.data_dir, args.starts, args.words)
@@ -130,7 +181,7 @@ def main(argv: list[str] | None = None) -> None:
         starts_file.write_text(json.dumps(given), encoding="utf-8")
         earlier = worktree(args.against, Path(tmp) / "earlier")
         try:
-            runs = timed({args.against: (earlier / "src", run_for_earlier(args.run_dir, Path(tmp) / "run")),
+            runs = timed({args.against: (earlier / "src", run_for_earlier(args.run_dir, Path(tmp) / "run", earlier / "src")),
                           "this checkout": (REPO / "src", Path(args.run_dir))}, args, starts_file)
         finally:
             subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(earlier)], check=True)
@@ -143,7 +194,7 @@ def main(argv: list[str] | None = None) -> None:
          f"{same:.1f}" if name == args.against else "100.0"] for name, ts in seconds.items()])
     given_command = command(__file__, sys.argv[1:] if argv is None else argv)
     about = (f"{len(given):,} starts (the first {args.words} words of the valid split's first lines), beam {args.beam}, "
-             f"nbest 1; each repeat a fresh process per code, taking turns")
+             f"nbest 1, {args.precision}; each repeat a fresh process per code, taking turns")
     print(f"\n### {table.title}\n\nCommand: `{given_command}`. {machine()}. {about}.\n\n{markdown(table)}\n")
     publish(Result(f"lm_generate-{Path(args.run_dir).name}", table.title, given_command, [table],
                    [{"code": name, "seconds": ts} for name, ts in seconds.items()] + [{"same_percent": same}],
