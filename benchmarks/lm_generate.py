@@ -92,12 +92,16 @@ def run_for_earlier(run_dir: str, where: Path, src: Path) -> Path:
     shutil.copytree(run_dir, where, copy_function=os.symlink)
     written = where / "config.yaml"
     written.unlink()
-    written.write_text(f"---\n{yaml.safe_dump(raw, sort_keys=False, allow_unicode=True)}...\n", encoding="utf-8")
+
+    def write() -> None:  # as RunDir.save_config writes a config, here a raw one
+        written.write_text(f"---\n{yaml.safe_dump(raw, sort_keys=False, allow_unicode=True)}...\n", encoding="utf-8")
+
+    write()
     done = subprocess.run([sys.executable, "-c", UNKNOWN_KEYS, str(written)], check=True, stdout=subprocess.PIPE,
                           text=True, env={**os.environ, "PYTHONPATH": str(src)})
     for place in json.loads(done.stdout):
         _drop_at_default(config, raw, _raw_path(raw, place))
-    written.write_text(f"---\n{yaml.safe_dump(raw, sort_keys=False, allow_unicode=True)}...\n", encoding="utf-8")
+    write()
     for side in ("source", "target"):  # a tokenizer file holds its tokens section: the keys kept in the config's
         tokenizer = where / f"{side}_tokenizer.json"
         if tokenizer.exists():

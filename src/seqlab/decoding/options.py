@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from seqlab.specials import PAD
 
@@ -88,11 +88,10 @@ class DecodeOptions(BaseModel):
             update["length_penalty"] = length_penalty
         if not update:
             return self
-        try:
-            return DecodeOptions(**self.model_dump(exclude_unset=True), **update)  # checked again (nbest, normalize)
-        except ValidationError as exc:
-            problems = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
-            raise ValueError(f"{problems}, the run's (eval.beam): ask for a beam of at least {self.nbest}") from None
+        if self.nbest > update.get("beam", self.beam):
+            raise ValueError(f"nbest ({self.nbest}) cannot exceed the beam size ({update['beam']}), the run's "
+                             f"(eval.beam): ask for a beam of at least {self.nbest}")
+        return DecodeOptions(**self.model_dump(exclude_unset=True), **update)  # checked again (normalize)
 
     @property
     def rows_per_input(self) -> int:
